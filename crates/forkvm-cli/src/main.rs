@@ -1,0 +1,147 @@
+//! The `forkvm` command: run a program in a VM, print the syscall table,
+//! and benchmark the machine.
+
+mod bench;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use forkvm::machine::{Config, Machine, Outcome};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Run unmodified static Linux x86-64 programs inside tiny KVM virtual machines.
+#[derive(Parser)]
+#[command(name = "forkvm", version, about, disable_help_subcommand = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run PROGRAM in a fresh VM; exits with the program's status.
+    Run(RunArgs),
+    /// Measure VM construction, start-up, syscalls and whole runs against floors.
+    Bench(bench::BenchArgs),
+    /// Print the syscall compatibility table (Markdown), as in docs/syscalls.md.
+    Syscalls,
+    /// Print help.
+    Help,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Let the guest read files and directories under PATH (repeatable).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    allow_read: Vec<PathBuf>,
+    /// Set an environment variable in the guest (repeatable; the guest environment is otherwise empty).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    env: Vec<String>,
+    /// The guest's working directory.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    cwd: String,
+    /// Wall-clock limit in seconds; on expiry the guest is stopped and forkvm exits 124.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    timeout: f64,
+    /// Guest memory limit in MiB; beyond it brk/mmap fail with ENOMEM.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    memory: u64,
+    /// Log what forkvm does (to stderr).
+    #[arg(short, long)]
+    verbose: bool,
+    /// Print one line per syscall: name, arguments, result.
+    #[arg(long)]
+    trace_syscalls: bool,
+    /// The static x86-64 Linux program to run.
+    program: String,
+    /// Its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+fn parse_env(s: &str) -> Result<String, String> {
+    match s.split_once('=') {
+        Some((k, _)) if !k.is_empty() => Ok(s.to_string()),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
+}
+
+fn init_logging(verbose: bool) {
+    let default = if verbose { "forkvm=debug,info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FORKVM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+}
+
+fn run(args: RunArgs) -> anyhow::Result<u8> {
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        anyhow::bail!("--timeout must be a positive number of seconds");
+    }
+    let timeout = Duration::try_from_secs_f64(args.timeout).context("--timeout is out of range")?;
+    let memory = args
+        .memory
+        .checked_mul(1 << 20)
+        .context("--memory is out of range")?;
+    let mut argv = vec![args.program.clone()];
+    argv.extend(args.args);
+    let config = Config {
+        memory,
+        timeout,
+        argv,
+        env: args.env,
+        cwd: args.cwd,
+        allow_read: args.allow_read,
+        trace_syscalls: args.trace_syscalls,
+    };
+    let mut machine = Machine::from_file(&args.program, config)
+        .with_context(|| format!("cannot start {}", args.program))?;
+    let outcome = machine.run().context("the VM failed")?;
+    match &outcome {
+        Outcome::Exited(code) => tracing::debug!(code, "guest exited"),
+        Outcome::Crashed(info) => eprint!("{}", machine.crash_report(info)),
+        Outcome::TimedOut(t) => eprintln!(
+            "forkvm: timeout: {} did not finish within {:.3} s; stopped",
+            args.program,
+            t.as_secs_f64()
+        ),
+    }
+    Ok(outcome.status() as u8)
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let verbose = matches!(&cli.command, Command::Run(a) if a.verbose);
+    init_logging(verbose);
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Bench(args) => bench::main(args).map(|_| 0),
+        Command::Syscalls => {
+            print!("{}", forkvm::linux::table::render_markdown());
+            Ok(0)
+        }
+        Command::Help => {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_long_help();
+            Ok(0)
+        }
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("forkvm: error: {e:#}");
+            ExitCode::from(125)
+        }
+    }
+}

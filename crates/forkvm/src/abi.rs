@@ -1,0 +1,163 @@
+//! Everything the host and the guest kernel must agree on, in one place.
+//!
+//! Guest virtual addresses equal guest physical addresses (identity map), so
+//! every address below is both. The guest kernel is assembled at run time
+//! from these constants (see [`crate::guest_kernel`]): nothing here is copied
+//! by hand into assembly.
+//!
+//! ```text
+//! 0x0000_0000  null guard page (never mapped)
+//! 0x0000_1000  GDT                       supervisor, RW
+//! 0x0000_2000  IDT (256 gates)           supervisor, RW
+//! 0x0000_3000  TSS                       supervisor, RW
+//! 0x0000_4000  kernel code (entries)     supervisor, RX
+//! 0x0000_5000  syscall stub              user, RX   (LSTAR points here)
+//! 0x0000_6000  IST stack (8 KiB)         supervisor, RW, top 0x8000
+//! 0x0001_0000  page tables               supervisor, RW
+//! 0x0020_0000  user memory: ELF, brk heap ->  ... <- mmap area, stack (top = end of RAM)
+//! ```
+
+/// Size of a small page.
+pub const PAGE_SIZE: u64 = 0x1000;
+/// Size of a large (2 MiB) page.
+pub const HUGE_PAGE_SIZE: u64 = 0x20_0000;
+
+/// Global descriptor table.
+pub const GDT_ADDR: u64 = 0x1000;
+/// Interrupt descriptor table.
+pub const IDT_ADDR: u64 = 0x2000;
+/// Task state segment (holds RSP0 and IST1).
+pub const TSS_ADDR: u64 = 0x3000;
+/// Guest kernel code: exception entries and the initial `iretq`.
+pub const KERNEL_CODE_ADDR: u64 = 0x4000;
+/// The syscall entry stub, user-executable because on PVM `syscall` stays at CPL3.
+pub const SYSCALL_STUB_ADDR: u64 = 0x5000;
+/// Bottom of the interrupt stack (IST1).
+pub const IST_STACK_BOTTOM: u64 = 0x6000;
+/// Top of the interrupt stack; every exception frame is pushed below it.
+pub const IST_STACK_TOP: u64 = 0x8000;
+/// First page-table page (the PML4); the rest follow it.
+pub const PAGE_TABLES_ADDR: u64 = 0x1_0000;
+/// End of the page-table area.
+pub const PAGE_TABLES_END: u64 = USER_BASE;
+/// Lowest address the guest program may use.
+pub const USER_BASE: u64 = 0x20_0000;
+
+/// Default load address of a position-independent (static-pie) program.
+pub const PIE_LOAD_BASE: u64 = 0x40_0000;
+/// Largest guest memory we accept (the page tables must fit their area).
+pub const MAX_GUEST_MEMORY: u64 = 64 << 30;
+
+/// GDT selectors (Linux values, so STAR matches what programs expect).
+pub mod selector {
+    /// Kernel 64-bit code.
+    pub const KERNEL_CS: u16 = 0x10;
+    /// Kernel data.
+    pub const KERNEL_DS: u16 = 0x18;
+    /// User 32-bit code (base for SYSRET selector arithmetic).
+    pub const USER_CS32: u16 = 0x23;
+    /// User data.
+    pub const USER_DS: u16 = 0x2b;
+    /// User 64-bit code.
+    pub const USER_CS: u16 = 0x33;
+    /// Task state segment.
+    pub const TSS: u16 = 0x40;
+}
+
+/// I/O ports the guest kernel uses to reach the host (`out %al, $port`).
+pub mod port {
+    /// Hardware-KVM syscall stub: `out` at CPL0 right at LSTAR.
+    pub const SYSCALL: u16 = 0x7f;
+    /// Exception vector `v` exits on port `EXCEPTION_BASE + v`.
+    pub const EXCEPTION_BASE: u16 = 0x80;
+    /// Number of exception vectors with an entry.
+    pub const EXCEPTION_COUNT: u16 = 32;
+}
+
+/// x86 exception vectors that matter to the host.
+pub mod vector {
+    pub const DIVIDE_ERROR: u8 = 0;
+    pub const DEBUG: u8 = 1;
+    pub const BREAKPOINT: u8 = 3;
+    pub const OVERFLOW: u8 = 4;
+    pub const BOUND_RANGE: u8 = 5;
+    pub const INVALID_OPCODE: u8 = 6;
+    pub const DEVICE_NOT_AVAILABLE: u8 = 7;
+    pub const DOUBLE_FAULT: u8 = 8;
+    pub const INVALID_TSS: u8 = 10;
+    pub const SEGMENT_NOT_PRESENT: u8 = 11;
+    pub const STACK_FAULT: u8 = 12;
+    pub const GENERAL_PROTECTION: u8 = 13;
+    pub const PAGE_FAULT: u8 = 14;
+    pub const X87_FP: u8 = 16;
+    pub const ALIGNMENT_CHECK: u8 = 17;
+    pub const MACHINE_CHECK: u8 = 18;
+    pub const SIMD_FP: u8 = 19;
+    pub const CONTROL_PROTECTION: u8 = 21;
+
+    /// Whether the CPU pushes an error code for this vector.
+    pub const fn has_error_code(v: u8) -> bool {
+        matches!(v, 8 | 10..=14 | 17 | 21 | 29 | 30)
+    }
+}
+
+/// Where the exception frame (`[err], RIP, CS, RFLAGS, RSP, SS`) sits on the IST stack.
+pub const fn exception_frame_addr(vector: u8) -> u64 {
+    // The CPU aligns the IST top to 16 bytes and pushes 5 qwords (+1 with an error code).
+    if vector::has_error_code(vector) {
+        IST_STACK_TOP - 6 * 8
+    } else {
+        IST_STACK_TOP - 5 * 8
+    }
+}
+
+/// Model-specific registers the host programs.
+pub mod msr {
+    pub const EFER: u32 = 0xc000_0080;
+    pub const STAR: u32 = 0xc000_0081;
+    pub const LSTAR: u32 = 0xc000_0082;
+    pub const CSTAR: u32 = 0xc000_0083;
+    pub const SFMASK: u32 = 0xc000_0084;
+    pub const FS_BASE: u32 = 0xc000_0100;
+    pub const GS_BASE: u32 = 0xc000_0101;
+    pub const KERNEL_GS_BASE: u32 = 0xc000_0102;
+}
+
+/// STAR: SYSCALL loads CS=0x10/SS=0x18, SYSRET loads CS=0x33/SS=0x2b.
+pub const STAR_VALUE: u64 =
+    ((selector::USER_CS32 as u64) << 48) | ((selector::KERNEL_CS as u64) << 32);
+/// RFLAGS bits cleared on `syscall` (TF, IF, DF, IOPL, AC, NT), as Linux does.
+pub const SFMASK_VALUE: u64 = 0x0004_7700;
+
+/// RFLAGS bits a user program may control (CF PF AF ZF SF TF DF OF AC ID); IF is forced on.
+pub const USER_RFLAGS_MASK: u64 = 0x0025_4dd5;
+/// Reserved bit 1 and IF.
+pub const USER_RFLAGS_FORCED: u64 = 0x0202;
+
+/// Control-register and EFER bits.
+pub mod cr {
+    pub const CR0_PE: u64 = 1 << 0;
+    pub const CR0_MP: u64 = 1 << 1;
+    pub const CR0_ET: u64 = 1 << 4;
+    pub const CR0_NE: u64 = 1 << 5;
+    pub const CR0_WP: u64 = 1 << 16;
+    pub const CR0_AM: u64 = 1 << 18;
+    pub const CR0_PG: u64 = 1 << 31;
+    pub const CR4_PAE: u64 = 1 << 5;
+    pub const CR4_OSFXSR: u64 = 1 << 9;
+    pub const CR4_OSXMMEXCPT: u64 = 1 << 10;
+    pub const CR4_OSXSAVE: u64 = 1 << 18;
+    pub const EFER_SCE: u64 = 1 << 0;
+    pub const EFER_LME: u64 = 1 << 8;
+    pub const EFER_LMA: u64 = 1 << 10;
+    pub const EFER_NXE: u64 = 1 << 11;
+}
+
+/// Page-table entry bits.
+pub mod pte {
+    pub const PRESENT: u64 = 1 << 0;
+    pub const WRITABLE: u64 = 1 << 1;
+    pub const USER: u64 = 1 << 2;
+    pub const HUGE: u64 = 1 << 7;
+    pub const NO_EXECUTE: u64 = 1 << 63;
+}

@@ -1,0 +1,111 @@
+//! Built-in guest programs, assembled at start-up into tiny static ELF
+//! executables: the demo and the benchmark need no toolchain.
+
+use iced_x86::code_asm::{self as asm, CodeAssembler};
+use iced_x86::IcedError;
+
+/// Load address of the built-in programs.
+const BASE: u64 = 0x40_0000;
+/// ELF header + one program header (+ PT_GNU_STACK) precede the code.
+const HEADERS: u64 = 64 + 2 * 56;
+
+/// A static x86-64 ELF executable with one RX segment holding `code` (run from its start).
+fn elf(code: &[u8]) -> Vec<u8> {
+    let total = HEADERS + code.len() as u64;
+    let mut f = Vec::with_capacity(total as usize);
+    // e_ident: ELF64, little-endian, version 1, System V ABI.
+    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0]);
+    f.extend_from_slice(&[0; 8]);
+    f.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+    f.extend_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    f.extend_from_slice(&1u32.to_le_bytes()); // EV_CURRENT
+    f.extend_from_slice(&(BASE + HEADERS).to_le_bytes()); // e_entry
+    f.extend_from_slice(&64u64.to_le_bytes()); // e_phoff
+    f.extend_from_slice(&0u64.to_le_bytes()); // e_shoff
+    f.extend_from_slice(&0u32.to_le_bytes()); // e_flags
+    f.extend_from_slice(&64u16.to_le_bytes()); // e_ehsize
+    f.extend_from_slice(&56u16.to_le_bytes()); // e_phentsize
+    f.extend_from_slice(&2u16.to_le_bytes()); // e_phnum
+    f.extend_from_slice(&[0; 6]); // e_shentsize, e_shnum, e_shstrndx
+    // PT_LOAD, R+X, the whole file at BASE.
+    f.extend_from_slice(&1u32.to_le_bytes());
+    f.extend_from_slice(&5u32.to_le_bytes());
+    for v in [0, BASE, BASE, total, total, 0x1000] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    // PT_GNU_STACK, R+W.
+    f.extend_from_slice(&0x6474_e551u32.to_le_bytes());
+    f.extend_from_slice(&6u32.to_le_bytes());
+    for v in [0u64, 0, 0, 0, 0, 16] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    f.extend_from_slice(code);
+    f
+}
+
+fn assemble(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Result<Vec<u8>, IcedError> {
+    let mut a = CodeAssembler::new(64)?;
+    f(&mut a)?;
+    Ok(elf(&a.assemble(BASE + HEADERS)?))
+}
+
+/// The message the built-in hello world prints.
+pub const HELLO_MESSAGE: &[u8] = b"Hello from a forkvm guest!\n";
+
+/// A hello world: write(1, msg, len); exit_group(0).
+pub fn hello() -> Result<Vec<u8>, IcedError> {
+    assemble(|a| {
+        let mut msg = a.create_label();
+        a.mov(asm::eax, 1)?;
+        a.mov(asm::edi, 1)?;
+        a.lea(asm::rsi, asm::ptr(msg))?;
+        a.mov(asm::edx, HELLO_MESSAGE.len() as u32)?;
+        a.syscall()?;
+        a.mov(asm::eax, 231)?;
+        a.xor(asm::edi, asm::edi)?;
+        a.syscall()?;
+        a.set_label(&mut msg)?;
+        a.db(HELLO_MESSAGE)
+    })
+}
+
+/// Calls getppid() `n` times, then exit_group(0): one host-handled syscall per iteration.
+pub fn syscall_loop(n: u32) -> Result<Vec<u8>, IcedError> {
+    assemble(|a| {
+        let mut top = a.create_label();
+        let mut done = a.create_label();
+        a.mov(asm::ebx, n)?;
+        a.set_label(&mut top)?;
+        a.test(asm::ebx, asm::ebx)?;
+        a.jz(done)?;
+        a.mov(asm::eax, 110)?; // getppid
+        a.syscall()?;
+        a.dec(asm::ebx)?;
+        a.jmp(top)?;
+        a.set_label(&mut done)?;
+        a.mov(asm::eax, 231)?;
+        a.xor(asm::edi, asm::edi)?;
+        a.syscall()
+    })
+}
+
+/// Spins forever (for timeout tests).
+pub fn spin() -> Result<Vec<u8>, IcedError> {
+    assemble(|a| {
+        let mut top = a.create_label();
+        a.set_label(&mut top)?;
+        a.jmp(top)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse_as_elf() {
+        for img in [hello().unwrap(), syscall_loop(3).unwrap(), spin().unwrap()] {
+            crate::loader::parse(&img).unwrap();
+        }
+    }
+}

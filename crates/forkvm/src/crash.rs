@@ -1,0 +1,479 @@
+//! What to tell the user when the guest program dies of a CPU exception:
+//! the Linux signal the exception maps to and a readable crash report
+//! (registers, the faulting instruction disassembled, the nearest symbol).
+
+use crate::abi::{self, vector};
+use crate::loader::Symbols;
+use crate::memory::GuestMemory;
+use iced_x86::{Decoder, DecoderOptions, Formatter, GasFormatter};
+use std::fmt::Write as _;
+
+/// A guest program killed by an exception.
+#[derive(Debug, Clone)]
+pub struct CrashInfo {
+    /// Linux signal number (e.g. 11).
+    pub signal: i32,
+    /// Its name ("SIGSEGV").
+    pub signal_name: &'static str,
+    /// What happened, e.g. "page fault: write to unmapped address 0x0 (user mode)".
+    pub description: String,
+    /// CR2 for a page fault.
+    pub fault_addr: Option<u64>,
+    /// Registers at the fault (RIP is the faulting instruction).
+    pub regs: kvm_bindings::kvm_regs,
+}
+
+impl CrashInfo {
+    /// The crash for exception `vector` with its `error_code`, `cr2` (used
+    /// for page faults only) and the registers at the fault.
+    pub fn from_exception(
+        vector: u8,
+        error_code: u64,
+        cr2: u64,
+        regs: kvm_bindings::kvm_regs,
+    ) -> Self {
+        let fault_addr = (vector == vector::PAGE_FAULT).then_some(cr2);
+        let (signal, signal_name) = signal_of(vector);
+        Self {
+            signal,
+            signal_name,
+            description: describe(vector, error_code, fault_addr),
+            fault_addr,
+            regs,
+        }
+    }
+}
+
+/// The Linux signal for exception `vector` (what Linux's trap handlers send).
+fn signal_of(v: u8) -> (i32, &'static str) {
+    const SEGV: (i32, &str) = (libc::SIGSEGV, "SIGSEGV");
+    const FPE: (i32, &str) = (libc::SIGFPE, "SIGFPE");
+    const BUS: (i32, &str) = (libc::SIGBUS, "SIGBUS");
+    const ILL: (i32, &str) = (libc::SIGILL, "SIGILL");
+    const TRAP: (i32, &str) = (libc::SIGTRAP, "SIGTRAP");
+    match v {
+        vector::DIVIDE_ERROR => FPE,
+        vector::DEBUG | vector::BREAKPOINT => TRAP,
+        vector::INVALID_OPCODE => ILL,
+        9 => FPE, // coprocessor segment overrun
+        // Linux sends SIGBUS for #NP and #SS (do_error_trap(..., SIGBUS)).
+        vector::SEGMENT_NOT_PRESENT | vector::STACK_FAULT => BUS,
+        vector::ALIGNMENT_CHECK | vector::MACHINE_CHECK => BUS,
+        vector::X87_FP | vector::SIMD_FP => FPE,
+        _ => SEGV,
+    }
+}
+
+fn page_fault(err: u64, addr: Option<u64>) -> String {
+    let present = err & 1 != 0;
+    let write = err & 2 != 0;
+    let user = err & 4 != 0;
+    let reserved = err & 8 != 0;
+    let fetch = err & 16 != 0;
+    let pkey = err & 32 != 0;
+    let shadow = err & 64 != 0;
+    let access = if fetch {
+        "instruction fetch from"
+    } else if write {
+        "write to"
+    } else {
+        "read from"
+    };
+    let what = if reserved {
+        "address with a reserved page-table bit set"
+    } else if !present {
+        "unmapped address"
+    } else if pkey {
+        "protection-key protected address"
+    } else if shadow {
+        "shadow-stack address"
+    } else if user && addr.is_some_and(|a| a < abi::USER_BASE) {
+        "kernel-only address"
+    } else if fetch {
+        "non-executable address"
+    } else if write {
+        "read-only address"
+    } else {
+        "protected address"
+    };
+    let at = addr.map(|a| format!(" {a:#x}")).unwrap_or_default();
+    let mode = if user { "user" } else { "kernel" };
+    format!("page fault: {access} {what}{at} ({mode} mode)")
+}
+
+/// " (segment selector 0x..)" for the selector error codes of #TS/#NP/#SS/#GP.
+fn selector(err: u64) -> String {
+    if err == 0 {
+        String::new()
+    } else {
+        let table = match (err >> 1) & 3 {
+            0 => "GDT",
+            2 => "LDT",
+            _ => "IDT",
+        };
+        format!(" ({table} selector {:#x})", err & 0xfff8)
+    }
+}
+
+fn describe(v: u8, err: u64, addr: Option<u64>) -> String {
+    match v {
+        vector::DIVIDE_ERROR => "divide error (#DE): division by zero or quotient overflow".into(),
+        vector::DEBUG => "debug exception (#DB)".into(),
+        2 => "non-maskable interrupt".into(),
+        vector::BREAKPOINT => "breakpoint (#BP, int3)".into(),
+        vector::OVERFLOW => "overflow (#OF, into)".into(),
+        vector::BOUND_RANGE => "bound range exceeded (#BR)".into(),
+        vector::INVALID_OPCODE => "invalid opcode (#UD)".into(),
+        vector::DEVICE_NOT_AVAILABLE => "device not available (#NM)".into(),
+        vector::DOUBLE_FAULT => "double fault (#DF)".into(),
+        9 => "coprocessor segment overrun".into(),
+        vector::INVALID_TSS => format!("invalid TSS (#TS){}", selector(err)),
+        vector::SEGMENT_NOT_PRESENT => format!("segment not present (#NP){}", selector(err)),
+        vector::STACK_FAULT => format!(
+            "stack-segment fault (#SS){}",
+            if err == 0 {
+                ": non-canonical stack address".to_string()
+            } else {
+                selector(err)
+            }
+        ),
+        vector::GENERAL_PROTECTION => {
+            if err == 0 {
+                "general protection fault (#GP): non-canonical address, \
+                 misaligned SSE operand or privileged instruction"
+                    .into()
+            } else {
+                format!("general protection fault (#GP){}", selector(err))
+            }
+        }
+        vector::PAGE_FAULT => page_fault(err, addr),
+        vector::X87_FP => "x87 floating-point exception (#MF)".into(),
+        vector::ALIGNMENT_CHECK => "alignment check (#AC): misaligned memory access".into(),
+        vector::MACHINE_CHECK => "machine check (#MC)".into(),
+        vector::SIMD_FP => "SIMD floating-point exception (#XM)".into(),
+        20 => "virtualization exception (#VE)".into(),
+        vector::CONTROL_PROTECTION => "control-protection exception (#CP)".into(),
+        v if v < 32 => format!("unexpected exception (vector {v})"),
+        v => format!("unexpected interrupt (vector {v})"),
+    }
+}
+
+/// The Linux signal (number and name) for exception `vector` and a
+/// description of it (the page-fault error code bits decoded, without the
+/// address; [`CrashInfo::from_exception`] includes it).
+///
+/// #DE, #MF, #XM → SIGFPE; #UD → SIGILL; #DB, #BP → SIGTRAP;
+/// #NP, #SS, #AC, #MC → SIGBUS (as Linux); everything else → SIGSEGV.
+pub fn signal_for_vector(vector: u8, error_code: u64) -> (i32, &'static str, String) {
+    let (signo, name) = signal_of(vector);
+    (signo, name, describe(vector, error_code, None))
+}
+
+fn symbolize(symbols: Option<&Symbols>, addr: u64) -> Option<String> {
+    let (name, off) = symbols?.lookup(addr)?;
+    Some(if off == 0 {
+        name.to_string()
+    } else {
+        format!("{name}+{off:#x}")
+    })
+}
+
+fn rflags_names(f: u64) -> String {
+    const BITS: [(u32, &str); 13] = [
+        (0, "CF"),
+        (2, "PF"),
+        (4, "AF"),
+        (6, "ZF"),
+        (7, "SF"),
+        (8, "TF"),
+        (9, "IF"),
+        (10, "DF"),
+        (11, "OF"),
+        (16, "RF"),
+        (17, "VM"),
+        (18, "AC"),
+        (21, "ID"),
+    ];
+    let names: Vec<&str> = BITS
+        .iter()
+        .filter(|(b, _)| f & (1 << b) != 0)
+        .map(|&(_, n)| n)
+        .collect();
+    names.join(" ")
+}
+
+/// Most instructions shown after the faulting one.
+const EXTRA_INSNS: usize = 2;
+/// Bytes read at RIP (the longest x86 instruction is 15 bytes).
+const CODE_BYTES: u64 = 32;
+
+fn disassemble(out: &mut String, mem: &GuestMemory, rip: u64, symbols: Option<&Symbols>) {
+    let avail = mem.size().saturating_sub(rip).min(CODE_BYTES);
+    let code = if avail == 0 {
+        None
+    } else {
+        mem.read(rip, avail).ok()
+    };
+    let Some(code) = code else {
+        let _ = writeln!(
+            out,
+            "  code: cannot read instructions at {rip:#x}: not in guest user memory"
+        );
+        return;
+    };
+    let _ = writeln!(out, "  code:");
+    let mut decoder = Decoder::with_ip(64, code, rip, DecoderOptions::NONE);
+    let mut fmt = GasFormatter::new();
+    fmt.options_mut().set_uppercase_hex(false);
+    fmt.options_mut().set_space_after_operand_separator(true);
+    let mut text = String::new();
+    for i in 0..=EXTRA_INSNS {
+        if !decoder.can_decode() {
+            break;
+        }
+        let pos = decoder.position();
+        let insn = decoder.decode();
+        let len = insn.len().max(1);
+        let bytes = code.get(pos..pos.saturating_add(len)).unwrap_or(&[]);
+        let invalid = insn.is_invalid();
+        if invalid && i > 0 {
+            break; // likely cut off at the end of the buffer, or data
+        }
+        text.clear();
+        if invalid {
+            text.push_str("(bad)");
+        } else {
+            fmt.format(&insn, &mut text);
+        }
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let addr = insn.ip();
+        let sym = symbolize(symbols, addr)
+            .map(|s| format!(" <{s}>"))
+            .unwrap_or_default();
+        let marker = if i == 0 { "=>" } else { "  " };
+        let _ = writeln!(
+            out,
+            "  {marker} {addr:#x}{sym}:  {:<32}  {text}",
+            hex.join(" ")
+        );
+        if invalid {
+            break;
+        }
+    }
+}
+
+/// A multi-line, human-readable crash report.
+pub fn render(info: &CrashInfo, mem: &GuestMemory, symbols: Option<&Symbols>) -> String {
+    let r = &info.regs;
+    let mut out = String::new();
+    let where_ = symbolize(symbols, r.rip)
+        .map(|s| format!(" in {s}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "forkvm: guest killed by {} ({}) at {:#x}{where_}",
+        info.signal_name, info.description, r.rip
+    );
+    if let Some(a) = info.fault_addr {
+        let sym = symbolize(symbols, a)
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  fault address: {a:#x}{sym}");
+    }
+    let regs: [(&str, u64); 16] = [
+        ("rax", r.rax),
+        ("rbx", r.rbx),
+        ("rcx", r.rcx),
+        ("rdx", r.rdx),
+        ("rsi", r.rsi),
+        ("rdi", r.rdi),
+        ("rbp", r.rbp),
+        ("rsp", r.rsp),
+        ("r8", r.r8),
+        ("r9", r.r9),
+        ("r10", r.r10),
+        ("r11", r.r11),
+        ("r12", r.r12),
+        ("r13", r.r13),
+        ("r14", r.r14),
+        ("r15", r.r15),
+    ];
+    for row in regs.chunks(4) {
+        out.push(' ');
+        for (name, v) in row {
+            let _ = write!(out, " {name:<3} {v:#018x} ");
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "  rip {:#018x}  rflags {:#018x} [{}]",
+        r.rip,
+        r.rflags,
+        rflags_names(r.rflags)
+    );
+    disassemble(&mut out, mem, r.rip, symbols);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loader::{self, testutil};
+
+    fn regs(rip: u64) -> kvm_bindings::kvm_regs {
+        kvm_bindings::kvm_regs {
+            rip,
+            rflags: 0x10246,
+            rax: 0x2a,
+            rsp: 0x3f_fff0,
+            r15: u64::MAX,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn signals_follow_linux() {
+        assert_eq!(signal_for_vector(0, 0).1, "SIGFPE");
+        assert_eq!(signal_for_vector(6, 0).0, libc::SIGILL);
+        assert_eq!(signal_for_vector(3, 0).1, "SIGTRAP");
+        assert_eq!(signal_for_vector(13, 0).1, "SIGSEGV");
+        assert_eq!(signal_for_vector(14, 6).1, "SIGSEGV");
+        assert_eq!(signal_for_vector(12, 0).1, "SIGBUS");
+        assert_eq!(signal_for_vector(17, 0).1, "SIGBUS");
+        assert_eq!(signal_for_vector(16, 0).1, "SIGFPE");
+        assert_eq!(signal_for_vector(19, 0).1, "SIGFPE");
+        assert_eq!(signal_for_vector(200, 0).1, "SIGSEGV");
+        for v in 0..=255u8 {
+            for e in [0, 1, 0xffff, u64::MAX] {
+                let (n, name, d) = signal_for_vector(v, e);
+                assert!(n > 0 && name.starts_with("SIG") && !d.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn page_fault_bits_decoded() {
+        assert_eq!(
+            signal_for_vector(14, 6).2,
+            "page fault: write to unmapped address (user mode)"
+        );
+        let c = CrashInfo::from_exception(14, 6, 0, regs(0x20_1000));
+        assert_eq!(
+            c.description,
+            "page fault: write to unmapped address 0x0 (user mode)"
+        );
+        assert_eq!(c.fault_addr, Some(0));
+        let c = CrashInfo::from_exception(14, 0x15, 0x60_0000, regs(0x60_0000));
+        assert_eq!(
+            c.description,
+            "page fault: instruction fetch from non-executable address 0x600000 (user mode)"
+        );
+        let c = CrashInfo::from_exception(14, 7, 0x40_1000, regs(0));
+        assert!(c
+            .description
+            .contains("write to read-only address 0x401000"));
+        let c = CrashInfo::from_exception(14, 5, 0x1000, regs(0));
+        assert!(c
+            .description
+            .contains("read from kernel-only address 0x1000"));
+        let c = CrashInfo::from_exception(13, 0, 0x1234, regs(0));
+        assert_eq!(c.fault_addr, None);
+        assert!(c.description.contains("general protection"));
+    }
+
+    #[test]
+    fn render_disassembles_and_symbolizes() {
+        let mut mem = GuestMemory::new(4 << 20).unwrap();
+        let main = 0x20_1000;
+        let rip = main + 0x1c;
+        let code = [
+            0xc7, 0x04, 0x25, 0x00, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00, // movl $42, 0x0
+            0x31, 0xc0, // xor %eax, %eax
+            0xc3, // ret
+        ];
+        mem.write(rip, &code).unwrap();
+        let syms = Symbols::from_entries([
+            ("main".to_string(), main, 0x40),
+            ("other".to_string(), main + 0x40, 0x10),
+        ]);
+        let info = CrashInfo::from_exception(14, 6, 0, regs(rip));
+        let r = render(&info, &mem, Some(&syms));
+        assert!(
+            r.starts_with(
+                "forkvm: guest killed by SIGSEGV (page fault: write to unmapped address 0x0 \
+                 (user mode)) at 0x20101c in main+0x1c\n"
+            ),
+            "{r}"
+        );
+        assert!(r.contains("fault address: 0x0"), "{r}");
+        assert!(r.contains("=> 0x20101c <main+0x1c>:"), "{r}");
+        assert!(r.contains("c7 04 25 00 00 00 00 2a 00 00 00"), "{r}");
+        assert!(r.contains("00 2a 00 00 00  movl $0x2a, 0\n"), "{r}");
+        assert!(r.contains("xor %eax, %eax"), "{r}");
+        assert!(r.contains("ret"), "{r}");
+        assert!(r.contains("rax 0x000000000000002a"), "{r}");
+        assert!(r.contains("r15 0xffffffffffffffff"), "{r}");
+        assert!(r.contains("rflags 0x0000000000010246 [PF ZF IF RF]"), "{r}");
+        // Without symbols.
+        let r = render(&info, &mem, None);
+        assert!(r.contains("=> 0x20101c:"), "{r}");
+        assert!(!r.contains("main"), "{r}");
+    }
+
+    #[test]
+    fn render_never_panics() {
+        let mut mem = GuestMemory::new(4 << 20).unwrap();
+        let size = mem.size();
+        mem.write(size - 2, &[0x0f, 0x0b]).unwrap(); // ud2 at the very end
+        mem.write(size - 0x10, &[0xff; 3]).unwrap();
+        let syms = Symbols::from_entries([("x".to_string(), 0, 0)]);
+        for rip in [
+            0,
+            0x1000,
+            abi::SYSCALL_STUB_ADDR,
+            abi::USER_BASE,
+            size - 0x10,
+            size - 2,
+            size - 1,
+            size,
+            u64::MAX,
+            u64::MAX - 3,
+        ] {
+            for v in [0u8, 6, 13, 14, 255] {
+                let mut regs = regs(rip);
+                regs.rflags = u64::MAX;
+                let info = CrashInfo::from_exception(v, u64::MAX, u64::MAX, regs);
+                let r = render(&info, &mem, Some(&syms));
+                assert!(r.starts_with("forkvm: guest killed by SIG"), "{r}");
+                if rip >= size || rip < abi::USER_BASE {
+                    assert!(r.contains("cannot read instructions"), "{r}");
+                }
+            }
+        }
+        let info = CrashInfo::from_exception(6, 0, 0, regs(size - 2));
+        let r = render(&info, &mem, None);
+        assert!(r.contains("ud2"), "{r}");
+        let info = CrashInfo::from_exception(6, 0, 0, regs(size - 0x10));
+        let r = render(&info, &mem, None);
+        assert!(r.contains("(bad)"), "{r}");
+    }
+
+    #[test]
+    fn render_real_binary() {
+        let Some(bytes) = testutil::static_exe() else {
+            return;
+        };
+        let img = loader::parse(bytes).unwrap();
+        let mut mem = GuestMemory::new(16 << 20).unwrap();
+        img.load(bytes, &mut mem).unwrap();
+        let syms = img.symbols();
+        let helper = syms.address_of("forkvm_helper").unwrap();
+        let info = CrashInfo::from_exception(6, 0, 0, regs(helper + 1));
+        let r = render(&info, &mem, Some(&syms));
+        assert!(r.contains("SIGILL (invalid opcode (#UD))"), "{r}");
+        assert!(r.contains("in forkvm_helper+0x1"), "{r}");
+        assert!(r.contains("=> "), "{r}");
+    }
+}

@@ -1,0 +1,10 @@
+//! KVM: the VM/vCPU wrapper, hardware-vs-PVM detection, and the watchdog
+//! that enforces wall-clock limits.
+
+pub mod platform;
+pub mod vcpu;
+pub mod watchdog;
+
+pub use platform::Platform;
+pub use vcpu::{Exit, Hypervisor, KvmError, Vcpu};
+pub use watchdog::Deadline;

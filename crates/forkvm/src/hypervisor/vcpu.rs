@@ -1,0 +1,311 @@
+//! One KVM VM with one vCPU, set up for the guest kernel: long mode, our
+//! GDT/IDT/TSS, the syscall MSRs, CPUID and XCR0.
+//!
+//! Register traffic on the hot path goes through `KVM_CAP_SYNC_REGS`: the
+//! general registers arrive with every exit and are written back only when
+//! changed, so a syscall costs one `KVM_RUN` and no other ioctl.
+
+use super::platform::Platform;
+use crate::abi::{self, cr, msr, selector};
+use crate::guest_kernel::{self, Frame};
+use crate::memory::GuestMemory;
+use kvm_bindings::{
+    kvm_regs, kvm_segment, kvm_sregs, kvm_userspace_memory_region, kvm_xcrs, CpuId, Msrs,
+    kvm_msr_entry, KVM_MAX_CPUID_ENTRIES,
+};
+use kvm_ioctls::{Kvm, SyncReg, VcpuExit, VcpuFd, VmFd};
+use std::sync::OnceLock;
+
+/// Failures talking to KVM.
+#[derive(Debug, thiserror::Error)]
+pub enum KvmError {
+    /// /dev/kvm could not be opened.
+    #[error("cannot open /dev/kvm ({0}); is KVM available and are you allowed to use it?")]
+    Open(#[source] kvm_ioctls::Error),
+    /// An ioctl failed.
+    #[error("KVM {what} failed: {source}")]
+    Ioctl {
+        /// Which operation.
+        what: &'static str,
+        /// The errno.
+        #[source]
+        source: kvm_ioctls::Error,
+    },
+    /// The host lacks a capability forkvm needs.
+    #[error("KVM lacks {0}")]
+    Missing(&'static str),
+}
+
+fn ioctl<T>(what: &'static str, r: Result<T, kvm_ioctls::Error>) -> Result<T, KvmError> {
+    r.map_err(|source| KvmError::Ioctl { what, source })
+}
+
+/// Process-wide KVM state: the /dev/kvm handle and the CPUID it supports.
+pub struct Hypervisor {
+    kvm: Kvm,
+    cpuid: CpuId,
+    xcr0: u64,
+    /// The syscall entry path in use.
+    pub platform: Platform,
+}
+
+impl Hypervisor {
+    /// The shared instance, opened on first use.
+    pub fn get() -> Result<&'static Hypervisor, KvmError> {
+        static HV: OnceLock<Hypervisor> = OnceLock::new();
+        if let Some(h) = HV.get() {
+            return Ok(h);
+        }
+        let h = Self::open()?;
+        Ok(HV.get_or_init(|| h))
+    }
+
+    fn open() -> Result<Self, KvmError> {
+        let kvm = Kvm::new().map_err(KvmError::Open)?;
+        if !kvm.check_extension(kvm_ioctls::Cap::SyncRegs) {
+            return Err(KvmError::Missing("KVM_CAP_SYNC_REGS"));
+        }
+        let cpuid = ioctl(
+            "GET_SUPPORTED_CPUID",
+            kvm.get_supported_cpuid(KVM_MAX_CPUID_ENTRIES),
+        )?;
+        // XCR0: x87, SSE, AVX and the AVX-512 states, as far as supported.
+        let mut xcr0 = 0b11;
+        for e in cpuid.as_slice() {
+            if e.function == 0xd && e.index == 0 {
+                xcr0 = (u64::from(e.edx) << 32 | u64::from(e.eax)) & 0xe7;
+            }
+        }
+        let platform = Platform::detect().unwrap_or_else(|e| {
+            tracing::warn!("{e}; detecting instead");
+            Platform::probe()
+        });
+        Ok(Self {
+            kvm,
+            cpuid,
+            xcr0: xcr0 | 0b11,
+            platform,
+        })
+    }
+
+    /// The vCPU's AT_HWCAP (CPUID.1:EDX, as Linux reports it).
+    pub fn hwcap(&self) -> u64 {
+        self.cpuid
+            .as_slice()
+            .iter()
+            .find(|e| e.function == 1)
+            .map(|e| u64::from(e.edx))
+            .unwrap_or(0)
+    }
+}
+
+/// What stopped the vCPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// `out` to this port (the only way the guest kernel talks to us).
+    Io(u16),
+    /// KVM_RUN was interrupted by a signal (the watchdog's kick).
+    Interrupted,
+    /// The guest triple-faulted.
+    Shutdown,
+    /// Anything else; a broken guest kernel or an unsupported hypervisor.
+    Other(&'static str),
+}
+
+/// A KVM VM with one vCPU over one guest memory slot.
+pub struct Vcpu {
+    // Field order matters for drop: the vCPU goes before its VM.
+    vcpu: VcpuFd,
+    _vm: VmFd,
+}
+
+impl Vcpu {
+    /// Creates the VM, maps `mem` as slot 0 and creates the vCPU.
+    pub fn new(hv: &Hypervisor, mem: &GuestMemory) -> Result<Self, KvmError> {
+        let vm = ioctl("CREATE_VM", hv.kvm.create_vm())?;
+        let region = kvm_userspace_memory_region {
+            slot: 0,
+            flags: 0,
+            guest_phys_addr: 0,
+            memory_size: mem.size(),
+            userspace_addr: mem.host_base(),
+        };
+        // SAFETY: the region is `mem`'s mapping, which outlives this VM: the
+        // owner (Machine) keeps both and drops the VM first.
+        ioctl("SET_USER_MEMORY_REGION", unsafe {
+            vm.set_user_memory_region(region)
+        })?;
+        let mut vcpu = ioctl("CREATE_VCPU", vm.create_vcpu(0))?;
+        ioctl("SET_CPUID2", vcpu.set_cpuid2(&hv.cpuid))?;
+        vcpu.set_sync_valid_reg(SyncReg::Register);
+        Ok(Self { vcpu, _vm: vm })
+    }
+
+    /// Puts the vCPU in long mode at the guest kernel's initial `iretq`,
+    /// which enters the program at `frame`.
+    pub fn reset(
+        &mut self,
+        hv: &Hypervisor,
+        mem: &mut GuestMemory,
+        cr3: u64,
+        frame: Frame,
+        fs_base: u64,
+    ) -> Result<(), KvmError> {
+        frame
+            .write(mem, guest_kernel::INITIAL_FRAME_ADDR)
+            .map_err(|_| KvmError::Missing("room for the initial frame"))?;
+        let mut sregs: kvm_sregs = ioctl("GET_SREGS", self.vcpu.get_sregs())?;
+        let code = |sel: u16, dpl: u8| kvm_segment {
+            base: 0,
+            limit: 0xffff_ffff,
+            selector: sel,
+            type_: 0xb,
+            present: 1,
+            dpl,
+            db: 0,
+            s: 1,
+            l: 1,
+            g: 1,
+            avl: 0,
+            unusable: 0,
+            padding: 0,
+        };
+        let data = |sel: u16, dpl: u8| kvm_segment {
+            type_: 0x3,
+            db: 1,
+            l: 0,
+            ..code(sel, dpl)
+        };
+        sregs.cs = code(selector::KERNEL_CS, 0);
+        sregs.ss = data(selector::KERNEL_DS, 0);
+        sregs.ds = data(0, 0);
+        sregs.es = data(0, 0);
+        sregs.gs = data(0, 0);
+        sregs.fs = kvm_segment {
+            base: fs_base,
+            ..data(0, 0)
+        };
+        sregs.tr = kvm_segment {
+            base: abi::TSS_ADDR,
+            limit: (guest_kernel::TSS_SIZE - 1) as u32,
+            selector: selector::TSS,
+            type_: 0xb, // busy 64-bit TSS
+            present: 1,
+            dpl: 0,
+            db: 0,
+            s: 0,
+            l: 0,
+            g: 0,
+            avl: 0,
+            unusable: 0,
+            padding: 0,
+        };
+        sregs.ldt = kvm_segment {
+            unusable: 1,
+            type_: 2,
+            ..sregs.tr
+        };
+        sregs.gdt.base = abi::GDT_ADDR;
+        sregs.gdt.limit = guest_kernel::GDT_LIMIT;
+        sregs.idt.base = abi::IDT_ADDR;
+        sregs.idt.limit = guest_kernel::IDT_LIMIT;
+        sregs.cr0 = cr::CR0_PE | cr::CR0_MP | cr::CR0_ET | cr::CR0_NE | cr::CR0_WP | cr::CR0_AM | cr::CR0_PG;
+        sregs.cr3 = cr3;
+        sregs.cr4 = cr::CR4_PAE | cr::CR4_OSFXSR | cr::CR4_OSXMMEXCPT | cr::CR4_OSXSAVE;
+        sregs.efer = cr::EFER_SCE | cr::EFER_LME | cr::EFER_LMA | cr::EFER_NXE;
+        ioctl("SET_SREGS", self.vcpu.set_sregs(&sregs))?;
+
+        let mut xcrs = kvm_xcrs {
+            nr_xcrs: 1,
+            ..Default::default()
+        };
+        xcrs.xcrs[0].xcr = 0;
+        xcrs.xcrs[0].value = hv.xcr0;
+        ioctl("SET_XCRS", self.vcpu.set_xcrs(&xcrs))?;
+
+        let entries = [
+            (msr::STAR, abi::STAR_VALUE),
+            (msr::LSTAR, hv.platform.lstar()),
+            (msr::CSTAR, 0),
+            (msr::SFMASK, abi::SFMASK_VALUE),
+            (msr::FS_BASE, fs_base),
+            (msr::GS_BASE, 0),
+            (msr::KERNEL_GS_BASE, 0),
+        ]
+        .map(|(index, data)| kvm_msr_entry {
+            index,
+            data,
+            ..Default::default()
+        });
+        self.set_msrs(&entries)?;
+
+        let regs = kvm_regs {
+            rip: guest_kernel::IRET_ENTRY,
+            rsp: guest_kernel::INITIAL_FRAME_ADDR,
+            rflags: 0x2,
+            ..Default::default()
+        };
+        ioctl("SET_REGS", self.vcpu.set_regs(&regs))?;
+        Ok(())
+    }
+
+    fn set_msrs(&self, entries: &[kvm_msr_entry]) -> Result<(), KvmError> {
+        let msrs = Msrs::from_entries(entries).map_err(|_| KvmError::Missing("MSR list"))?;
+        let n = ioctl("SET_MSRS", self.vcpu.set_msrs(&msrs))?;
+        if n != entries.len() {
+            return Err(KvmError::Missing("a writable syscall MSR"));
+        }
+        Ok(())
+    }
+
+    /// Loads a new FS base (arch_prctl(ARCH_SET_FS)).
+    pub fn set_fs_base(&self, base: u64) -> Result<(), KvmError> {
+        self.set_msrs(&[kvm_msr_entry {
+            index: msr::FS_BASE,
+            data: base,
+            ..Default::default()
+        }])
+    }
+
+    /// Runs the guest until its next exit.
+    pub fn run(&mut self) -> Result<Exit, KvmError> {
+        match self.vcpu.run() {
+            Ok(VcpuExit::IoOut(port, _)) => Ok(Exit::Io(port)),
+            Ok(VcpuExit::Shutdown) => Ok(Exit::Shutdown),
+            Ok(VcpuExit::Hlt) => Ok(Exit::Other("hlt")),
+            Ok(VcpuExit::InternalError) => Ok(Exit::Other("internal error (emulation failure)")),
+            Ok(VcpuExit::FailEntry(..)) => Ok(Exit::Other("failed VM entry")),
+            Ok(VcpuExit::MmioRead(..) | VcpuExit::MmioWrite(..)) => Ok(Exit::Other("MMIO")),
+            Ok(_) => Ok(Exit::Other("unexpected exit")),
+            Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
+                Ok(Exit::Interrupted)
+            }
+            Err(source) => Err(KvmError::Ioctl {
+                what: "RUN",
+                source,
+            }),
+        }
+    }
+
+    /// The general registers as of the last exit (free: SYNC_REGS).
+    pub fn regs(&self) -> kvm_regs {
+        self.vcpu.sync_regs().regs
+    }
+
+    /// Sets RAX for the next entry (free: SYNC_REGS).
+    pub fn set_rax(&mut self, v: u64) {
+        self.vcpu.sync_regs_mut().regs.rax = v;
+        self.vcpu.set_sync_dirty_reg(SyncReg::Register);
+    }
+
+    /// Replaces all general registers for the next entry.
+    pub fn set_regs(&mut self, regs: &kvm_regs) {
+        self.vcpu.sync_regs_mut().regs = *regs;
+        self.vcpu.set_sync_dirty_reg(SyncReg::Register);
+    }
+
+    /// The system registers (an ioctl: for crash reports, not hot paths).
+    pub fn sregs(&self) -> Result<kvm_sregs, KvmError> {
+        ioctl("GET_SREGS", self.vcpu.get_sregs())
+    }
+}

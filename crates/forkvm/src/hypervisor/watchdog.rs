@@ -1,0 +1,130 @@
+//! Wall-clock limits for guest runs, even for guests that never exit.
+//!
+//! One background thread serves every VM in the process. Arming returns a
+//! guard; when its deadline passes, the thread marks it expired and sends a
+//! signal to the vCPU's thread every millisecond until the guard is dropped.
+//! The signal interrupts `KVM_RUN` (EINTR); the run loop sees the flag and
+//! stops. Repeating the kick closes the race where the first signal lands
+//! just before the thread enters `KVM_RUN`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+struct Entry {
+    deadline: Instant,
+    thread: libc::pthread_t,
+    expired: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    entries: BTreeMap<u64, Entry>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+}
+
+extern "C" fn on_kick(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {}
+
+/// The signal used to kick a vCPU thread out of KVM_RUN.
+fn kick_signal() -> libc::c_int {
+    vmm_sys_util::signal::SIGRTMIN() + 2
+}
+
+fn shared() -> &'static Shared {
+    static SHARED: OnceLock<&'static Shared> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        if let Err(e) = vmm_sys_util::signal::register_signal_handler(kick_signal(), on_kick) {
+            tracing::error!("cannot install the vCPU kick handler: {e}");
+        }
+        let s: &'static Shared = Box::leak(Box::new(Shared {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+        }));
+        if let Err(e) = std::thread::Builder::new()
+            .name("forkvm-watchdog".into())
+            .spawn(move || watch(s))
+        {
+            tracing::error!("cannot start the watchdog thread: {e}");
+        }
+        s
+    })
+}
+
+fn watch(s: &'static Shared) {
+    let Ok(mut st) = s.state.lock() else { return };
+    loop {
+        let now = Instant::now();
+        let mut wait = Duration::from_secs(3600);
+        for e in st.entries.values() {
+            if e.deadline <= now {
+                e.expired.store(true, Ordering::SeqCst);
+                // SAFETY: the thread id belongs to a thread that is alive: it
+                // holds the guard, whose Drop removes this entry (under the
+                // same lock) before the thread can exit.
+                unsafe { libc::pthread_kill(e.thread, kick_signal()) };
+                wait = wait.min(Duration::from_millis(1));
+            } else {
+                wait = wait.min(e.deadline - now);
+            }
+        }
+        st = match s.wake.wait_timeout(st, wait) {
+            Ok((g, _)) => g,
+            Err(_) => return,
+        };
+    }
+}
+
+/// An armed deadline for the current thread; disarmed on drop.
+pub struct Deadline {
+    id: u64,
+    expired: Arc<AtomicBool>,
+}
+
+impl Deadline {
+    /// Arms a deadline `after` from now for the calling thread.
+    pub fn arm(after: Duration) -> Self {
+        let s = shared();
+        let expired = Arc::new(AtomicBool::new(false));
+        let deadline = Instant::now()
+            .checked_add(after)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86400 * 365));
+        let id = match s.state.lock() {
+            Ok(mut st) => {
+                st.next_id += 1;
+                let id = st.next_id;
+                st.entries.insert(
+                    id,
+                    Entry {
+                        deadline,
+                        // SAFETY: pthread_self has no preconditions.
+                        thread: unsafe { libc::pthread_self() },
+                        expired: expired.clone(),
+                    },
+                );
+                id
+            }
+            Err(_) => 0,
+        };
+        s.wake.notify_one();
+        Self { id, expired }
+    }
+
+    /// Whether the deadline has passed.
+    pub fn expired(&self) -> bool {
+        self.expired.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        if let Ok(mut st) = shared().state.lock() {
+            st.entries.remove(&self.id);
+        }
+    }
+}

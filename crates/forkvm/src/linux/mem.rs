@@ -1,0 +1,232 @@
+//! Memory-management syscalls: brk, mmap, munmap, mremap, mprotect, madvise.
+//!
+//! All guest RAM is mapped by the page tables from the start (the host
+//! cannot edit entries later on PVM), so these calls are accounting in
+//! [`crate::memory::AddressSpace`] plus zeroing: freed pages are returned to
+//! the host with MADV_DONTNEED and read as zero when handed out again.
+
+use super::table::{Support, SyscallEntry};
+use super::{Args, Errno, Process, SysResult};
+use crate::abi::PAGE_SIZE;
+use crate::memory::GuestMemory;
+
+const PROT_EXEC_READ_WRITE: u64 = 0x7;
+const MAP_SHARED: u64 = 0x01;
+const MAP_PRIVATE: u64 = 0x02;
+const MAP_FIXED: u64 = 0x10;
+const MAP_ANONYMOUS: u64 = 0x20;
+const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+const MREMAP_MAYMOVE: u64 = 1;
+const MREMAP_FIXED: u64 = 2;
+const MADV_DONTNEED: u64 = 4;
+const MADV_FREE: u64 = 8;
+
+fn page_up(v: u64) -> Result<u64, Errno> {
+    v.checked_add(PAGE_SIZE - 1)
+        .map(|x| x & !(PAGE_SIZE - 1))
+        .ok_or(Errno::ENOMEM)
+}
+
+fn aligned(v: u64) -> Result<(), Errno> {
+    if v % PAGE_SIZE == 0 {
+        Ok(())
+    } else {
+        Err(Errno::EINVAL)
+    }
+}
+
+/// Zeroes the parts of `addr..addr+len` that lie in guest user memory.
+fn discard(mem: &mut GuestMemory, addr: u64, len: u64) {
+    let end = addr.saturating_add(len).min(mem.size());
+    let start = addr.max(crate::abi::USER_BASE);
+    if end > start {
+        // In range by construction; a failure would only mean nothing to zero.
+        let _ = mem.discard(start, end - start);
+    }
+}
+
+/// Whether `fd` names a file that can back a private mapping.
+fn check_mappable(_p: &Process, _fd: u64) -> Result<(), Errno> {
+    Err(Errno::ENODEV)
+}
+
+/// Copies the file behind `fd` from `off` into `buf` (zero past its end).
+fn read_file_into(_p: &mut Process, _fd: u64, _buf: &mut [u8], _off: u64) -> Result<(), Errno> {
+    Err(Errno::ENODEV)
+}
+
+/// Implements brk(2).
+fn sys_brk(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let old = p.mm.brk;
+    let new = p.mm.set_brk(a[0]);
+    if new < old {
+        // Shrinking: the released pages must read as zero if the heap grows again.
+        let from = page_up(new)?;
+        let to = page_up(old)?;
+        if to > from {
+            discard(mem, from, to - from);
+        }
+    }
+    Ok(new)
+}
+
+/// Implements mmap(2).
+fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [addr, len, prot, flags, fd, off] = *a;
+    if len == 0 || prot & !PROT_EXEC_READ_WRITE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & (MAP_SHARED | MAP_PRIVATE) == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let len = page_up(len)?;
+    if len > mem.size() {
+        return Err(Errno::ENOMEM);
+    }
+    let anonymous = flags & MAP_ANONYMOUS != 0;
+    if !anonymous {
+        aligned(off)?;
+        // Validate the fd before taking address space.
+        check_mappable(p, fd)?;
+    }
+    let start = if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
+        aligned(addr)?;
+        if !p.mm.fixed_ok(addr, len) {
+            return Err(Errno::ENOMEM);
+        }
+        if flags & MAP_FIXED_NOREPLACE != 0
+            && p.mm.mappings().any(|(s, l)| s < addr + len && s + l > addr)
+        {
+            return Err(Errno::EEXIST);
+        }
+        p.mm.insert_fixed(addr, len);
+        addr
+    } else {
+        p.mm.alloc(len).ok_or(Errno::ENOMEM)?
+    };
+    // Fresh anonymous memory reads as zero; freed pages were discarded when
+    // freed, but a fixed mapping may replace live data.
+    if flags & MAP_FIXED != 0 || !anonymous {
+        discard(mem, start, len);
+    }
+    if !anonymous {
+        let buf = mem.slice_mut(start, len)?;
+        if let Err(e) = read_file_into(p, fd, buf, off) {
+            p.mm.remove(start, len);
+            return Err(e);
+        }
+    }
+    Ok(start)
+}
+
+/// Implements munmap(2).
+fn sys_munmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [addr, len, ..] = *a;
+    aligned(addr)?;
+    if len == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let len = page_up(len)?;
+    addr.checked_add(len).ok_or(Errno::EINVAL)?;
+    let overlapping: Vec<(u64, u64)> = p
+        .mm
+        .mappings()
+        .filter(|(s, l)| *s < addr + len && s + l > addr)
+        .collect();
+    for (s, l) in overlapping {
+        let from = s.max(addr);
+        let to = (s + l).min(addr + len);
+        discard(mem, from, to - from);
+    }
+    p.mm.remove(addr, len);
+    Ok(0)
+}
+
+/// Implements mremap(2).
+fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [old, old_len, new_len, flags, _new_addr, _] = *a;
+    aligned(old)?;
+    if new_len == 0 || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & MREMAP_FIXED != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let old_len = page_up(old_len)?;
+    let new_len = page_up(new_len)?;
+    if p.mm.mapping_at(old).is_none() {
+        return Err(Errno::EFAULT);
+    }
+    if new_len <= old_len {
+        discard(mem, old + new_len, old_len - new_len);
+        p.mm.remove(old + new_len, old_len - new_len);
+        return Ok(old);
+    }
+    if p.mm.mapping_at(old) == Some(old_len) && p.mm.grow_in_place(old, new_len) {
+        return Ok(old);
+    }
+    if flags & MREMAP_MAYMOVE == 0 {
+        return Err(Errno::ENOMEM);
+    }
+    let new = p.mm.alloc(new_len).ok_or(Errno::ENOMEM)?;
+    let data = mem.read(old, old_len)?.to_vec();
+    mem.write(new, &data)?;
+    discard(mem, old, old_len);
+    p.mm.remove(old, old_len);
+    Ok(new)
+}
+
+/// Implements mprotect(2): checked and accepted; rights are not enforced.
+fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [addr, len, prot, ..] = *a;
+    aligned(addr)?;
+    if prot & !(PROT_EXEC_READ_WRITE | 0x0100_0000 | 0x0200_0000) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = addr.checked_add(page_up(len)?).ok_or(Errno::ENOMEM)?;
+    if end > mem.size() {
+        return Err(Errno::ENOMEM);
+    }
+    Ok(0)
+}
+
+/// Implements madvise(2): DONTNEED/FREE zero the range; other advice is accepted.
+fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [addr, len, advice, ..] = *a;
+    aligned(addr)?;
+    let len = page_up(len)?;
+    let end = addr.checked_add(len).ok_or(Errno::EINVAL)?;
+    if end > mem.size() {
+        return Err(Errno::ENOMEM);
+    }
+    if advice == MADV_DONTNEED || advice == MADV_FREE {
+        let in_heap = addr >= p.mm.brk_start && end <= page_up(p.mm.brk)?;
+        let mapped = p.mm.mappings().any(|(s, l)| addr >= s && end <= s + l);
+        if in_heap || mapped {
+            discard(mem, addr, len);
+        }
+    }
+    Ok(0)
+}
+
+/// Implements msync(2) and mlock-family calls: nothing to do.
+fn sys_nop(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Ok(0)
+}
+
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 9, name: "mmap", handler: sys_mmap, support: Support::Partial,
+        note: "anonymous and file-backed private mappings (file contents are copied); protections are not enforced" },
+    SyscallEntry { nr: 10, name: "mprotect", handler: sys_mprotect, support: Support::Partial,
+        note: "validated and accepted; page rights stay as loaded (PVM cannot change live page-table entries)" },
+    SyscallEntry { nr: 11, name: "munmap", handler: sys_munmap, support: Support::Partial,
+        note: "pages are freed and zeroed but stay accessible" },
+    SyscallEntry { nr: 12, name: "brk", handler: sys_brk, support: Support::Full, note: "" },
+    SyscallEntry { nr: 25, name: "mremap", handler: sys_mremap, support: Support::Partial,
+        note: "MREMAP_FIXED is refused" },
+    SyscallEntry { nr: 26, name: "msync", handler: sys_nop, support: Support::Full, note: "" },
+    SyscallEntry { nr: 28, name: "madvise", handler: sys_madvise, support: Support::Partial,
+        note: "MADV_DONTNEED/MADV_FREE zero the range; other advice is accepted and ignored" },
+    SyscallEntry { nr: 149, name: "mlock", handler: sys_nop, support: Support::Full, note: "" },
+    SyscallEntry { nr: 150, name: "munlock", handler: sys_nop, support: Support::Full, note: "" },
+];

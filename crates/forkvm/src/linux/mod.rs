@@ -1,0 +1,158 @@
+//! The Linux system-call personality: process state, the syscall table (as
+//! data) and dispatch. One file per syscall family; every handler has the
+//! same signature and is pure host code over [`Process`] and
+//! [`GuestMemory`], so it can be tested without a VM.
+
+pub mod errno;
+pub mod fdtable;
+pub mod fs;
+pub mod io;
+pub mod mem;
+pub mod process;
+pub mod signal;
+pub mod table;
+pub mod time;
+
+use crate::memory::{AddressSpace, Fault, GuestMemory};
+pub use errno::Errno;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What a handler returns: the value for RAX, or an errno (returned as `-errno`).
+pub type SysResult = Result<u64, Errno>;
+
+/// The six syscall argument registers (rdi, rsi, rdx, r10, r8, r9).
+pub type Args = [u64; 6];
+
+/// Every syscall handler has this signature. "Implements xyz(2)" in its doc.
+pub type Handler = fn(&mut Process, &mut GuestMemory, &Args) -> SysResult;
+
+impl From<Fault> for Errno {
+    fn from(_: Fault) -> Self {
+        Errno::EFAULT
+    }
+}
+
+/// How the program asked to be configured: the sandbox policy for one process.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Host directories (or files) the guest may read, at the same path.
+    pub allow_read: Vec<PathBuf>,
+    /// Print one line per syscall to stderr.
+    pub trace_syscalls: bool,
+}
+
+/// Saved `rt_sigaction` state for one signal (recorded; delivery comes later).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SigAction {
+    /// Handler address (SIG_DFL = 0, SIG_IGN = 1).
+    pub handler: u64,
+    /// SA_* flags.
+    pub flags: u64,
+    /// SA_RESTORER trampoline.
+    pub restorer: u64,
+    /// Signals blocked while the handler runs.
+    pub mask: u64,
+}
+
+/// The emulated kernel's view of the one process running in a VM.
+pub struct Process {
+    /// What the guest may do.
+    pub policy: Policy,
+    /// Open files.
+    pub fds: fdtable::FdTable,
+    /// brk and mmap bookkeeping of the guest address space.
+    pub mm: AddressSpace,
+    /// Guest working directory (absolute, no trailing slash except "/").
+    pub cwd: String,
+    /// The program path as the guest sees it (AT_EXECFN, /proc/self/exe).
+    pub exe_path: String,
+    /// Current FS base (TLS pointer).
+    pub fs_base: u64,
+    /// FS base the run loop must load into the vCPU before resuming.
+    pub pending_fs_base: Option<u64>,
+    /// Set by exit/exit_group: the process is done with this status.
+    pub exit_status: Option<i32>,
+    /// Set with `exit_status` when a signal's default action ended the process.
+    pub killed_by: Option<i32>,
+    /// set_tid_address pointer.
+    pub clear_child_tid: u64,
+    /// set_robust_list head.
+    pub robust_list: u64,
+    /// Signal dispositions, indexed by signal number - 1.
+    pub sigactions: [SigAction; 64],
+    /// Blocked-signal mask.
+    pub sigmask: u64,
+    /// sigaltstack (ss_sp, ss_flags, ss_size).
+    pub altstack: (u64, i32, u64),
+    /// Thread name (prctl PR_SET_NAME).
+    pub comm: [u8; 16],
+    /// When the process started (for CLOCK_PROCESS_CPUTIME_ID and friends).
+    pub started: Instant,
+    /// Unknown syscalls already logged, so each is logged once.
+    pub unknown_logged: HashSet<u64>,
+}
+
+impl Process {
+    /// A fresh process with stdio open, at `cwd`, running `exe_path`.
+    pub fn new(policy: Policy, mm: AddressSpace, cwd: String, exe_path: String) -> Self {
+        Self {
+            policy,
+            fds: fdtable::FdTable::with_stdio(),
+            mm,
+            cwd,
+            exe_path,
+            fs_base: 0,
+            pending_fs_base: None,
+            exit_status: None,
+            killed_by: None,
+            clear_child_tid: 0,
+            robust_list: 0,
+            sigactions: [SigAction::default(); 64],
+            sigmask: 0,
+            altstack: (0, 2, 0), // SS_DISABLE
+            comm: *b"main\0\0\0\0\0\0\0\0\0\0\0\0",
+            started: Instant::now(),
+            unknown_logged: HashSet::new(),
+        }
+    }
+}
+
+/// Runs syscall `nr` with `args`; returns the value for RAX (negative errno on failure).
+pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> u64 {
+    let entry = table::lookup(nr);
+    let result = match entry {
+        Some(e) => (e.handler)(p, mem, args),
+        None => {
+            if p.unknown_logged.insert(nr) {
+                tracing::warn!(nr, "unknown syscall {nr}: returning ENOSYS");
+            }
+            Err(Errno::ENOSYS)
+        }
+    };
+    if p.policy.trace_syscalls {
+        let name = entry.map(|e| e.name).unwrap_or("unknown");
+        match result {
+            Ok(v) => eprintln!(
+                "[forkvm] {name}({:#x}, {:#x}, {:#x}, {:#x}, {:#x}, {:#x}) = {v:#x}",
+                args[0], args[1], args[2], args[3], args[4], args[5]
+            ),
+            Err(e) => eprintln!(
+                "[forkvm] {name}({:#x}, {:#x}, {:#x}, {:#x}, {:#x}, {:#x}) = -{} ({})",
+                args[0],
+                args[1],
+                args[2],
+                args[3],
+                args[4],
+                args[5],
+                e.0,
+                e.name()
+            ),
+        }
+    }
+    match result {
+        Ok(v) => v,
+        Err(e) => (-(e.0 as i64)) as u64,
+    }
+}

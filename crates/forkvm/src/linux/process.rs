@@ -1,0 +1,286 @@
+//! Process identity and lifetime: exit, ids, uname, limits, TLS, affinity,
+//! randomness.
+
+use super::table::{Support, SyscallEntry};
+use super::{Args, Errno, Process, SysResult};
+use crate::memory::GuestMemory;
+
+/// The guest's process (and only thread) id.
+pub const PID: u64 = 2;
+/// Its parent.
+pub const PPID: u64 = 1;
+/// uid/gid the guest sees (matches the auxv).
+pub const UID: u64 = 1000;
+
+/// Implements exit(2) and exit_group(2).
+fn sys_exit(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    p.exit_status = Some((a[0] & 0xff) as i32);
+    Ok(0)
+}
+
+/// Implements getpid(2), gettid(2) and getpgrp-style calls.
+fn sys_getpid(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Ok(PID)
+}
+
+/// Implements getppid(2).
+fn sys_getppid(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Ok(PPID)
+}
+
+/// Implements getuid/geteuid/getgid/getegid(2).
+fn sys_getuid(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Ok(UID)
+}
+
+/// Implements getpgid(2)/getsid(2) for the process itself.
+fn sys_getpgid(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] == 0 || a[0] == PID {
+        Ok(PID)
+    } else {
+        Err(Errno::ESRCH)
+    }
+}
+
+/// Implements getresuid(2)/getresgid(2).
+fn sys_getresuid(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    for &ptr in &a[..3] {
+        mem.write_u32(ptr, UID as u32)?;
+    }
+    Ok(0)
+}
+
+/// Implements uname(2).
+fn sys_uname(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let mut buf = [0u8; 65 * 6];
+    let fields: [&[u8]; 6] = [
+        b"Linux",
+        b"forkvm",
+        b"6.1.0-forkvm",
+        b"#1 SMP PREEMPT forkvm",
+        b"x86_64",
+        b"(none)",
+    ];
+    for (i, f) in fields.iter().enumerate() {
+        buf[i * 65..i * 65 + f.len()].copy_from_slice(f);
+    }
+    mem.write(a[0], &buf)?;
+    Ok(0)
+}
+
+const ARCH_SET_GS: u64 = 0x1001;
+const ARCH_SET_FS: u64 = 0x1002;
+const ARCH_GET_FS: u64 = 0x1003;
+const ARCH_GET_GS: u64 = 0x1004;
+
+/// Implements arch_prctl(2): the FS base (TLS) for the program.
+fn sys_arch_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    match a[0] {
+        ARCH_SET_FS => {
+            if a[1] >= 0x0000_8000_0000_0000 {
+                return Err(Errno::EPERM);
+            }
+            p.fs_base = a[1];
+            p.pending_fs_base = Some(a[1]);
+            Ok(0)
+        }
+        ARCH_GET_FS => {
+            mem.write_u64(a[1], p.fs_base)?;
+            Ok(0)
+        }
+        ARCH_GET_GS => {
+            mem.write_u64(a[1], 0)?;
+            Ok(0)
+        }
+        ARCH_SET_GS => Err(Errno::EPERM),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Implements set_tid_address(2).
+fn sys_set_tid_address(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    p.clear_child_tid = a[0];
+    Ok(PID)
+}
+
+/// Implements set_robust_list(2).
+fn sys_set_robust_list(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[1] != 24 {
+        return Err(Errno::EINVAL);
+    }
+    p.robust_list = a[0];
+    Ok(0)
+}
+
+/// Implements rseq(2): refused, as on kernels without it; libcs fall back.
+fn sys_enosys(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Err(Errno::ENOSYS)
+}
+
+const RLIM_INFINITY: u64 = u64::MAX;
+
+fn rlimit(p: &Process, mem: &GuestMemory, resource: u64) -> Result<(u64, u64), Errno> {
+    Ok(match resource {
+        2 | 9 => (mem.size(), mem.size()),                          // DATA, AS
+        3 => (p.mm.stack_size(mem.size()), p.mm.stack_size(mem.size())), // STACK
+        4 => (0, 0),                                                // CORE
+        7 => (1024, 1024),                                          // NOFILE
+        6 => (1, 1),                                                // NPROC
+        0 | 1 | 5 | 8 | 10..=15 => (RLIM_INFINITY, RLIM_INFINITY),
+        _ => return Err(Errno::EINVAL),
+    })
+}
+
+/// Implements prlimit64(2) for the process itself; limits are fixed.
+fn sys_prlimit64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [pid, resource, new, old, ..] = *a;
+    if pid != 0 && pid != PID {
+        return Err(Errno::ESRCH);
+    }
+    let (cur, max) = rlimit(p, mem, resource)?;
+    if new != 0 {
+        let ncur = mem.read_u64(new)?;
+        let nmax = mem.read_u64(new + 8)?;
+        if ncur > nmax {
+            return Err(Errno::EINVAL);
+        }
+        if nmax > max {
+            return Err(Errno::EPERM);
+        }
+    }
+    if old != 0 {
+        mem.write_u64(old, cur)?;
+        mem.write_u64(old + 8, max)?;
+    }
+    Ok(0)
+}
+
+/// Implements getrlimit(2).
+fn sys_getrlimit(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    sys_prlimit64(p, mem, &[0, a[0], 0, a[1], 0, 0])
+}
+
+/// Implements setrlimit(2) (lowering is accepted and not enforced).
+fn sys_setrlimit(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    sys_prlimit64(p, mem, &[0, a[0], a[1], 0, 0, 0])
+}
+
+/// Implements sched_getaffinity(2): one CPU.
+fn sys_sched_getaffinity(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [pid, len, ptr, ..] = *a;
+    if pid != 0 && pid != PID {
+        return Err(Errno::ESRCH);
+    }
+    if len < 8 || len % 8 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    mem.write_u64(ptr, 1)?;
+    Ok(8)
+}
+
+/// Implements sched_yield(2).
+fn sys_sched_yield(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Ok(0)
+}
+
+/// Implements getcpu(2).
+fn sys_getcpu(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    for &ptr in &a[..2] {
+        if ptr != 0 {
+            mem.write_u32(ptr, 0)?;
+        }
+    }
+    Ok(0)
+}
+
+const GRND_NONBLOCK: u64 = 1;
+const GRND_RANDOM: u64 = 2;
+const GRND_INSECURE: u64 = 4;
+
+/// Implements getrandom(2) from the host's generator.
+fn sys_getrandom(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [buf, len, flags, ..] = *a;
+    if flags & !(GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE) != 0
+        || flags & (GRND_RANDOM | GRND_INSECURE) == (GRND_RANDOM | GRND_INSECURE)
+    {
+        return Err(Errno::EINVAL);
+    }
+    // Linux returns at most 32 MiB per call.
+    let len = len.min(32 << 20);
+    let out = mem.slice_mut(buf, len)?;
+    getrandom::fill(out).map_err(|_| Errno::EIO)?;
+    Ok(len)
+}
+
+/// Implements sysinfo(2).
+fn sys_sysinfo(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let mut info = [0u8; 112];
+    let uptime = p.started.elapsed().as_secs().max(1);
+    let ram = mem.size();
+    let used = p.mm.brk - p.mm.brk_start + p.mm.mappings().map(|(_, l)| l).sum::<u64>();
+    info[0..8].copy_from_slice(&uptime.to_le_bytes());
+    info[32..40].copy_from_slice(&ram.to_le_bytes()); // totalram
+    info[40..48].copy_from_slice(&ram.saturating_sub(used).to_le_bytes()); // freeram
+    info[80..82].copy_from_slice(&1u16.to_le_bytes()); // procs
+    info[104..108].copy_from_slice(&1u32.to_le_bytes()); // mem_unit
+    mem.write(a[0], &info)?;
+    Ok(0)
+}
+
+const PR_SET_NAME: u64 = 15;
+const PR_GET_NAME: u64 = 16;
+
+/// Implements prctl(2): thread name only.
+fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    match a[0] {
+        PR_SET_NAME => {
+            let name = mem.read_cstr(a[1], 15).or_else(|_| mem.read(a[1], 16))?;
+            let mut n = [0u8; 16];
+            let len = name.len().min(15);
+            n[..len].copy_from_slice(&name[..len]);
+            p.comm = n;
+            Ok(0)
+        }
+        PR_GET_NAME => {
+            mem.write(a[1], &p.comm)?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 24, name: "sched_yield", handler: sys_sched_yield, support: Support::Full, note: "" },
+    SyscallEntry { nr: 39, name: "getpid", handler: sys_getpid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 60, name: "exit", handler: sys_exit, support: Support::Full, note: "" },
+    SyscallEntry { nr: 63, name: "uname", handler: sys_uname, support: Support::Full, note: "" },
+    SyscallEntry { nr: 97, name: "getrlimit", handler: sys_getrlimit, support: Support::Full, note: "" },
+    SyscallEntry { nr: 99, name: "sysinfo", handler: sys_sysinfo, support: Support::Full, note: "" },
+    SyscallEntry { nr: 102, name: "getuid", handler: sys_getuid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 104, name: "getgid", handler: sys_getuid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 107, name: "geteuid", handler: sys_getuid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 108, name: "getegid", handler: sys_getuid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 110, name: "getppid", handler: sys_getppid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 111, name: "getpgrp", handler: sys_getpid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 118, name: "getresuid", handler: sys_getresuid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 120, name: "getresgid", handler: sys_getresuid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 121, name: "getpgid", handler: sys_getpgid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 124, name: "getsid", handler: sys_getpgid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 157, name: "prctl", handler: sys_prctl, support: Support::Partial,
+        note: "PR_SET_NAME/PR_GET_NAME only; other options return EINVAL" },
+    SyscallEntry { nr: 158, name: "arch_prctl", handler: sys_arch_prctl, support: Support::Partial,
+        note: "FS base get/set and GS get; ARCH_SET_GS is refused (EPERM)" },
+    SyscallEntry { nr: 160, name: "setrlimit", handler: sys_setrlimit, support: Support::Partial,
+        note: "validated; limits stay as configured" },
+    SyscallEntry { nr: 186, name: "gettid", handler: sys_getpid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 204, name: "sched_getaffinity", handler: sys_sched_getaffinity, support: Support::Full, note: "" },
+    SyscallEntry { nr: 218, name: "set_tid_address", handler: sys_set_tid_address, support: Support::Full, note: "" },
+    SyscallEntry { nr: 231, name: "exit_group", handler: sys_exit, support: Support::Full, note: "" },
+    SyscallEntry { nr: 273, name: "set_robust_list", handler: sys_set_robust_list, support: Support::Full, note: "" },
+    SyscallEntry { nr: 302, name: "prlimit64", handler: sys_prlimit64, support: Support::Partial,
+        note: "own process only; limits are fixed by the sandbox configuration" },
+    SyscallEntry { nr: 309, name: "getcpu", handler: sys_getcpu, support: Support::Full, note: "" },
+    SyscallEntry { nr: 318, name: "getrandom", handler: sys_getrandom, support: Support::Full, note: "" },
+    SyscallEntry { nr: 334, name: "rseq", handler: sys_enosys, support: Support::Refused,
+        note: "ENOSYS: restartable sequences need preemption notification; glibc and musl fall back" },
+];

@@ -1,0 +1,122 @@
+//! The syscall table as data: number → name, handler, support level, note.
+//!
+//! Each family file exports a `SYSCALLS` slice; this module joins them into
+//! a dense lookup array and renders `docs/syscalls.md`.
+
+use super::Handler;
+use std::sync::OnceLock;
+
+/// How completely a syscall is implemented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Behaves as on Linux for everything a sandboxed program can ask.
+    Full,
+    /// Works for common uses; the note says what is missing.
+    Partial,
+    /// Deliberately refused with an errno; the note says why.
+    Refused,
+}
+
+/// One row of the table.
+pub struct SyscallEntry {
+    /// x86-64 syscall number.
+    pub nr: u64,
+    /// Linux name.
+    pub name: &'static str,
+    /// The implementation.
+    pub handler: Handler,
+    /// How complete it is.
+    pub support: Support,
+    /// What is missing or why it is refused; empty when `Full`.
+    pub note: &'static str,
+}
+
+/// Highest syscall number + 1 that the dense table covers.
+const TABLE_SIZE: usize = 512;
+
+fn families() -> [&'static [SyscallEntry]; 7] {
+    [
+        super::fs::SYSCALLS,
+        super::io::SYSCALLS,
+        super::mem::SYSCALLS,
+        super::process::SYSCALLS,
+        super::signal::SYSCALLS,
+        super::time::SYSCALLS,
+        super::fdtable::SYSCALLS,
+    ]
+}
+
+/// All rows, sorted by number.
+pub fn all() -> Vec<&'static SyscallEntry> {
+    let mut v: Vec<_> = families().into_iter().flatten().collect();
+    v.sort_by_key(|e| e.nr);
+    v
+}
+
+fn dense() -> &'static [Option<&'static SyscallEntry>; TABLE_SIZE] {
+    static DENSE: OnceLock<[Option<&'static SyscallEntry>; TABLE_SIZE]> = OnceLock::new();
+    DENSE.get_or_init(|| {
+        let mut t = [None; TABLE_SIZE];
+        for e in families().into_iter().flatten() {
+            if let Some(slot) = t.get_mut(e.nr as usize) {
+                *slot = Some(e);
+            }
+        }
+        t
+    })
+}
+
+/// The entry for syscall `nr`, if we handle it.
+pub fn lookup(nr: u64) -> Option<&'static SyscallEntry> {
+    dense().get(usize::try_from(nr).ok()?).copied().flatten()
+}
+
+/// The compatibility document, generated from the table.
+pub fn render_markdown() -> String {
+    let rows = all();
+    let count = |s| rows.iter().filter(|e| e.support == s).count();
+    let mut out = String::new();
+    out.push_str("# Linux syscalls in forkvm\n\n");
+    out.push_str("Generated from the syscall table (`crates/forkvm/src/linux/table.rs`) by ");
+    out.push_str("`forkvm syscalls`. Do not edit by hand.\n\n");
+    out.push_str(&format!(
+        "{} syscalls handled: {} full, {} partial, {} deliberately refused. \
+         Any other number returns -ENOSYS and is logged once.\n\n",
+        rows.len(),
+        count(Support::Full),
+        count(Support::Partial),
+        count(Support::Refused)
+    ));
+    out.push_str("| nr | name | support | note |\n| ---: | --- | --- | --- |\n");
+    for e in rows {
+        let s = match e.support {
+            Support::Full => "full",
+            Support::Partial => "partial",
+            Support::Refused => "refused",
+        };
+        out.push_str(&format!("| {} | {} | {} | {} |\n", e.nr, e.name, s, e.note));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_unique_and_named() {
+        let rows = all();
+        for w in rows.windows(2) {
+            assert_ne!(w[0].nr, w[1].nr, "{} and {} share a number", w[0].name, w[1].name);
+        }
+        for e in &rows {
+            assert!((e.nr as usize) < TABLE_SIZE);
+            assert!(!e.name.is_empty());
+            if e.support != Support::Full {
+                assert!(!e.note.is_empty(), "{} needs a note", e.name);
+            }
+        }
+        assert!(lookup(1).is_some(), "write is handled");
+        assert!(lookup(10_000).is_none());
+    }
+}

@@ -1,0 +1,156 @@
+//! Clocks and sleeping. Clocks read the host's; sleeps really sleep, but a
+//! sleep interrupted by the watchdog returns EINTR so a timeout is honoured.
+
+use super::table::{Support, SyscallEntry};
+use super::{Args, Errno, Process, SysResult};
+use crate::memory::GuestMemory;
+use rustix::thread::{ClockId as SleepClock, NanosleepRelativeResult};
+use rustix::time::{ClockId, Timespec};
+
+const NSEC_PER_SEC: i64 = 1_000_000_000;
+const TIMER_ABSTIME: u64 = 1;
+
+fn clock(id: u64) -> Result<ClockId, Errno> {
+    Ok(match id {
+        0 => ClockId::Realtime,
+        1 => ClockId::Monotonic,
+        // CPU time of the guest is CPU time of the vCPU thread.
+        2 | 3 => ClockId::ThreadCPUTime,
+        4 => ClockId::MonotonicRaw,
+        5 => ClockId::RealtimeCoarse,
+        6 => ClockId::MonotonicCoarse,
+        7 => ClockId::Boottime,
+        _ => return Err(Errno::EINVAL),
+    })
+}
+
+fn write_timespec(mem: &mut GuestMemory, addr: u64, t: Timespec) -> Result<(), Errno> {
+    mem.write_u64(addr, t.tv_sec as u64)?;
+    mem.write_u64(addr + 8, t.tv_nsec as u64)?;
+    Ok(())
+}
+
+fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Timespec, Errno> {
+    let sec = mem.read_u64(addr)? as i64;
+    let nsec = mem.read_u64(addr + 8)? as i64;
+    if sec < 0 || !(0..NSEC_PER_SEC).contains(&nsec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Timespec {
+        tv_sec: sec,
+        tv_nsec: nsec as _,
+    })
+}
+
+/// Implements clock_gettime(2).
+fn sys_clock_gettime(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = rustix::time::clock_gettime(clock(a[0])?);
+    write_timespec(mem, a[1], t)?;
+    Ok(0)
+}
+
+/// Implements clock_getres(2).
+fn sys_clock_getres(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let id = clock(a[0])?;
+    if a[1] != 0 {
+        let res = match id {
+            ClockId::RealtimeCoarse | ClockId::MonotonicCoarse => 4_000_000,
+            _ => 1,
+        };
+        write_timespec(
+            mem,
+            a[1],
+            Timespec {
+                tv_sec: 0,
+                tv_nsec: res,
+            },
+        )?;
+    }
+    Ok(0)
+}
+
+/// Implements gettimeofday(2).
+fn sys_gettimeofday(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = rustix::time::clock_gettime(ClockId::Realtime);
+    if a[0] != 0 {
+        mem.write_u64(a[0], t.tv_sec as u64)?;
+        mem.write_u64(a[0] + 8, (t.tv_nsec / 1000) as u64)?;
+    }
+    if a[1] != 0 {
+        mem.write(a[1], &[0u8; 8])?; // struct timezone: UTC
+    }
+    Ok(0)
+}
+
+/// Implements time(2).
+fn sys_time(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = rustix::time::clock_gettime(ClockId::Realtime).tv_sec as u64;
+    if a[0] != 0 {
+        mem.write_u64(a[0], t)?;
+    }
+    Ok(t)
+}
+
+fn sleep_relative(mem: &mut GuestMemory, req: Timespec, rem_ptr: u64) -> SysResult {
+    match rustix::thread::nanosleep(&req) {
+        NanosleepRelativeResult::Ok => Ok(0),
+        NanosleepRelativeResult::Interrupted(rem) => {
+            if rem_ptr != 0 {
+                write_timespec(mem, rem_ptr, rem)?;
+            }
+            Err(Errno::EINTR)
+        }
+        NanosleepRelativeResult::Err(e) => Err(e.into()),
+    }
+}
+
+/// Implements nanosleep(2).
+fn sys_nanosleep(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let req = read_timespec(mem, a[0])?;
+    if a[1] != 0 {
+        mem.read(a[1], 16)?;
+    }
+    sleep_relative(mem, req, a[1])
+}
+
+/// Implements clock_nanosleep(2).
+fn sys_clock_nanosleep(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [id, flags, req_ptr, rem_ptr, ..] = *a;
+    let id = match clock(id)? {
+        ClockId::Realtime => SleepClock::Realtime,
+        ClockId::Monotonic => SleepClock::Monotonic,
+        ClockId::Boottime => SleepClock::Boottime,
+        _ => return Err(Errno::EINVAL),
+    };
+    let req = read_timespec(mem, req_ptr)?;
+    if flags & TIMER_ABSTIME != 0 {
+        return match rustix::thread::clock_nanosleep_absolute(id, &req) {
+            Ok(()) => Ok(0),
+            Err(e) => Err(e.into()),
+        };
+    }
+    if rem_ptr != 0 {
+        mem.read(rem_ptr, 16)?;
+    }
+    match rustix::thread::clock_nanosleep_relative(id, &req) {
+        NanosleepRelativeResult::Ok => Ok(0),
+        NanosleepRelativeResult::Interrupted(rem) => {
+            if rem_ptr != 0 {
+                write_timespec(mem, rem_ptr, rem)?;
+            }
+            Err(Errno::EINTR)
+        }
+        NanosleepRelativeResult::Err(e) => Err(e.into()),
+    }
+}
+
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 35, name: "nanosleep", handler: sys_nanosleep, support: Support::Full, note: "" },
+    SyscallEntry { nr: 96, name: "gettimeofday", handler: sys_gettimeofday, support: Support::Full, note: "" },
+    SyscallEntry { nr: 201, name: "time", handler: sys_time, support: Support::Full, note: "" },
+    SyscallEntry { nr: 228, name: "clock_gettime", handler: sys_clock_gettime, support: Support::Partial,
+        note: "CPU-time clocks report the vCPU thread's CPU time; per-process/thread clock ids are refused" },
+    SyscallEntry { nr: 229, name: "clock_getres", handler: sys_clock_getres, support: Support::Full, note: "" },
+    SyscallEntry { nr: 230, name: "clock_nanosleep", handler: sys_clock_nanosleep, support: Support::Partial,
+        note: "REALTIME, MONOTONIC and BOOTTIME clocks" },
+];

@@ -1,0 +1,189 @@
+//! Bookkeeping of the guest's user address space: the brk heap grows up from
+//! the end of the program, mmap regions are handed out top-down below the
+//! stack, and the two may not meet. All guest RAM is mapped by the page
+//! tables from the start, so this is pure accounting: running out of it is
+//! the guest's ENOMEM.
+
+use crate::abi::PAGE_SIZE;
+use std::collections::BTreeMap;
+
+fn page_up(v: u64) -> Option<u64> {
+    v.checked_add(PAGE_SIZE - 1).map(|x| x & !(PAGE_SIZE - 1))
+}
+
+/// The guest address-space layout and its allocations.
+#[derive(Debug, Clone)]
+pub struct AddressSpace {
+    /// Initial program break (end of the program image, page aligned).
+    pub brk_start: u64,
+    /// Current program break.
+    pub brk: u64,
+    /// Lowest address the mmap area may use (moves with the brk).
+    mmap_floor_min: u64,
+    /// Top of the mmap area (bottom of the stack reservation).
+    pub mmap_top: u64,
+    /// Live mappings: start → length (page multiples).
+    maps: BTreeMap<u64, u64>,
+}
+
+impl AddressSpace {
+    /// A layout whose heap starts at `brk_start` and whose mmap area ends at `mmap_top`.
+    pub fn new(brk_start: u64, mmap_top: u64) -> Self {
+        let brk_start = page_up(brk_start).unwrap_or(brk_start);
+        Self {
+            brk_start,
+            brk: brk_start,
+            mmap_floor_min: brk_start,
+            mmap_top,
+            maps: BTreeMap::new(),
+        }
+    }
+
+    /// Lowest address currently used by an mmap region (or the top when none).
+    fn mmap_low(&self) -> u64 {
+        self.maps.keys().next().copied().unwrap_or(self.mmap_top)
+    }
+
+    /// Moves the break to `new`; returns the resulting break (unchanged on failure, as Linux).
+    pub fn set_brk(&mut self, new: u64) -> u64 {
+        if new < self.brk_start {
+            return self.brk;
+        }
+        match page_up(new) {
+            Some(end) if end <= self.mmap_low() => {
+                self.brk = new;
+                self.mmap_floor_min = end.max(self.brk_start);
+            }
+            _ => {}
+        }
+        self.brk
+    }
+
+    /// Finds `len` bytes (rounded to pages) of free space, highest first.
+    pub fn alloc(&mut self, len: u64) -> Option<u64> {
+        let len = page_up(len)?;
+        if len == 0 {
+            return None;
+        }
+        // Walk gaps from the top down.
+        let mut top = self.mmap_top;
+        for (&start, &l) in self.maps.iter().rev() {
+            let end = start + l;
+            if top >= end + len {
+                let addr = top - len;
+                self.maps.insert(addr, len);
+                return Some(addr);
+            }
+            top = start;
+        }
+        let floor = self.mmap_floor_min;
+        if top >= floor.checked_add(len)? {
+            let addr = top - len;
+            self.maps.insert(addr, len);
+            return Some(addr);
+        }
+        None
+    }
+
+    /// Whether `addr..addr+len` lies within the mmap area (for MAP_FIXED).
+    pub fn fixed_ok(&self, addr: u64, len: u64) -> bool {
+        let Some(end) = addr.checked_add(len) else {
+            return false;
+        };
+        addr >= self.mmap_floor_min && end <= self.mmap_top
+    }
+
+    /// Records a fixed mapping at `addr` (caller checked it with `fixed_ok`).
+    pub fn insert_fixed(&mut self, addr: u64, len: u64) {
+        let Some(len) = page_up(len) else { return };
+        self.remove(addr, len);
+        self.maps.insert(addr, len);
+    }
+
+    /// Forgets any part of mappings overlapping `addr..addr+len`.
+    pub fn remove(&mut self, addr: u64, len: u64) {
+        let Some(len) = page_up(len) else { return };
+        let end = addr.saturating_add(len);
+        let overlapping: Vec<(u64, u64)> = self
+            .maps
+            .range(..end)
+            .filter(|(&s, &l)| s + l > addr)
+            .map(|(&s, &l)| (s, l))
+            .collect();
+        for (s, l) in overlapping {
+            self.maps.remove(&s);
+            if s < addr {
+                self.maps.insert(s, addr - s);
+            }
+            if s + l > end {
+                self.maps.insert(end, s + l - end);
+            }
+        }
+    }
+
+    /// Length of the mapping starting exactly at `addr`.
+    pub fn mapping_at(&self, addr: u64) -> Option<u64> {
+        self.maps.get(&addr).copied()
+    }
+
+    /// Tries to grow the mapping at `addr` in place to `new_len`.
+    pub fn grow_in_place(&mut self, addr: u64, new_len: u64) -> bool {
+        let (Some(old), Some(new_len)) = (self.mapping_at(addr), page_up(new_len)) else {
+            return false;
+        };
+        let next = self
+            .maps
+            .range(addr + 1..)
+            .next()
+            .map(|(&s, _)| s)
+            .unwrap_or(self.mmap_top);
+        if new_len <= old || addr + new_len <= next {
+            self.maps.insert(addr, new_len);
+            if new_len < old {
+                // The tail is freed by the caller.
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Size of the stack reservation between the mmap area and the top of RAM.
+    pub fn stack_size(&self, mem_size: u64) -> u64 {
+        mem_size.saturating_sub(self.mmap_top)
+    }
+
+    /// Live mappings, lowest first.
+    pub fn mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.maps.iter().map(|(&s, &l)| (s, l))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn brk_and_mmap_do_not_meet() {
+        let mut a = AddressSpace::new(0x50_0000, 0x100_0000);
+        assert_eq!(a.set_brk(0x60_0000), 0x60_0000);
+        let m = a.alloc(0x1000).unwrap();
+        assert_eq!(m, 0x100_0000 - 0x1000);
+        assert!(a.alloc(0x100_0000).is_none(), "too big");
+        // brk may not grow into the mapping.
+        assert_eq!(a.set_brk(0x100_0000), 0x60_0000);
+        a.remove(m, 0x1000);
+        assert_eq!(a.alloc(0x2000).unwrap(), 0x100_0000 - 0x2000);
+        assert_eq!(a.set_brk(0x10), 0x60_0000, "below start is refused");
+    }
+
+    #[test]
+    fn partial_unmap_splits() {
+        let mut a = AddressSpace::new(0x50_0000, 0x100_0000);
+        let m = a.alloc(0x3000).unwrap();
+        a.remove(m + 0x1000, 0x1000);
+        let v: Vec<_> = a.mappings().collect();
+        assert_eq!(v, vec![(m, 0x1000), (m + 0x2000, 0x1000)]);
+        // The hole can be reused.
+        assert_eq!(a.alloc(0x1000).unwrap(), m + 0x1000);
+    }
+}

@@ -1,0 +1,241 @@
+//! Guest physical memory: one host mapping, and the only place that turns a
+//! guest address into host bytes.
+//!
+//! Guest virtual == guest physical (identity map), so a guest pointer is an
+//! offset into this mapping. Every access is bounds-checked against the
+//! region the guest program may touch ([`abi::USER_BASE`]..size); the guest
+//! kernel area below it is reachable only through the `kernel_*` methods the
+//! host uses to build and drive the guest kernel.
+
+use crate::abi;
+use std::ptr::NonNull;
+
+/// A guest address the guest passed that does not name guest user memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("bad guest address {addr:#x} (+{len:#x})")]
+pub struct Fault {
+    /// The address the guest gave.
+    pub addr: u64,
+    /// The length it asked for.
+    pub len: u64,
+}
+
+/// Failure to reserve guest memory on the host.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot reserve {size} bytes of guest memory: {source}")]
+pub struct MapError {
+    size: u64,
+    #[source]
+    source: std::io::Error,
+}
+
+/// An anonymous, lazily populated host mapping that backs guest RAM.
+pub struct GuestMemory {
+    base: NonNull<u8>,
+    size: u64,
+}
+
+// SAFETY: GuestMemory owns its mapping exclusively; the raw pointer is not
+// shared with other threads except through KVM, which only touches it while
+// the owning thread is inside KVM_RUN.
+unsafe impl Send for GuestMemory {}
+
+impl GuestMemory {
+    /// Reserves `size` bytes (a multiple of 2 MiB) of zeroed guest memory.
+    pub fn new(size: u64) -> Result<Self, MapError> {
+        assert!(size % abi::HUGE_PAGE_SIZE == 0 && size > abi::USER_BASE);
+        let len = usize::try_from(size).map_err(|_| MapError {
+            size,
+            source: std::io::Error::from_raw_os_error(libc::ENOMEM),
+        })?;
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // affected. The result is checked before use.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(MapError {
+                size,
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        // Large guest pages are backed best by large host pages; advice only.
+        // SAFETY: the range is the mapping just created.
+        unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        let base = NonNull::new(ptr.cast::<u8>()).ok_or(MapError {
+            size,
+            source: std::io::Error::from_raw_os_error(libc::EINVAL),
+        })?;
+        Ok(Self { base, size })
+    }
+
+    /// Size of guest RAM in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Host address of guest physical address 0 (for the KVM memory slot).
+    pub fn host_base(&self) -> u64 {
+        self.base.as_ptr() as u64
+    }
+
+    fn check(&self, lo: u64, addr: u64, len: u64) -> Result<usize, Fault> {
+        let end = addr.checked_add(len).ok_or(Fault { addr, len })?;
+        if addr < lo || end > self.size {
+            return Err(Fault { addr, len });
+        }
+        Ok(addr as usize)
+    }
+
+    fn whole(&self) -> &[u8] {
+        // SAFETY: the mapping is `size` bytes, readable, and lives as long as
+        // self. The guest only runs while the owning thread is inside KVM_RUN,
+        // which needs `&mut` access to the VM, so no guest write races this.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.size as usize) }
+    }
+
+    fn whole_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `whole`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr(), self.size as usize) }
+    }
+
+    /// Guest user memory at `addr..addr+len`, or a fault.
+    pub fn read(&self, addr: u64, len: u64) -> Result<&[u8], Fault> {
+        let start = self.check(abi::USER_BASE, addr, len)?;
+        Ok(&self.whole()[start..start + len as usize])
+    }
+
+    /// Writable guest user memory at `addr..addr+len`, or a fault.
+    pub fn slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], Fault> {
+        let start = self.check(abi::USER_BASE, addr, len)?;
+        Ok(&mut self.whole_mut()[start..start + len as usize])
+    }
+
+    /// Copies `data` into guest user memory at `addr`.
+    pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
+        self.slice_mut(addr, data.len() as u64)?
+            .copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Reads a little-endian u64 from guest user memory.
+    pub fn read_u64(&self, addr: u64) -> Result<u64, Fault> {
+        let b = self.read(addr, 8)?;
+        Ok(u64::from_le_bytes(b.try_into().map_err(|_| Fault { addr, len: 8 })?))
+    }
+
+    /// Reads a little-endian u32 from guest user memory.
+    pub fn read_u32(&self, addr: u64) -> Result<u32, Fault> {
+        let b = self.read(addr, 4)?;
+        Ok(u32::from_le_bytes(b.try_into().map_err(|_| Fault { addr, len: 4 })?))
+    }
+
+    /// Writes a little-endian u64 to guest user memory.
+    pub fn write_u64(&mut self, addr: u64, v: u64) -> Result<(), Fault> {
+        self.write(addr, &v.to_le_bytes())
+    }
+
+    /// Writes a little-endian u32 to guest user memory.
+    pub fn write_u32(&mut self, addr: u64, v: u32) -> Result<(), Fault> {
+        self.write(addr, &v.to_le_bytes())
+    }
+
+    /// Reads a NUL-terminated string of at most `max` bytes (without the NUL).
+    pub fn read_cstr(&self, addr: u64, max: u64) -> Result<&[u8], Fault> {
+        let start = self.check(abi::USER_BASE, addr, 1)?;
+        let avail = (self.size as usize - start).min((max as usize).saturating_add(1));
+        let bytes = &self.whole()[start..start + avail];
+        match bytes.iter().position(|&b| b == 0) {
+            Some(n) => Ok(&bytes[..n]),
+            None => Err(Fault { addr, len: avail as u64 }),
+        }
+    }
+
+    /// Fills guest user memory with zeroes.
+    pub fn zero(&mut self, addr: u64, len: u64) -> Result<(), Fault> {
+        self.slice_mut(addr, len)?.fill(0);
+        Ok(())
+    }
+
+    /// Host-only access to the guest kernel area and everything else.
+    pub fn kernel_write(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
+        let start = self.check(0, addr, data.len() as u64)?;
+        self.whole_mut()[start..start + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Host-only read of any guest memory (kernel area included).
+    pub fn kernel_read(&self, addr: u64, len: u64) -> Result<&[u8], Fault> {
+        let start = self.check(0, addr, len)?;
+        Ok(&self.whole()[start..start + len as usize])
+    }
+
+    /// Host-only u64 read of any guest memory.
+    pub fn kernel_read_u64(&self, addr: u64) -> Result<u64, Fault> {
+        let b = self.kernel_read(addr, 8)?;
+        Ok(u64::from_le_bytes(b.try_into().map_err(|_| Fault { addr, len: 8 })?))
+    }
+
+    /// Host-only u64 write to any guest memory.
+    pub fn kernel_write_u64(&mut self, addr: u64, v: u64) -> Result<(), Fault> {
+        self.kernel_write(addr, &v.to_le_bytes())
+    }
+
+    /// Returns guest pages to the host; they read as zero afterwards.
+    pub fn discard(&mut self, addr: u64, len: u64) -> Result<(), Fault> {
+        let start = self.check(abi::USER_BASE, addr, len)?;
+        if addr % abi::PAGE_SIZE != 0 || len % abi::PAGE_SIZE != 0 {
+            self.zero(addr, len)?;
+            return Ok(());
+        }
+        // SAFETY: the range lies inside our private anonymous mapping (checked
+        // above); MADV_DONTNEED makes it read as zero, which is what we want.
+        let rc = unsafe {
+            libc::madvise(
+                self.base.as_ptr().add(start).cast(),
+                len as usize,
+                libc::MADV_DONTNEED,
+            )
+        };
+        if rc != 0 {
+            self.zero(addr, len)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for GuestMemory {
+    fn drop(&mut self) {
+        // SAFETY: base/size describe the mapping created in `new`, unmapped once.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.size as usize) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_checked() {
+        let mut m = GuestMemory::new(4 << 20).unwrap();
+        assert!(m.read(0, 1).is_err(), "null page");
+        assert!(m.read(abi::GDT_ADDR, 8).is_err(), "kernel area");
+        assert!(m.read(4 << 20, 1).is_err(), "past the end");
+        assert!(m.read(u64::MAX - 3, 8).is_err(), "overflow");
+        assert!(m.read((4 << 20) - 8, 8).is_ok());
+        m.write(abi::USER_BASE, b"hi\0").unwrap();
+        assert_eq!(m.read_cstr(abi::USER_BASE, 10).unwrap(), b"hi");
+        m.write((4 << 20) - 2, b"xy").unwrap();
+        assert!(m.read_cstr((4 << 20) - 2, 10).is_err(), "unterminated at end");
+        assert_eq!(m.read_cstr((4 << 20) - 2, 1), Err(Fault { addr: (4 << 20) - 2, len: 2 }));
+        m.discard(abi::USER_BASE, abi::PAGE_SIZE).unwrap();
+        assert_eq!(m.read(abi::USER_BASE, 3).unwrap(), &[0, 0, 0]);
+    }
+}

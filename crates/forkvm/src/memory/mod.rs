@@ -1,0 +1,9 @@
+//! Guest memory: the host mapping behind guest RAM, the page tables the host
+//! builds before the first run, and the guest address-space bookkeeping.
+
+mod address_space;
+mod guest_memory;
+pub mod page_tables;
+
+pub use address_space::AddressSpace;
+pub use guest_memory::{Fault, GuestMemory, MapError};

@@ -1,0 +1,165 @@
+//! The guest page tables, built by the host before the first run.
+//!
+//! An identity map of all guest RAM. Each 2 MiB region whose pages all have
+//! the same permissions is one large page; the others (the guest kernel area,
+//! regions where ELF segments with different permissions meet) get a 4 KiB
+//! page table. On PVM the host cannot change an existing entry later, so the
+//! tables are complete before the first `KVM_RUN` and never edited.
+
+use super::{Fault, GuestMemory};
+use crate::abi::{self, pte, HUGE_PAGE_SIZE, PAGE_SIZE};
+
+/// Access rights of a range of user pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Perm {
+    /// Writable.
+    pub write: bool,
+    /// Executable.
+    pub exec: bool,
+}
+
+/// A user range that needs rights other than the default (read/write/execute).
+#[derive(Debug, Clone, Copy)]
+pub struct Region {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// Rights of its pages.
+    pub perm: Perm,
+}
+
+/// Why the page tables could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum PageTableError {
+    /// Too many 4 KiB page tables for the reserved area.
+    #[error("the program layout needs more page tables than the guest kernel area holds")]
+    TooManyTables,
+    /// Writing the tables failed (a layout bug).
+    #[error("page table outside guest memory: {0}")]
+    Fault(#[from] Fault),
+}
+
+/// Rights and presence of one 4 KiB guest page, as entry flags.
+fn page_flags(addr: u64, regions: &[Region]) -> u64 {
+    let mut flags = pte::PRESENT;
+    if addr < abi::USER_BASE {
+        // The guest kernel area: supervisor only, except the syscall stub.
+        return match addr {
+            0 => 0, // null guard
+            abi::KERNEL_CODE_ADDR => flags,
+            abi::SYSCALL_STUB_ADDR => flags | pte::USER,
+            _ => flags | pte::WRITABLE | pte::NO_EXECUTE,
+        };
+    }
+    flags |= pte::USER;
+    let mut matched: Option<Perm> = None;
+    for r in regions {
+        if addr < r.end && addr + PAGE_SIZE > r.start {
+            let m = matched.get_or_insert(Perm::default());
+            m.write |= r.perm.write;
+            m.exec |= r.perm.exec;
+        }
+    }
+    let perm = matched.unwrap_or(Perm {
+        write: true,
+        exec: true,
+    });
+    if perm.write {
+        flags |= pte::WRITABLE;
+    }
+    if !perm.exec {
+        flags |= pte::NO_EXECUTE;
+    }
+    flags
+}
+
+/// Builds the tables for `mem` with the given special `regions`; returns CR3.
+pub fn build(mem: &mut GuestMemory, regions: &[Region]) -> Result<u64, PageTableError> {
+    let size = mem.size();
+    let pml4 = abi::PAGE_TABLES_ADDR;
+    let pdpt = pml4 + PAGE_SIZE;
+    let gib = 1u64 << 30;
+    let n_pd = size.div_ceil(gib);
+    let mut next_table = pdpt + PAGE_SIZE + n_pd * PAGE_SIZE;
+    let table_flags = pte::PRESENT | pte::WRITABLE | pte::USER;
+
+    mem.kernel_write_u64(pml4, pdpt | table_flags)?;
+    for i in 0..n_pd {
+        let pd = pdpt + PAGE_SIZE + i * PAGE_SIZE;
+        mem.kernel_write_u64(pdpt + i * 8, pd | table_flags)?;
+    }
+    let mut page = vec![0u8; PAGE_SIZE as usize];
+    for region in 0..size / HUGE_PAGE_SIZE {
+        let base = region * HUGE_PAGE_SIZE;
+        let pd_entry = pdpt + PAGE_SIZE + (region / 512) * PAGE_SIZE + (region % 512) * 8;
+        let first = page_flags(base, regions);
+        let uniform = base >= abi::USER_BASE
+            && (1..512).all(|i| page_flags(base + i * PAGE_SIZE, regions) == first);
+        if uniform {
+            mem.kernel_write_u64(pd_entry, base | first | pte::HUGE)?;
+            continue;
+        }
+        if next_table + PAGE_SIZE > abi::PAGE_TABLES_END {
+            return Err(PageTableError::TooManyTables);
+        }
+        for i in 0..512u64 {
+            let addr = base + i * PAGE_SIZE;
+            let flags = page_flags(addr, regions);
+            let e = if flags & pte::PRESENT != 0 { addr | flags } else { 0 };
+            page[i as usize * 8..i as usize * 8 + 8].copy_from_slice(&e.to_le_bytes());
+        }
+        mem.kernel_write(next_table, &page)?;
+        mem.kernel_write_u64(pd_entry, next_table | table_flags)?;
+        next_table += PAGE_SIZE;
+    }
+    Ok(pml4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk(mem: &GuestMemory, cr3: u64, va: u64) -> Option<u64> {
+        let l4 = mem.kernel_read_u64(cr3 + ((va >> 39) & 511) * 8).ok()?;
+        let l3 = mem
+            .kernel_read_u64((l4 & 0x000f_ffff_ffff_f000) + ((va >> 30) & 511) * 8)
+            .ok()?;
+        let l2 = mem
+            .kernel_read_u64((l3 & 0x000f_ffff_ffff_f000) + ((va >> 21) & 511) * 8)
+            .ok()?;
+        if l2 & pte::HUGE != 0 {
+            return Some(l2);
+        }
+        let l1 = mem
+            .kernel_read_u64((l2 & 0x000f_ffff_ffff_f000) + ((va >> 12) & 511) * 8)
+            .ok()?;
+        Some(l1)
+    }
+
+    #[test]
+    fn identity_map_with_rights() {
+        let mut mem = GuestMemory::new(8 << 20).unwrap();
+        let text = Region {
+            start: 0x40_1000,
+            end: 0x40_3000,
+            perm: Perm {
+                write: false,
+                exec: true,
+            },
+        };
+        let cr3 = build(&mut mem, &[text]).unwrap();
+        assert_eq!(walk(&mem, cr3, 0).unwrap() & pte::PRESENT, 0, "null page");
+        let gdt = walk(&mem, cr3, abi::GDT_ADDR).unwrap();
+        assert_eq!(gdt & pte::USER, 0);
+        let stub = walk(&mem, cr3, abi::SYSCALL_STUB_ADDR).unwrap();
+        assert_ne!(stub & pte::USER, 0);
+        assert_eq!(stub & pte::WRITABLE, 0);
+        let t = walk(&mem, cr3, 0x40_2000).unwrap();
+        assert_eq!(t & !0xfff & !pte::NO_EXECUTE, 0x40_2000);
+        assert_eq!(t & (pte::WRITABLE | pte::NO_EXECUTE), 0);
+        let huge = walk(&mem, cr3, 0x60_0000).unwrap();
+        assert_ne!(huge & pte::HUGE, 0);
+        assert_eq!(huge & 0x000f_ffff_ffe0_0000, 0x60_0000);
+    }
+}
