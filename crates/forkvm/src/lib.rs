@@ -19,6 +19,7 @@
 pub mod abi;
 pub mod builtin;
 pub mod crash;
+pub mod floors;
 pub mod guest_kernel;
 pub mod hypervisor;
 pub mod linux;

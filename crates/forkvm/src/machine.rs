@@ -252,25 +252,25 @@ impl Machine {
         Ok(None)
     }
 
-    fn crash(&mut self, vector: u8, error_code: u64, frame: Frame) -> Result<Outcome, MachineError> {
+    fn crash(
+        &mut self,
+        vector: u8,
+        error_code: u64,
+        frame: Frame,
+    ) -> Result<Outcome, MachineError> {
         let mut regs = self.vcpu.regs();
         // The registers are the guest kernel's view; the program's RIP/RSP/RFLAGS are in the frame.
         regs.rip = frame.rip;
         regs.rsp = frame.rsp;
         regs.rflags = frame.rflags;
-        let fault_addr = if vector == abi::vector::PAGE_FAULT {
-            Some(self.vcpu.sregs()?.cr2)
+        let cr2 = if vector == abi::vector::PAGE_FAULT {
+            self.vcpu.sregs()?.cr2
         } else {
-            None
+            0
         };
-        let (signal, signal_name, description) = crash::signal_for_vector(vector, error_code);
-        Ok(Outcome::Crashed(Box::new(CrashInfo {
-            signal,
-            signal_name,
-            description,
-            fault_addr,
-            regs,
-        })))
+        Ok(Outcome::Crashed(Box::new(CrashInfo::from_exception(
+            vector, error_code, cr2, regs,
+        ))))
     }
 
     /// A human-readable report for a crash outcome.

@@ -10,8 +10,8 @@ use crate::abi::{self, cr, msr, selector};
 use crate::guest_kernel::{self, Frame};
 use crate::memory::GuestMemory;
 use kvm_bindings::{
-    kvm_regs, kvm_segment, kvm_sregs, kvm_userspace_memory_region, kvm_xcrs, CpuId, Msrs,
-    kvm_msr_entry, KVM_MAX_CPUID_ENTRIES,
+    kvm_msr_entry, kvm_regs, kvm_segment, kvm_sregs, kvm_userspace_memory_region, kvm_xcrs, CpuId,
+    Msrs, KVM_MAX_CPUID_ENTRIES,
 };
 use kvm_ioctls::{Kvm, SyncReg, VcpuExit, VcpuFd, VmFd};
 use std::sync::OnceLock;
@@ -209,7 +209,13 @@ impl Vcpu {
         sregs.gdt.limit = guest_kernel::GDT_LIMIT;
         sregs.idt.base = abi::IDT_ADDR;
         sregs.idt.limit = guest_kernel::IDT_LIMIT;
-        sregs.cr0 = cr::CR0_PE | cr::CR0_MP | cr::CR0_ET | cr::CR0_NE | cr::CR0_WP | cr::CR0_AM | cr::CR0_PG;
+        sregs.cr0 = cr::CR0_PE
+            | cr::CR0_MP
+            | cr::CR0_ET
+            | cr::CR0_NE
+            | cr::CR0_WP
+            | cr::CR0_AM
+            | cr::CR0_PG;
         sregs.cr3 = cr3;
         sregs.cr4 = cr::CR4_PAE | cr::CR4_OSFXSR | cr::CR4_OSXMMEXCPT | cr::CR4_OSXSAVE;
         sregs.efer = cr::EFER_SCE | cr::EFER_LME | cr::EFER_LMA | cr::EFER_NXE;
@@ -302,6 +308,11 @@ impl Vcpu {
     pub fn set_regs(&mut self, regs: &kvm_regs) {
         self.vcpu.sync_regs_mut().regs = *regs;
         self.vcpu.set_sync_dirty_reg(SyncReg::Register);
+    }
+
+    /// The general registers through KVM_GET_REGS (an ioctl; for floors and debugging).
+    pub fn get_regs_ioctl(&self) -> Result<kvm_regs, KvmError> {
+        ioctl("GET_REGS", self.vcpu.get_regs())
     }
 
     /// The system registers (an ioctl: for crash reports, not hot paths).

@@ -8,9 +8,11 @@ pub mod fdtable;
 pub mod fs;
 pub mod io;
 pub mod mem;
+pub mod names;
 pub mod process;
 pub mod signal;
 pub mod table;
+pub mod thread;
 pub mod time;
 
 use crate::memory::{AddressSpace, Fault, GuestMemory};
@@ -126,13 +128,17 @@ pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) ->
         Some(e) => (e.handler)(p, mem, args),
         None => {
             if p.unknown_logged.insert(nr) {
-                tracing::warn!(nr, "unknown syscall {nr}: returning ENOSYS");
+                let name = names::name(nr).unwrap_or("(not a Linux syscall)");
+                tracing::info!("unknown syscall {name} ({nr}): returning -ENOSYS");
             }
             Err(Errno::ENOSYS)
         }
     };
     if p.policy.trace_syscalls {
-        let name = entry.map(|e| e.name).unwrap_or("unknown");
+        let name = entry
+            .map(|e| e.name)
+            .or_else(|| names::name(nr))
+            .unwrap_or("unknown");
         match result {
             Ok(v) => eprintln!(
                 "[forkvm] {name}({:#x}, {:#x}, {:#x}, {:#x}, {:#x}, {:#x}) = {v:#x}",

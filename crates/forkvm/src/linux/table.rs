@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 7] {
+fn families() -> [&'static [SyscallEntry]; 8] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -43,6 +43,7 @@ fn families() -> [&'static [SyscallEntry]; 7] {
         super::signal::SYSCALLS,
         super::time::SYSCALLS,
         super::fdtable::SYSCALLS,
+        super::thread::SYSCALLS,
     ]
 }
 
@@ -107,7 +108,11 @@ mod tests {
     fn numbers_are_unique_and_named() {
         let rows = all();
         for w in rows.windows(2) {
-            assert_ne!(w[0].nr, w[1].nr, "{} and {} share a number", w[0].name, w[1].name);
+            assert_ne!(
+                w[0].nr, w[1].nr,
+                "{} and {} share a number",
+                w[0].name, w[1].name
+            );
         }
         for e in &rows {
             assert!((e.nr as usize) < TABLE_SIZE);

@@ -268,6 +268,11 @@ pub fn parse(bytes: &[u8]) -> Result<ElfImage, LoadError> {
     }
     let pie = match e_type {
         elf::ET_EXEC => false,
+        elf::ET_DYN if e_entry == 0 => {
+            return Err(LoadError::NotExecutable {
+                kind: "a shared library (ET_DYN without an entry point)".into(),
+            });
+        }
         elf::ET_DYN => true,
         t => {
             return Err(LoadError::NotExecutable { kind: type_name(t) });
@@ -827,6 +832,11 @@ mod tests {
         let mut b = tiny();
         set_u16(&mut b, 16, 1);
         assert!(err(&b).to_string().contains("relocatable"));
+
+        let mut b = tiny();
+        set_u16(&mut b, 16, 3);
+        set_u64(&mut b, 24, 0);
+        assert!(err(&b).to_string().contains("shared library"));
 
         let mut b = tiny();
         set_u64(&mut b, 64 + 32, 0x3000); // filesz > memsz

@@ -159,7 +159,6 @@ pub enum LoadError {
 pub(crate) mod testutil {
     //! Real static test binaries, compiled once per test process with gcc.
 
-    use std::path::{Path, PathBuf};
     use std::process::Command;
     use std::sync::OnceLock;
 
@@ -174,25 +173,23 @@ int main(int argc, char **argv) {
 }
 "#;
 
-    fn dir() -> PathBuf {
-        std::env::temp_dir().join(format!("forkvm-loader-test-{}", std::process::id()))
-    }
-
     fn compile(name: &str, flags: &[&str]) -> Option<Vec<u8>> {
-        let dir = dir();
+        let dir =
+            std::env::temp_dir().join(format!("forkvm-loader-test-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).ok()?;
-        let src = dir.join(format!("{name}.c"));
-        std::fs::write(&src, SOURCE).ok()?;
-        let out = dir.join(name);
-        let status = Command::new("gcc")
-            .args(flags)
-            .arg("-O2")
-            .arg("-o")
-            .arg(&out)
-            .arg(&src)
-            .status();
-        match status {
-            Ok(s) if s.success() => std::fs::read(Path::new(&out)).ok(),
+        let src = dir.join("t.c");
+        let out = dir.join("t");
+        let result = std::fs::write(&src, SOURCE).and_then(|()| {
+            Command::new("gcc")
+                .args(flags)
+                .arg("-O2")
+                .arg("-o")
+                .arg(&out)
+                .arg(&src)
+                .status()
+        });
+        let bytes = match result {
+            Ok(s) if s.success() => std::fs::read(&out).ok(),
             Ok(s) => {
                 eprintln!("note: gcc {flags:?} failed ({s}); skipping this test");
                 None
@@ -201,7 +198,9 @@ int main(int argc, char **argv) {
                 eprintln!("note: gcc not available ({e}); skipping this test");
                 None
             }
-        }
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        bytes
     }
 
     /// `gcc -static -O2` build of [`SOURCE`], or None (with a note) without gcc.

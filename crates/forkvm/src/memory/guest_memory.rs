@@ -66,9 +66,10 @@ impl GuestMemory {
                 source: std::io::Error::last_os_error(),
             });
         }
-        // Large guest pages are backed best by large host pages; advice only.
-        // SAFETY: the range is the mapping just created.
-        unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        // No MADV_HUGEPAGE: with the usual `defrag=madvise` setting a first
+        // touch would compact and zero 2 MiB synchronously, which costs more
+        // than a whole small program's run. Guest page tables still use 2 MiB
+        // pages; the host follows its system-wide THP policy.
         let base = NonNull::new(ptr.cast::<u8>()).ok_or(MapError {
             size,
             source: std::io::Error::from_raw_os_error(libc::EINVAL),
@@ -128,13 +129,17 @@ impl GuestMemory {
     /// Reads a little-endian u64 from guest user memory.
     pub fn read_u64(&self, addr: u64) -> Result<u64, Fault> {
         let b = self.read(addr, 8)?;
-        Ok(u64::from_le_bytes(b.try_into().map_err(|_| Fault { addr, len: 8 })?))
+        Ok(u64::from_le_bytes(
+            b.try_into().map_err(|_| Fault { addr, len: 8 })?,
+        ))
     }
 
     /// Reads a little-endian u32 from guest user memory.
     pub fn read_u32(&self, addr: u64) -> Result<u32, Fault> {
         let b = self.read(addr, 4)?;
-        Ok(u32::from_le_bytes(b.try_into().map_err(|_| Fault { addr, len: 4 })?))
+        Ok(u32::from_le_bytes(
+            b.try_into().map_err(|_| Fault { addr, len: 4 })?,
+        ))
     }
 
     /// Writes a little-endian u64 to guest user memory.
@@ -154,7 +159,10 @@ impl GuestMemory {
         let bytes = &self.whole()[start..start + avail];
         match bytes.iter().position(|&b| b == 0) {
             Some(n) => Ok(&bytes[..n]),
-            None => Err(Fault { addr, len: avail as u64 }),
+            None => Err(Fault {
+                addr,
+                len: avail as u64,
+            }),
         }
     }
 
@@ -180,7 +188,9 @@ impl GuestMemory {
     /// Host-only u64 read of any guest memory.
     pub fn kernel_read_u64(&self, addr: u64) -> Result<u64, Fault> {
         let b = self.kernel_read(addr, 8)?;
-        Ok(u64::from_le_bytes(b.try_into().map_err(|_| Fault { addr, len: 8 })?))
+        Ok(u64::from_le_bytes(
+            b.try_into().map_err(|_| Fault { addr, len: 8 })?,
+        ))
     }
 
     /// Host-only u64 write to any guest memory.
@@ -233,8 +243,17 @@ mod tests {
         m.write(abi::USER_BASE, b"hi\0").unwrap();
         assert_eq!(m.read_cstr(abi::USER_BASE, 10).unwrap(), b"hi");
         m.write((4 << 20) - 2, b"xy").unwrap();
-        assert!(m.read_cstr((4 << 20) - 2, 10).is_err(), "unterminated at end");
-        assert_eq!(m.read_cstr((4 << 20) - 2, 1), Err(Fault { addr: (4 << 20) - 2, len: 2 }));
+        assert!(
+            m.read_cstr((4 << 20) - 2, 10).is_err(),
+            "unterminated at end"
+        );
+        assert_eq!(
+            m.read_cstr((4 << 20) - 2, 1),
+            Err(Fault {
+                addr: (4 << 20) - 2,
+                len: 2
+            })
+        );
         m.discard(abi::USER_BASE, abi::PAGE_SIZE).unwrap();
         assert_eq!(m.read(abi::USER_BASE, 3).unwrap(), &[0, 0, 0]);
     }

@@ -1,0 +1,111 @@
+//! The command line itself: --version, help, flags that must not change guest output.
+
+mod common;
+
+use common::{assert_mentions, forkvm, guest, Case};
+
+#[test]
+fn version() {
+    let r = forkvm(&["--version"]);
+    assert_eq!(r.status, 0, "{}", r.describe());
+    let out = r.stdout_str();
+    assert!(out.contains("forkvm"), "{}", r.describe());
+    assert!(out.contains(env!("CARGO_PKG_VERSION")), "{}", r.describe());
+}
+
+#[test]
+fn help_subcommand() {
+    let r = forkvm(&["help"]);
+    assert_eq!(r.status, 0, "{}", r.describe());
+    assert!(r.stdout_str().contains("run"), "{}", r.describe());
+}
+
+#[test]
+fn run_help_lists_flags() {
+    let r = forkvm(&["run", "--help"]);
+    assert_eq!(r.status, 0, "{}", r.describe());
+    let out = r.stdout_str();
+    for flag in [
+        "--allow-read",
+        "--env",
+        "--cwd",
+        "--timeout",
+        "--memory",
+        "--trace-syscalls",
+    ] {
+        assert!(
+            out.contains(flag),
+            "`run --help` should list {flag}\n{}",
+            r.describe()
+        );
+    }
+}
+
+#[test]
+fn unknown_flag_is_a_usage_error() {
+    let hello = guest("hello.musl");
+    let r = forkvm(&["run", "--no-such-flag", hello.to_str().expect("utf-8 path")]);
+    assert!(r.status != 0 && r.status < 128, "{}", r.describe());
+    assert!(r.stdout.is_empty(), "{}", r.describe());
+    assert_mentions(&r, &r.stderr, &["--no-such-flag"], "stderr");
+}
+
+#[test]
+fn run_without_program_is_a_usage_error() {
+    let r = forkvm(&["run"]);
+    assert!(r.status != 0 && r.status < 128, "{}", r.describe());
+}
+
+#[test]
+fn program_args_that_look_like_flags_reach_the_guest() {
+    // No `--` here: everything after PROGRAM belongs to the guest.
+    let prog = guest("args_env.musl");
+    let r = forkvm(&[
+        "run",
+        prog.to_str().expect("utf-8 path"),
+        "-v",
+        "--timeout",
+        "x",
+    ]);
+    assert_eq!(r.status, 3, "{}", r.describe());
+    let out = r.stdout_str();
+    assert!(
+        out.contains("argv[1]=\"-v\"") && out.contains("argv[2]=\"--timeout\""),
+        "{}",
+        r.describe()
+    );
+}
+
+#[test]
+fn verbose_keeps_guest_stdout() {
+    let case = Case::new(guest("hello.musl"));
+    let native = case.run_native();
+    let vm = Case::new(guest("hello.musl")).flags(["-v"]).run_forkvm();
+    assert_eq!(vm.status, 0, "{}", vm.describe());
+    assert_eq!(vm.stdout, native.stdout, "{}", vm.describe());
+}
+
+#[test]
+fn trace_syscalls_keeps_guest_stdout() {
+    let native = Case::new(guest("hello.glibc")).run_native();
+    let vm = Case::new(guest("hello.glibc"))
+        .flags(["--trace-syscalls"])
+        .run_forkvm();
+    assert_eq!(vm.status, 0, "{}", vm.describe());
+    assert_eq!(vm.stdout, native.stdout, "{}", vm.describe());
+    assert_mentions(&vm, &vm.stderr, &["write"], "the syscall trace on stderr");
+}
+
+#[test]
+fn exit_status_is_passed_through() {
+    let prog = guest("args_env.glibc");
+    let r = forkvm(&[
+        "run",
+        "--",
+        prog.to_str().expect("utf-8 path"),
+        "1",
+        "2",
+        "3",
+    ]);
+    assert_eq!(r.status, 3, "{}", r.describe());
+}
