@@ -16,7 +16,7 @@
 //! # Ok::<(), forkvm::machine::MachineError>(())
 //! ```
 
-pub mod abi;
+pub use forkvm_abi as abi;
 pub mod builtin;
 pub mod crash;
 pub mod floors;

@@ -1,8 +1,9 @@
-//! Everything the host and the guest kernel must agree on, in one place.
+//! Everything the forkvm host, its guest kernel and guest programs must agree
+//! on, in one place. `no_std`, so guest programs can use it too.
 //!
 //! Guest virtual addresses equal guest physical addresses (identity map), so
 //! every address below is both. The guest kernel is assembled at run time
-//! from these constants (see [`crate::guest_kernel`]): nothing here is copied
+//! from these constants (see `forkvm::guest_kernel`): nothing here is copied
 //! by hand into assembly.
 //!
 //! ```text
@@ -16,6 +17,8 @@
 //! 0x0001_0000  page tables               supervisor, RW
 //! 0x0020_0000  user memory: ELF, brk heap ->  ... <- mmap area, stack (top = end of RAM)
 //! ```
+
+#![no_std]
 
 /// Size of a small page.
 pub const PAGE_SIZE: u64 = 0x1000;
@@ -160,4 +163,13 @@ pub mod pte {
     pub const USER: u64 = 1 << 2;
     pub const HUGE: u64 = 1 << 7;
     pub const NO_EXECUTE: u64 = 1 << 63;
+}
+
+/// forkvm's own system calls, made by guest programs with the `syscall`
+/// instruction. Their numbers are far above Linux's, so they never collide.
+pub mod hypercall {
+    /// The program is initialised: snapshot it here as the master.
+    pub const READY: u64 = 0x666f_0001;
+    /// Return from a host-initiated call (`vmcall`); the result is in the first argument.
+    pub const CALL_RETURN: u64 = 0x666f_0002;
 }
