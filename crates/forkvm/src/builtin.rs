@@ -27,7 +27,7 @@ fn elf(code: &[u8]) -> Vec<u8> {
     f.extend_from_slice(&56u16.to_le_bytes()); // e_phentsize
     f.extend_from_slice(&2u16.to_le_bytes()); // e_phnum
     f.extend_from_slice(&[0; 6]); // e_shentsize, e_shnum, e_shstrndx
-    // PT_LOAD, R+X, the whole file at BASE.
+                                  // PT_LOAD, R+X, the whole file at BASE.
     f.extend_from_slice(&1u32.to_le_bytes());
     f.extend_from_slice(&5u32.to_le_bytes());
     for v in [0, BASE, BASE, total, total, 0x1000] {
@@ -43,7 +43,9 @@ fn elf(code: &[u8]) -> Vec<u8> {
     f
 }
 
-fn assemble(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Result<Vec<u8>, IcedError> {
+fn assemble(
+    f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>,
+) -> Result<Vec<u8>, IcedError> {
     let mut a = CodeAssembler::new(64)?;
     f(&mut a)?;
     Ok(elf(&a.assemble(BASE + HEADERS)?))

@@ -45,7 +45,10 @@ struct Images {
     stubs: Vec<u8>,
 }
 
-fn assemble_at(ip: u64, f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Result<Vec<u8>, IcedError> {
+fn assemble_at(
+    ip: u64,
+    f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>,
+) -> Result<Vec<u8>, IcedError> {
     let mut a = CodeAssembler::new(64)?;
     f(&mut a)?;
     a.assemble(ip)
@@ -112,7 +115,7 @@ fn gdt_bytes() -> Vec<u8> {
     put(selector::USER_CS32, seg(0xfb, 0xc)); // P, DPL3, code, D
     put(selector::USER_DS, seg(0xf3, 0xc)); // P, DPL3, data
     put(selector::USER_CS, seg(0xfb, 0xa)); // P, DPL3, code, L
-    // 16-byte TSS descriptor: available 64-bit TSS (type 9), present.
+                                            // 16-byte TSS descriptor: available 64-bit TSS (type 9), present.
     let base = abi::TSS_ADDR;
     let limit = TSS_SIZE - 1;
     let lo = (limit & 0xffff)
@@ -141,7 +144,11 @@ fn idt_bytes() -> Vec<u8> {
     for v in 0..port::EXCEPTION_COUNT as u8 {
         let handler = abi::KERNEL_CODE_ADDR + ENTRY_SIZE * v as u64;
         // int3 and into must be reachable from user mode.
-        let dpl: u64 = if v == vector::BREAKPOINT || v == vector::OVERFLOW { 3 } else { 0 };
+        let dpl: u64 = if v == vector::BREAKPOINT || v == vector::OVERFLOW {
+            3
+        } else {
+            0
+        };
         let lo = (handler & 0xffff)
             | (u64::from(selector::KERNEL_CS) << 16)
             | (1 << 32) // IST1
@@ -212,7 +219,10 @@ impl Frame {
     /// Writes the frame at `addr` (guest kernel memory).
     pub fn write(&self, mem: &mut GuestMemory, addr: u64) -> Result<(), Fault> {
         let mut b = [0u8; 40];
-        for (i, v) in [self.rip, self.cs, self.rflags, self.rsp, self.ss].iter().enumerate() {
+        for (i, v) in [self.rip, self.cs, self.rflags, self.rsp, self.ss]
+            .iter()
+            .enumerate()
+        {
             b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
         }
         mem.kernel_write(addr, &b)

@@ -128,11 +128,10 @@ fn sys_munmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     let len = page_up(len)?;
     addr.checked_add(len).ok_or(Errno::EINVAL)?;
-    let overlapping: Vec<(u64, u64)> = p
-        .mm
-        .mappings()
-        .filter(|(s, l)| *s < addr + len && s + l > addr)
-        .collect();
+    let overlapping: Vec<(u64, u64)> =
+        p.mm.mappings()
+            .filter(|(s, l)| *s < addr + len && s + l > addr)
+            .collect();
     for (s, l) in overlapping {
         let from = s.max(addr);
         let to = (s + l).min(addr + len);

@@ -141,7 +141,10 @@ fn send_self(p: &mut Process, sig: u64) -> SysResult {
         return Ok(0);
     }
     // A guest handler is installed; delivery is not implemented yet.
-    tracing::warn!(sig, "signal delivery to a guest handler is not implemented; dropped");
+    tracing::warn!(
+        sig,
+        "signal delivery to a guest handler is not implemented; dropped"
+    );
     Ok(0)
 }
 

@@ -106,7 +106,11 @@ pub fn build(mem: &mut GuestMemory, regions: &[Region]) -> Result<u64, PageTable
         for i in 0..512u64 {
             let addr = base + i * PAGE_SIZE;
             let flags = page_flags(addr, regions);
-            let e = if flags & pte::PRESENT != 0 { addr | flags } else { 0 };
+            let e = if flags & pte::PRESENT != 0 {
+                addr | flags
+            } else {
+                0
+            };
             page[i as usize * 8..i as usize * 8 + 8].copy_from_slice(&e.to_le_bytes());
         }
         mem.kernel_write(next_table, &page)?;
