@@ -14,6 +14,7 @@
 //! 0x0000_4000  kernel code (entries)     supervisor, RX
 //! 0x0000_5000  syscall stub              user, RX   (LSTAR points here)
 //! 0x0000_6000  IST stack (8 KiB)         supervisor, RW, top 0x8000
+//! 0x0000_9000  master FPU state (XSAVE)  user, R      (restored at every call)
 //! 0x0001_0000  page tables               supervisor, RW
 //! 0x0020_0000  user memory: ELF, brk heap ->  ... <- mmap area, stack (top = end of RAM)
 //! ```
@@ -39,6 +40,11 @@ pub const SYSCALL_STUB_ADDR: u64 = 0x5000;
 pub const IST_STACK_BOTTOM: u64 = 0x6000;
 /// Top of the interrupt stack; every exception frame is pushed below it.
 pub const IST_STACK_TOP: u64 = 0x8000;
+/// The master's FPU/SSE/AVX state in XSAVE format; every host-initiated call
+/// starts with `xrstor` from here, so no FPU state leaks between calls.
+pub const XSAVE_AREA_ADDR: u64 = 0x9000;
+/// Size of the XSAVE area (KVM's `struct kvm_xsave` region).
+pub const XSAVE_AREA_SIZE: u64 = 0x1000;
 /// First page-table page (the PML4); the rest follow it.
 pub const PAGE_TABLES_ADDR: u64 = 0x1_0000;
 /// End of the page-table area.

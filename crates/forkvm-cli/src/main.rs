@@ -104,6 +104,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
     let outcome = machine.run().context("the VM failed")?;
     match &outcome {
         Outcome::Exited(code) => tracing::debug!(code, "guest exited"),
+        Outcome::Ready | Outcome::Returned(_) => {}
         Outcome::Crashed(info) => eprint!("{}", machine.crash_report(info)),
         Outcome::TimedOut(t) => eprintln!(
             "forkvm: timeout: {} did not finish within {:.3} s; stopped",

@@ -10,6 +10,7 @@ use crate::linux::{self, Policy, Process};
 use crate::loader::{self, LoadError, StackParams, Symbols};
 use crate::memory::{page_tables, AddressSpace, GuestMemory, MapError};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How to run a program.
@@ -89,6 +90,65 @@ pub enum Outcome {
     Crashed(Box<CrashInfo>),
     /// The wall-clock limit passed.
     TimedOut(Duration),
+    /// The program reached its ready point (see [`ReadyAt`]).
+    Ready,
+    /// A host-initiated call returned this value.
+    Returned(u64),
+}
+
+/// Where a program counts as initialised, ready to become a master.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadyAt {
+    /// It makes the guest API's "ready" call (`forkvm_ready()`).
+    Call,
+    /// It reaches this symbol (e.g. `exit`, i.e. `main` returned).
+    Symbol(String),
+}
+
+/// An argument of a call into the guest.
+#[derive(Debug, Clone, Copy)]
+pub enum Arg<'a> {
+    /// Passed in a register as is.
+    Int(u64),
+    /// Copied into guest memory; the function receives a pointer.
+    Bytes(&'a [u8]),
+    /// Copied into guest memory with a terminating NUL; the function receives a pointer.
+    Str(&'a str),
+}
+
+/// Why a call into the guest failed. The machine is poisoned until reset.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No such symbol in the program.
+    #[error("no symbol {0:?} in the program")]
+    NoSymbol(String),
+    /// The machine has no ready point yet, or a previous call failed.
+    #[error("the machine cannot take calls: {0}")]
+    NotCallable(&'static str),
+    /// More than six arguments, or buffers too large for the stack.
+    #[error("bad arguments: {0}")]
+    BadArguments(&'static str),
+    /// The guest faulted during the call.
+    #[error("the guest crashed in the call: {} ({})", .0.signal_name, .0.description)]
+    Crashed(Box<CrashInfo>),
+    /// The call exceeded its time limit.
+    #[error("the call timed out after {0:?}")]
+    TimedOut(Duration),
+    /// The guest exited instead of returning.
+    #[error("the guest exited with status {0} during the call")]
+    Exited(i32),
+    /// The VM itself failed.
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+}
+
+/// The program's state at its ready point, which calls start from.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadyPoint {
+    /// Stack pointer at the ready point; calls run below it.
+    pub rsp: u64,
+    /// FS base (TLS) at the ready point.
+    pub fs_base: u64,
 }
 
 impl Outcome {
@@ -98,6 +158,7 @@ impl Outcome {
             Outcome::Exited(c) => *c & 0xff,
             Outcome::Crashed(c) => 128 + c.signal,
             Outcome::TimedOut(_) => 124,
+            Outcome::Ready | Outcome::Returned(_) => 0,
         }
     }
 }
@@ -108,8 +169,31 @@ pub struct Machine {
     vcpu: Vcpu,
     mem: GuestMemory,
     proc: Process,
-    symbols: Symbols,
+    symbols: Arc<Symbols>,
     timeout: Duration,
+    /// Set once the program reached its ready point.
+    ready: Option<ReadyPoint>,
+    /// A call failed (fault, timeout, exit); calls are refused until reset.
+    poisoned: bool,
+    /// The FS base the vCPU holds now.
+    vcpu_fs_base: u64,
+    /// A breakpoint the host planted: (address, original byte).
+    breakpoint: Option<(u64, u8)>,
+    /// What the current run waits for.
+    mode: Mode,
+    /// The program's stack pointer at the last trap.
+    trap_rsp: u64,
+}
+
+/// What a run waits for; forkvm's own hypercalls mean something only in their mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Run to exit; "ready" is a no-op.
+    Program,
+    /// Stop at the ready point.
+    UntilReady,
+    /// Stop when the call returns.
+    Call,
 }
 
 impl Machine {
@@ -188,20 +272,81 @@ impl Machine {
             vcpu,
             mem,
             proc,
-            symbols: image.symbols(),
+            symbols: Arc::new(image.symbols()),
             timeout: config.timeout,
+            ready: None,
+            poisoned: false,
+            vcpu_fs_base: 0,
+            breakpoint: None,
+            mode: Mode::Program,
+            trap_rsp: 0,
         })
     }
 
     /// Runs the program until it exits, crashes or times out.
     pub fn run(&mut self) -> Result<Outcome, MachineError> {
-        let deadline = Deadline::arm(self.timeout);
+        self.mode = Mode::Program;
+        self.run_for(self.timeout)
+    }
+
+    /// Runs until the program is initialised ([`Outcome::Ready`]), or ends otherwise.
+    pub fn run_until_ready(&mut self, at: &ReadyAt) -> Result<Outcome, MachineError> {
+        if let ReadyAt::Symbol(name) = at {
+            let addr = self
+                .symbols
+                .address_of(name)
+                .ok_or_else(|| MachineError::Internal(format!("no symbol {name:?} to stop at")))?;
+            let original = *self
+                .mem
+                .read(addr, 1)
+                .map_err(|f| MachineError::Internal(f.to_string()))?
+                .first()
+                .unwrap_or(&0);
+            self.mem
+                .write(addr, &[0xcc])
+                .map_err(|f| MachineError::Internal(f.to_string()))?;
+            self.breakpoint = Some((addr, original));
+        }
+        self.mode = Mode::UntilReady;
+        let outcome = self.run_for(self.timeout);
+        self.mode = Mode::Program;
+        let outcome = outcome?;
+        if let Some((addr, byte)) = self.breakpoint.take() {
+            self.mem
+                .write(addr, &[byte])
+                .map_err(|f| MachineError::Internal(f.to_string()))?;
+        }
+        if matches!(outcome, Outcome::Ready) {
+            self.mark_ready()?;
+        }
+        Ok(outcome)
+    }
+
+    /// Records the ready point: the stack for calls and the FPU state every call starts from.
+    fn mark_ready(&mut self) -> Result<(), MachineError> {
+        let rsp = self.trap_rsp;
+        let xsave = self.vcpu.xsave()?;
+        self.mem
+            .kernel_write(abi::XSAVE_AREA_ADDR, &xsave)
+            .map_err(|f| MachineError::Internal(f.to_string()))?;
+        self.ready = Some(ReadyPoint {
+            rsp,
+            fs_base: self.proc.fs_base,
+        });
+        self.vcpu_fs_base = self.proc.fs_base;
+        Ok(())
+    }
+
+    /// Runs until the program exits, crashes, times out, is ready or returns from a call.
+    pub fn run_for(&mut self, timeout: Duration) -> Result<Outcome, MachineError> {
+        let deadline = Deadline::arm(timeout);
         loop {
             if deadline.expired() {
-                return Ok(Outcome::TimedOut(self.timeout));
+                return Ok(Outcome::TimedOut(timeout));
             }
             if let Some(base) = self.proc.pending_fs_base.take() {
                 self.vcpu.set_fs_base(base)?;
+                self.vcpu_fs_base = base;
             }
             match self.vcpu.run()? {
                 Exit::Io(port) => {
@@ -212,6 +357,14 @@ impl Machine {
                             if let Some(outcome) = self.syscall(ret)? {
                                 return Ok(outcome);
                             }
+                        }
+                        Trap::Exception {
+                            vector: abi::vector::BREAKPOINT,
+                            frame,
+                            ..
+                        } if self.breakpoint.is_some_and(|(a, _)| a + 1 == frame.rip) => {
+                            self.trap_rsp = frame.rsp;
+                            return Ok(Outcome::Ready);
                         }
                         Trap::Exception {
                             vector,
@@ -232,9 +385,136 @@ impl Machine {
         }
     }
 
+    /// Calls the exported function `name` with `args`; returns its result.
+    pub fn vmcall(&mut self, name: &str, args: &[Arg<'_>]) -> Result<u64, CallError> {
+        self.vmcall_with_timeout(name, args, self.timeout)
+    }
+
+    /// Like [`Machine::vmcall`] with its own time limit.
+    pub fn vmcall_with_timeout(
+        &mut self,
+        name: &str,
+        args: &[Arg<'_>],
+        timeout: Duration,
+    ) -> Result<u64, CallError> {
+        let addr = self
+            .symbols
+            .address_of(name)
+            .ok_or_else(|| CallError::NoSymbol(name.to_string()))?;
+        self.vmcall_addr(addr, args, timeout)
+    }
+
+    /// Calls the function at guest address `func` with `args`.
+    pub fn vmcall_addr(
+        &mut self,
+        func: u64,
+        args: &[Arg<'_>],
+        timeout: Duration,
+    ) -> Result<u64, CallError> {
+        if self.poisoned {
+            return Err(CallError::NotCallable("a previous call failed; reset first"));
+        }
+        let ready = self
+            .ready
+            .ok_or(CallError::NotCallable("the program has not reached its ready point"))?;
+        if args.len() > 6 {
+            return Err(CallError::BadArguments("at most six arguments"));
+        }
+        // Byte arguments go below the ready point's stack (past the red zone).
+        let mut sp = ready.rsp.saturating_sub(128) & !15;
+        let mut values = [0u64; 6];
+        for (slot, arg) in values.iter_mut().zip(args) {
+            *slot = match *arg {
+                Arg::Int(v) => v,
+                Arg::Bytes(b) => self.push_bytes(&mut sp, b, false)?,
+                Arg::Str(s) => self.push_bytes(&mut sp, s.as_bytes(), true)?,
+            };
+        }
+        let internal = |f: crate::memory::Fault| CallError::Machine(MachineError::Internal(f.to_string()));
+        Frame::user(guest_kernel::CALL_ENTRY, sp & !15, 0)
+            .write(&mut self.mem, guest_kernel::INITIAL_FRAME_ADDR)
+            .map_err(internal)?;
+        if self.vcpu_fs_base != ready.fs_base {
+            self.vcpu.set_fs_base(ready.fs_base).map_err(MachineError::from)?;
+            self.vcpu_fs_base = ready.fs_base;
+        }
+        self.proc.fs_base = ready.fs_base;
+        self.vcpu.set_regs(&kvm_bindings::kvm_regs {
+            rdi: values[0],
+            rsi: values[1],
+            rdx: values[2],
+            rcx: values[3],
+            r8: values[4],
+            r9: values[5],
+            r11: func,
+            rip: guest_kernel::IRET_ENTRY,
+            rsp: guest_kernel::INITIAL_FRAME_ADDR,
+            rflags: 0x2,
+            ..Default::default()
+        });
+        self.mode = Mode::Call;
+        let outcome = self.run_for(timeout);
+        self.mode = Mode::Program;
+        match outcome {
+            Ok(Outcome::Returned(v)) => Ok(v),
+            other => {
+                self.poisoned = true;
+                match other? {
+                    Outcome::Crashed(c) => Err(CallError::Crashed(c)),
+                    Outcome::TimedOut(t) => Err(CallError::TimedOut(t)),
+                    Outcome::Exited(s) => Err(CallError::Exited(s)),
+                    _ => Err(CallError::NotCallable("the guest said ready during a call")),
+                }
+            }
+        }
+    }
+
+    fn push_bytes(&mut self, sp: &mut u64, b: &[u8], nul: bool) -> Result<u64, CallError> {
+        let len = b.len() as u64 + u64::from(nul);
+        let stack_floor = self.mem.size() - self.proc.mm.stack_size(self.mem.size());
+        let addr = sp
+            .checked_sub(len)
+            .map(|a| a & !15)
+            .filter(|a| *a > stack_floor + 64 * 1024)
+            .ok_or(CallError::BadArguments("buffers do not fit on the guest stack"))?;
+        let dst = self
+            .mem
+            .slice_mut(addr, len)
+            .map_err(|_| CallError::BadArguments("buffer outside guest memory"))?;
+        dst[..b.len()].copy_from_slice(b);
+        if nul {
+            dst[b.len()] = 0;
+        }
+        *sp = addr;
+        Ok(addr)
+    }
+
+    /// Whether a failed call left the machine unusable until reset.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// The ready point, once reached.
+    pub fn ready_point(&self) -> Option<ReadyPoint> {
+        self.ready
+    }
+
     /// Serves one system call; `Some` when the program is done.
     fn syscall(&mut self, ret: SyscallReturn) -> Result<Option<Outcome>, MachineError> {
         let regs = self.vcpu.regs();
+        self.trap_rsp = match ret {
+            SyscallReturn::Sysret => regs.rsp,
+            SyscallReturn::Iret(frame_addr) => Frame::read(&self.mem, frame_addr)
+                .map_err(|f| MachineError::Internal(f.to_string()))?
+                .rsp,
+        };
+        match (regs.rax, self.mode) {
+            (abi::hypercall::READY, Mode::UntilReady) => return Ok(Some(Outcome::Ready)),
+            (abi::hypercall::CALL_RETURN, Mode::Call) => {
+                return Ok(Some(Outcome::Returned(regs.rdi)))
+            }
+            _ => {}
+        }
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
         let result = linux::dispatch(&mut self.proc, &mut self.mem, regs.rax, &args);
         if let Some(status) = self.proc.exit_status {

@@ -24,6 +24,12 @@ use std::sync::OnceLock;
 pub const PVM_SYSCALL_STUB: u64 = abi::SYSCALL_STUB_ADDR;
 /// LSTAR on hardware KVM: `out; sysretq`.
 pub const HW_SYSCALL_STUB: u64 = abi::SYSCALL_STUB_ADDR + 0x10;
+/// Where host-initiated calls enter user mode (see [`CALL_ENTRY`]'s code).
+///
+/// `r11` holds the function, `rdi..r9` its arguments. The entry restores
+/// the master's FPU state, calls the function and returns its result to
+/// the host with the [`abi::hypercall::CALL_RETURN`] system call.
+pub const CALL_ENTRY: u64 = abi::SYSCALL_STUB_ADDR + 0x40;
 /// Bytes reserved for each exception entry.
 const ENTRY_SIZE: u64 = 16;
 /// The `iretq` the vCPU starts at, returning into the program.
@@ -87,6 +93,19 @@ fn build_images() -> Result<Images, KernelError> {
         a.sysretq()
     })?;
     place(&mut stubs, HW_SYSCALL_STUB - abi::SYSCALL_STUB_ADDR, &hw);
+    let call = assemble_at(CALL_ENTRY, |a| {
+        a.mov(asm::r10, asm::rdx)?;
+        a.mov(asm::eax, u32::MAX)?;
+        a.mov(asm::edx, u32::MAX)?;
+        a.xrstor64(asm::ptr(abi::XSAVE_AREA_ADDR))?;
+        a.mov(asm::rdx, asm::r10)?;
+        a.call(asm::r11)?;
+        a.mov(asm::rdi, asm::rax)?;
+        a.mov(asm::rax, abi::hypercall::CALL_RETURN)?;
+        a.syscall()?;
+        a.ud2()
+    })?;
+    place(&mut stubs, CALL_ENTRY - abi::SYSCALL_STUB_ADDR, &call);
     Ok(Images { code, stubs })
 }
 

@@ -117,6 +117,8 @@ pub struct Vcpu {
     // Field order matters for drop: the vCPU goes before its VM.
     vcpu: VcpuFd,
     _vm: VmFd,
+    /// The system registers set by `reset` (restored after a guest fault).
+    sregs: Option<kvm_sregs>,
 }
 
 impl Vcpu {
@@ -138,7 +140,11 @@ impl Vcpu {
         let mut vcpu = ioctl("CREATE_VCPU", vm.create_vcpu(0))?;
         ioctl("SET_CPUID2", vcpu.set_cpuid2(&hv.cpuid))?;
         vcpu.set_sync_valid_reg(SyncReg::Register);
-        Ok(Self { vcpu, _vm: vm })
+        Ok(Self {
+            vcpu,
+            _vm: vm,
+            sregs: None,
+        })
     }
 
     /// Puts the vCPU in long mode at the guest kernel's initial `iretq`,
@@ -220,6 +226,7 @@ impl Vcpu {
         sregs.cr4 = cr::CR4_PAE | cr::CR4_OSFXSR | cr::CR4_OSXMMEXCPT | cr::CR4_OSXSAVE;
         sregs.efer = cr::EFER_SCE | cr::EFER_LME | cr::EFER_LMA | cr::EFER_NXE;
         ioctl("SET_SREGS", self.vcpu.set_sregs(&sregs))?;
+        self.sregs = Some(sregs);
 
         let mut xcrs = kvm_xcrs {
             nr_xcrs: 1,
@@ -313,6 +320,26 @@ impl Vcpu {
     /// The general registers through KVM_GET_REGS (an ioctl; for floors and debugging).
     pub fn get_regs_ioctl(&self) -> Result<kvm_regs, KvmError> {
         ioctl("GET_REGS", self.vcpu.get_regs())
+    }
+
+    /// Puts the vCPU back into guest-kernel mode with the system registers
+    /// `reset` set, whatever the guest did (after a fault or a timeout).
+    pub fn restore_kernel_mode(&mut self) -> Result<(), KvmError> {
+        let sregs = self.sregs.ok_or(KvmError::Missing("an initialised vCPU"))?;
+        ioctl("SET_SREGS", self.vcpu.set_sregs(&sregs))?;
+        // Any general registers queued through SYNC_REGS would be stale now.
+        self.vcpu.clear_sync_dirty_reg(SyncReg::Register);
+        Ok(())
+    }
+
+    /// The FPU/SSE/AVX state in XSAVE format (an ioctl).
+    pub fn xsave(&self) -> Result<[u8; 4096], KvmError> {
+        let x = ioctl("GET_XSAVE", self.vcpu.get_xsave())?;
+        let mut out = [0u8; 4096];
+        for (chunk, word) in out.chunks_exact_mut(4).zip(x.region.iter()) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        Ok(out)
     }
 
     /// The system registers (an ioctl: for crash reports, not hot paths).

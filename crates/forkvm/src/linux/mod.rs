@@ -126,6 +126,8 @@ pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) ->
     let entry = table::lookup(nr);
     let result = match entry {
         Some(e) => (e.handler)(p, mem, args),
+        // forkvm's "ready" outside a run that waits for it (plain `forkvm run`): a no-op.
+        None if nr == crate::abi::hypercall::READY => Ok(0),
         None => {
             if p.unknown_logged.insert(nr) {
                 let name = names::name(nr).unwrap_or("(not a Linux syscall)");

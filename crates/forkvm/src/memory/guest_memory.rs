@@ -24,15 +24,18 @@ pub struct Fault {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot reserve {size} bytes of guest memory: {source}")]
 pub struct MapError {
-    size: u64,
+    pub(super) size: u64,
     #[source]
-    source: std::io::Error,
+    pub(super) source: std::io::Error,
 }
 
-/// An anonymous, lazily populated host mapping that backs guest RAM.
+/// The host mapping that backs guest RAM: anonymous for a fresh machine, or
+/// a private copy-on-write view of a [`super::Snapshot`] for a fork.
 pub struct GuestMemory {
-    base: NonNull<u8>,
-    size: u64,
+    pub(super) base: NonNull<u8>,
+    pub(super) size: u64,
+    /// The snapshot this memory is a private copy-on-write view of, if any.
+    pub(super) snapshot: Option<std::sync::Arc<super::Snapshot>>,
 }
 
 // SAFETY: GuestMemory owns its mapping exclusively; the raw pointer is not
@@ -74,7 +77,11 @@ impl GuestMemory {
             size,
             source: std::io::Error::from_raw_os_error(libc::EINVAL),
         })?;
-        Ok(Self { base, size })
+        Ok(Self {
+            base,
+            size,
+            snapshot: None,
+        })
     }
 
     /// Size of guest RAM in bytes.
@@ -177,6 +184,12 @@ impl GuestMemory {
         let start = self.check(0, addr, data.len() as u64)?;
         self.whole_mut()[start..start + data.len()].copy_from_slice(data);
         Ok(())
+    }
+
+    /// Host-only mutable access to any guest memory (kernel area included).
+    pub fn kernel_slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], Fault> {
+        let start = self.check(0, addr, len)?;
+        Ok(&mut self.whole_mut()[start..start + len as usize])
     }
 
     /// Host-only read of any guest memory (kernel area included).

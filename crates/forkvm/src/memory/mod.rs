@@ -4,6 +4,9 @@
 mod address_space;
 mod guest_memory;
 pub mod page_tables;
+mod pagemap;
+mod snapshot;
 
 pub use address_space::AddressSpace;
 pub use guest_memory::{Fault, GuestMemory, MapError};
+pub use snapshot::{ResetStats, Snapshot, KEEP_PRIVATE_PAGES};

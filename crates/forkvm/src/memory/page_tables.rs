@@ -49,6 +49,7 @@ fn page_flags(addr: u64, regions: &[Region]) -> u64 {
             0 => 0, // null guard
             abi::KERNEL_CODE_ADDR => flags,
             abi::SYSCALL_STUB_ADDR => flags | pte::USER,
+            abi::XSAVE_AREA_ADDR => flags | pte::USER | pte::NO_EXECUTE,
             _ => flags | pte::WRITABLE | pte::NO_EXECUTE,
         };
     }
