@@ -26,6 +26,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Print the syscall compatibility table (Markdown), as in docs/syscalls.md.
     Syscalls,
+    /// Print the C guest API header (guest/include/forkvm.h).
+    GuestHeader,
     /// Print help.
     Help,
 }
@@ -130,6 +132,10 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::main(args).map(|_| 0),
         Command::Syscalls => {
             print!("{}", forkvm::linux::table::render_markdown());
+            Ok(0)
+        }
+        Command::GuestHeader => {
+            print!("{}", forkvm::guest_api::c_header());
             Ok(0)
         }
         Command::Help => {

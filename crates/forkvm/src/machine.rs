@@ -166,17 +166,19 @@ impl Outcome {
 /// A program loaded into its own VM.
 pub struct Machine {
     // Drop order: the VM goes before the memory it maps.
-    vcpu: Vcpu,
-    mem: GuestMemory,
-    proc: Process,
-    symbols: Arc<Symbols>,
-    timeout: Duration,
+    pub(crate) vcpu: Vcpu,
+    pub(crate) mem: GuestMemory,
+    pub(crate) proc: Process,
+    pub(crate) symbols: Arc<Symbols>,
+    pub(crate) timeout: Duration,
     /// Set once the program reached its ready point.
-    ready: Option<ReadyPoint>,
+    pub(crate) ready: Option<ReadyPoint>,
     /// A call failed (fault, timeout, exit); calls are refused until reset.
-    poisoned: bool,
+    pub(crate) poisoned: bool,
     /// The FS base the vCPU holds now.
-    vcpu_fs_base: u64,
+    pub(crate) vcpu_fs_base: u64,
+    /// Where the 16 AT_RANDOM bytes are (reseeded on reset).
+    pub(crate) at_random: Option<u64>,
     /// A breakpoint the host planted: (address, original byte).
     breakpoint: Option<(u64, u8)>,
     /// What the current run waits for.
@@ -280,7 +282,38 @@ impl Machine {
             breakpoint: None,
             mode: Mode::Program,
             trap_rsp: 0,
+            at_random: None,
         })
+        .map(|mut m: Machine| {
+            m.at_random = find_auxv(&m.mem, rsp, loader::stack::auxv::AT_RANDOM);
+            m
+        })
+    }
+
+    /// A machine over an existing VM and memory, in `proc`'s state at `ready`.
+    pub(crate) fn from_parts(
+        vcpu: Vcpu,
+        mem: GuestMemory,
+        proc: Process,
+        symbols: Arc<Symbols>,
+        timeout: Duration,
+        ready: ReadyPoint,
+        at_random: Option<u64>,
+    ) -> Self {
+        Self {
+            vcpu,
+            mem,
+            proc,
+            symbols,
+            timeout,
+            ready: Some(ready),
+            poisoned: false,
+            vcpu_fs_base: u64::MAX,
+            breakpoint: None,
+            mode: Mode::Program,
+            trap_rsp: 0,
+            at_random,
+        }
     }
 
     /// Runs the program until it exits, crashes or times out.
@@ -412,11 +445,13 @@ impl Machine {
         timeout: Duration,
     ) -> Result<u64, CallError> {
         if self.poisoned {
-            return Err(CallError::NotCallable("a previous call failed; reset first"));
+            return Err(CallError::NotCallable(
+                "a previous call failed; reset first",
+            ));
         }
-        let ready = self
-            .ready
-            .ok_or(CallError::NotCallable("the program has not reached its ready point"))?;
+        let ready = self.ready.ok_or(CallError::NotCallable(
+            "the program has not reached its ready point",
+        ))?;
         if args.len() > 6 {
             return Err(CallError::BadArguments("at most six arguments"));
         }
@@ -430,12 +465,15 @@ impl Machine {
                 Arg::Str(s) => self.push_bytes(&mut sp, s.as_bytes(), true)?,
             };
         }
-        let internal = |f: crate::memory::Fault| CallError::Machine(MachineError::Internal(f.to_string()));
+        let internal =
+            |f: crate::memory::Fault| CallError::Machine(MachineError::Internal(f.to_string()));
         Frame::user(guest_kernel::CALL_ENTRY, sp & !15, 0)
             .write(&mut self.mem, guest_kernel::INITIAL_FRAME_ADDR)
             .map_err(internal)?;
         if self.vcpu_fs_base != ready.fs_base {
-            self.vcpu.set_fs_base(ready.fs_base).map_err(MachineError::from)?;
+            self.vcpu
+                .set_fs_base(ready.fs_base)
+                .map_err(MachineError::from)?;
             self.vcpu_fs_base = ready.fs_base;
         }
         self.proc.fs_base = ready.fs_base;
@@ -476,7 +514,9 @@ impl Machine {
             .checked_sub(len)
             .map(|a| a & !15)
             .filter(|a| *a > stack_floor + 64 * 1024)
-            .ok_or(CallError::BadArguments("buffers do not fit on the guest stack"))?;
+            .ok_or(CallError::BadArguments(
+                "buffers do not fit on the guest stack",
+            ))?;
         let dst = self
             .mem
             .slice_mut(addr, len)
@@ -504,9 +544,11 @@ impl Machine {
         let regs = self.vcpu.regs();
         self.trap_rsp = match ret {
             SyscallReturn::Sysret => regs.rsp,
-            SyscallReturn::Iret(frame_addr) => Frame::read(&self.mem, frame_addr)
-                .map_err(|f| MachineError::Internal(f.to_string()))?
-                .rsp,
+            SyscallReturn::Iret(frame_addr) => {
+                Frame::read(&self.mem, frame_addr)
+                    .map_err(|f| MachineError::Internal(f.to_string()))?
+                    .rsp
+            }
         };
         match (regs.rax, self.mode) {
             (abi::hypercall::READY, Mode::UntilReady) => return Ok(Some(Outcome::Ready)),
@@ -561,6 +603,27 @@ impl Machine {
     /// Guest memory (for tests and embedding).
     pub fn memory(&self) -> &GuestMemory {
         &self.mem
+    }
+}
+
+/// The value of auxv entry `key` on an initial stack at `rsp`.
+fn find_auxv(mem: &GuestMemory, rsp: u64, key: u64) -> Option<u64> {
+    let argc = mem.read_u64(rsp).ok()?;
+    // Skip argc, argv[] and its NULL, then envp[] up to its NULL.
+    let mut p = rsp.checked_add(8 * (argc + 2))?;
+    while mem.read_u64(p).ok()? != 0 {
+        p += 8;
+    }
+    p += 8;
+    loop {
+        let k = mem.read_u64(p).ok()?;
+        if k == 0 {
+            return None;
+        }
+        if k == key {
+            return mem.read_u64(p + 8).ok();
+        }
+        p += 16;
     }
 }
 

@@ -2,6 +2,7 @@
 //! that enforces wall-clock limits.
 
 pub mod platform;
+pub mod pool;
 pub mod vcpu;
 pub mod watchdog;
 

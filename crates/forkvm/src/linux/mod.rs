@@ -121,6 +121,31 @@ impl Process {
     }
 }
 
+impl Process {
+    /// A copy for a fork: equal state, nothing shared with `self`.
+    pub fn fork_copy(&self) -> Result<Self, Errno> {
+        Ok(Self {
+            policy: self.policy.clone(),
+            fds: self.fds.fork_copy()?,
+            mm: self.mm.clone(),
+            cwd: self.cwd.clone(),
+            exe_path: self.exe_path.clone(),
+            fs_base: self.fs_base,
+            pending_fs_base: None,
+            exit_status: None,
+            killed_by: None,
+            clear_child_tid: self.clear_child_tid,
+            robust_list: self.robust_list,
+            sigactions: self.sigactions,
+            sigmask: self.sigmask,
+            altstack: self.altstack,
+            comm: self.comm,
+            started: self.started,
+            unknown_logged: self.unknown_logged.clone(),
+        })
+    }
+}
+
 /// Runs syscall `nr` with `args`; returns the value for RAX (negative errno on failure).
 pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> u64 {
     let entry = table::lookup(nr);

@@ -1,0 +1,147 @@
+//! A fork: a VM that starts in exactly the master's state, takes calls, and
+//! is reset to the master's state after each use. Its memory is a private
+//! copy-on-write view of the master's snapshot, so no fork can change what
+//! another fork or the master sees.
+
+use crate::abi;
+use crate::hypervisor::pool::{Slot, VmPool};
+use crate::machine::{Arg, CallError, Machine, MachineError};
+use crate::master::Image;
+use crate::memory::{GuestMemory, ResetStats};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A copy-on-write fork of a [`crate::master::Master`].
+pub struct Fork {
+    machine: Option<Machine>,
+    image: Arc<Image>,
+}
+
+impl Fork {
+    pub(crate) fn new(image: Arc<Image>) -> Result<Self, MachineError> {
+        let snap = &image.snapshot;
+        let slot = match VmPool::global().take(snap.size()) {
+            Some(mut slot) => {
+                slot.mem.remap(snap)?;
+                slot
+            }
+            None => Slot::create(GuestMemory::fork_of(snap)?, abi::PAGE_TABLES_ADDR)?,
+        };
+        let process = image
+            .process
+            .fork_copy()
+            .map_err(|e| MachineError::Internal(format!("copying open files: {}", e.name())))?;
+        let machine = Machine::from_parts(
+            slot.vcpu,
+            slot.mem,
+            process,
+            image.symbols.clone(),
+            image.timeout,
+            image.ready,
+            image.at_random,
+        );
+        let mut fork = Self {
+            machine: Some(machine),
+            image,
+        };
+        fork.reseed();
+        Ok(fork)
+    }
+
+    fn machine(&mut self) -> Result<&mut Machine, CallError> {
+        self.machine.as_mut().ok_or(CallError::NotCallable(
+            "the fork's VM was lost in a failed reset",
+        ))
+    }
+
+    /// Calls the exported function `name`.
+    pub fn vmcall(&mut self, name: &str, args: &[Arg<'_>]) -> Result<u64, CallError> {
+        self.machine()?.vmcall(name, args)
+    }
+
+    /// Calls `name` with its own time limit.
+    pub fn vmcall_with_timeout(
+        &mut self,
+        name: &str,
+        args: &[Arg<'_>],
+        timeout: Duration,
+    ) -> Result<u64, CallError> {
+        self.machine()?.vmcall_with_timeout(name, args, timeout)
+    }
+
+    /// Calls the function at `addr` (see [`crate::master::Master::symbol`]).
+    pub fn vmcall_addr(
+        &mut self,
+        addr: u64,
+        args: &[Arg<'_>],
+        timeout: Duration,
+    ) -> Result<u64, CallError> {
+        self.machine()?.vmcall_addr(addr, args, timeout)
+    }
+
+    /// Guest memory, to read what a call returned a pointer to.
+    pub fn memory(&self) -> Option<&GuestMemory> {
+        self.machine.as_ref().map(|m| &m.mem)
+    }
+
+    /// Whether a failed call left the fork unusable until reset.
+    pub fn is_poisoned(&self) -> bool {
+        self.machine.as_ref().is_none_or(|m| m.poisoned)
+    }
+
+    /// Returns the fork to the master's state: memory, registers, FPU state,
+    /// open files, signal dispositions, cwd, brk, and a fresh random seed.
+    pub fn reset(&mut self) -> Result<ResetStats, MachineError> {
+        let image = self.image.clone();
+        let m = self
+            .machine
+            .as_mut()
+            .ok_or_else(|| MachineError::Internal("the fork's VM was lost".into()))?;
+        let stats = m
+            .mem
+            .reset()
+            .map_err(|e| MachineError::Internal(format!("resetting memory: {e}")))?;
+        m.proc = image
+            .process
+            .fork_copy()
+            .map_err(|e| MachineError::Internal(format!("copying open files: {}", e.name())))?;
+        if m.poisoned {
+            // The vCPU may have stopped anywhere (a timeout in user mode).
+            m.vcpu.restore_kernel_mode()?;
+            m.poisoned = false;
+        }
+        m.ready = Some(image.ready);
+        self.reseed();
+        Ok(stats)
+    }
+
+    /// Fresh AT_RANDOM bytes, so two uses never see the same seed.
+    fn reseed(&mut self) {
+        let (Some(addr), true) = (self.image.at_random, self.image.reseed) else {
+            return;
+        };
+        let mut bytes = [0u8; 16];
+        if getrandom::fill(&mut bytes).is_ok() {
+            if let Some(m) = self.machine.as_mut() {
+                let _ = m.mem.write(addr, &bytes);
+            }
+        }
+    }
+}
+
+impl Drop for Fork {
+    fn drop(&mut self) {
+        if let Some(m) = self.machine.take() {
+            let Machine {
+                mut vcpu,
+                mem,
+                poisoned,
+                ..
+            } = m;
+            if poisoned && vcpu.restore_kernel_mode().is_err() {
+                return;
+            }
+            VmPool::global().give(Slot { vcpu, mem });
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The machine lifecycle against the real /dev/kvm: master, fork, vmcall,
+//! reset, and isolation between uses.
+
+mod common;
+
+use forkvm::machine::{Arg, CallError, Config, ReadyAt};
+use forkvm::master::Master;
+use std::time::Duration;
+
+const IN_ALL: u64 = 0xff;
+const IN_FPU: u64 = 1 << 5;
+
+fn master() -> Master {
+    let path = common::api_guest("api_demo");
+    let config = Config {
+        memory: 64 << 20,
+        ..Config::default()
+    };
+    Master::load(path.to_str().unwrap(), config, &ReadyAt::Call).expect("master")
+}
+
+#[test]
+fn fork_calls_exported_functions() {
+    let m = master();
+    let mut f = m.fork().unwrap();
+    assert_eq!(f.vmcall("add", &[Arg::Int(2), Arg::Int(40)]).unwrap(), 42);
+    assert_eq!(f.vmcall("length", &[Arg::Str("hello")]).unwrap(), 5);
+    assert_eq!(
+        f.vmcall("sum_bytes", &[Arg::Bytes(&[1, 2, 3, 250]), Arg::Int(4)])
+            .unwrap(),
+        256
+    );
+    let p = f.vmcall("greeting", &[]).unwrap();
+    assert_eq!(
+        f.memory().unwrap().read_cstr(p, 100).unwrap(),
+        b"hello from the guest"
+    );
+    assert!(matches!(
+        f.vmcall("no_such_fn", &[]),
+        Err(CallError::NoSymbol(_))
+    ));
+}
+
+#[test]
+fn reset_forgets_everything_a_call_left_behind() {
+    let m = master();
+    let mut f = m.fork().unwrap();
+    let secret = 0x5ec2_e7_5ec2_e7_i64 as u64;
+    assert_eq!(f.vmcall("find_secret", &[Arg::Int(secret)]).unwrap(), 0);
+    assert_eq!(f.vmcall("plant_secret", &[Arg::Int(secret)]).unwrap(), 0);
+    // Without a reset the secret is everywhere (the check can see it), except
+    // in the FPU: every call starts from the master's FPU state.
+    assert_eq!(
+        f.vmcall("find_secret", &[Arg::Int(secret)]).unwrap(),
+        IN_ALL & !IN_FPU
+    );
+    f.reset().unwrap();
+    assert_eq!(f.vmcall("find_secret", &[Arg::Int(secret)]).unwrap(), 0);
+}
+
+#[test]
+fn forks_do_not_see_each_other() {
+    let m = master();
+    let mut a = m.fork().unwrap();
+    let mut b = m.fork().unwrap();
+    let secret = 77;
+    assert_eq!(a.vmcall("plant_secret", &[Arg::Int(secret)]).unwrap(), 0);
+    assert_eq!(b.vmcall("find_secret", &[Arg::Int(secret)]).unwrap(), 0);
+    assert_eq!(a.vmcall("bump", &[]).unwrap(), 1);
+    assert_eq!(a.vmcall("bump", &[]).unwrap(), 2);
+    assert_eq!(b.vmcall("bump", &[]).unwrap(), 1);
+    let c = m.fork();
+    drop(a);
+    let mut c = c.unwrap();
+    assert_eq!(c.vmcall("bump", &[]).unwrap(), 1);
+    assert_eq!(c.vmcall("find_secret", &[Arg::Int(secret)]).unwrap(), 0);
+}
+
+#[test]
+fn faults_and_timeouts_poison_until_reset() {
+    let m = master();
+    let mut f = m.fork().unwrap();
+    match f.vmcall("crash", &[]) {
+        Err(CallError::Crashed(c)) => assert_eq!(c.signal_name, "SIGSEGV"),
+        other => panic!("expected a crash, got {other:?}"),
+    }
+    assert!(f.is_poisoned());
+    assert!(matches!(
+        f.vmcall("add", &[Arg::Int(1), Arg::Int(1)]),
+        Err(CallError::NotCallable(_))
+    ));
+    f.reset().unwrap();
+    assert_eq!(f.vmcall("add", &[Arg::Int(1), Arg::Int(1)]).unwrap(), 2);
+
+    let r = f.vmcall_with_timeout("spin", &[], Duration::from_millis(200));
+    assert!(matches!(r, Err(CallError::TimedOut(_))), "{r:?}");
+    f.reset().unwrap();
+    assert_eq!(f.vmcall("bump", &[]).unwrap(), 1);
+
+    assert!(matches!(
+        f.vmcall("leave", &[Arg::Int(3)]),
+        Err(CallError::Exited(3))
+    ));
+    f.reset().unwrap();
+    assert_eq!(f.vmcall("add", &[Arg::Int(2), Arg::Int(2)]).unwrap(), 4);
+}
+
+#[test]
+fn master_is_unchanged_after_many_fork_reset_cycles() {
+    let m = master();
+    let before = m.digest();
+    let mut f = m.fork().unwrap();
+    for i in 0..10_000u64 {
+        if i % 100 == 0 {
+            f = m.fork().unwrap();
+        }
+        f.vmcall("write_pages", &[Arg::Int(i % 17)]).unwrap();
+        assert_eq!(f.vmcall("bump", &[]).unwrap(), 1);
+        f.reset().unwrap();
+    }
+    assert_eq!(m.digest(), before);
+}
+
+#[test]
+fn ready_at_a_symbol() {
+    let path = common::api_guest("api_demo");
+    let m = Master::load(
+        path.to_str().unwrap(),
+        Config {
+            memory: 32 << 20,
+            ..Config::default()
+        },
+        &ReadyAt::Symbol("main".into()),
+    )
+    .unwrap();
+    let mut f = m.fork().unwrap();
+    assert_eq!(f.vmcall("add", &[Arg::Int(20), Arg::Int(22)]).unwrap(), 42);
+}
+
+#[test]
+fn reset_cost_follows_pages_written() {
+    let m = master();
+    let mut f = m.fork().unwrap();
+    f.reset().unwrap();
+    for n in [1u64, 16, 100] {
+        f.vmcall("write_pages", &[Arg::Int(n)]).unwrap();
+        assert_eq!(f.vmcall("page_marks", &[]).unwrap(), n * (n + 1) / 2);
+        let stats = f.reset().unwrap();
+        assert_eq!(f.vmcall("page_marks", &[]).unwrap(), 0);
+        let stats_after_read = f.reset().unwrap();
+        assert!(stats_after_read.copied <= stats.copied);
+        // The pages written plus a few the call itself dirties (stack, IST).
+        assert!(
+            stats.copied >= n && stats.copied <= n + 16,
+            "{n}: {stats:?}"
+        );
+    }
+}

@@ -1,0 +1,130 @@
+/* A guest for the machine lifecycle tests: initialise, say ready, then
+ * serve calls. plant_secret() hides a value in every kind of state a
+ * request could leave behind; find_secret() reports where it still is. */
+#define _GNU_SOURCE
+#include "forkvm.h"
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static long counter;
+static long global_secret;
+static long *heap;
+static long *mapping;
+static void *initial_brk;
+volatile unsigned char pages[256 * 4096] __attribute__((aligned(4096)));
+
+enum {
+    IN_HEAP = 1 << 0, IN_GLOBAL = 1 << 1, IN_STACK = 1 << 2, IN_MMAP = 1 << 3,
+    IN_FD = 1 << 4, IN_FPU = 1 << 5, IN_SIGNAL = 1 << 6, IN_BRK = 1 << 7,
+};
+
+FORKVM_EXPORT long noop(void) { return 0; }
+FORKVM_EXPORT long add(long a, long b) { return a + b; }
+FORKVM_EXPORT long bump(void) { return ++counter; }
+FORKVM_EXPORT long length(const char *s) { return (long)strlen(s); }
+FORKVM_EXPORT long sum_bytes(const unsigned char *p, long n)
+{
+    long s = 0;
+    for (long i = 0; i < n; i++) s += p[i];
+    return s;
+}
+
+/* Writes one byte in each of the first n pages of a 1 MiB buffer. */
+FORKVM_EXPORT long write_pages(long n)
+{
+    if (n > 256) n = 256;
+    for (long i = 0; i < n; i++) pages[i * 4096] = (unsigned char)(i + 1);
+    return n;
+}
+
+/* Sum of the first byte of each page (what write_pages left). */
+FORKVM_EXPORT long page_marks(void)
+{
+    long s = 0;
+    for (long i = 0; i < 256; i++) s += pages[i * 4096];
+    return s;
+}
+
+/* Returns a pointer to a string in guest memory for the host to read. */
+FORKVM_EXPORT const char *greeting(void) { return "hello from the guest"; }
+
+static void on_usr1(int sig) { (void)sig; }
+
+static __attribute__((noinline)) void stack_plant(long secret)
+{
+    volatile long area[512];
+    for (int i = 0; i < 512; i++) area[i] = secret;
+}
+
+static __attribute__((noinline)) int stack_find(long secret)
+{
+    /* Look at the stack below our frame, where stack_plant's frame was. */
+    volatile long *sp = (volatile long *)__builtin_frame_address(0);
+    for (int i = 64; i < 4096; i++)
+        if (sp[-i] == secret) return 1;
+    return 0;
+}
+
+FORKVM_EXPORT long plant_secret(long secret)
+{
+    heap[0] = secret;
+    global_secret = secret;
+    mapping[0] = secret;
+    stack_plant(secret);
+    if (dup2(1, 100) != 100) return -1;
+    __asm__ volatile("movq %0, %%xmm7" : : "r"(secret) : "xmm7");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    if (sigaction(SIGUSR1, &sa, NULL) != 0) return -2;
+    if (sbrk(8192) == (void *)-1) return -3;
+    return 0;
+}
+
+FORKVM_EXPORT long find_secret(long secret)
+{
+    long found = 0;
+    long x;
+    __asm__ volatile("movq %%xmm7, %0" : "=r"(x));
+    if (x == secret) found |= IN_FPU;
+    if (heap[0] == secret) found |= IN_HEAP;
+    if (global_secret == secret) found |= IN_GLOBAL;
+    if (mapping[0] == secret) found |= IN_MMAP;
+    if (stack_find(secret)) found |= IN_STACK;
+    if (fcntl(100, F_GETFD) != -1) found |= IN_FD;
+    struct sigaction old;
+    if (sigaction(SIGUSR1, NULL, &old) == 0 && old.sa_handler != SIG_DFL) found |= IN_SIGNAL;
+    if (sbrk(0) != initial_brk) found |= IN_BRK;
+    return found;
+}
+
+FORKVM_EXPORT long crash(void)
+{
+    *(volatile int *)0 = 1;
+    return 0;
+}
+
+FORKVM_EXPORT long spin(void)
+{
+    for (;;) __asm__ volatile("");
+    return 0;
+}
+
+FORKVM_EXPORT long leave(long status) { _exit((int)status); }
+
+int main(void)
+{
+    heap = malloc(64);
+    mapping = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!heap || mapping == MAP_FAILED) return 1;
+    heap[0] = 0;
+    mapping[0] = 0;
+    initial_brk = sbrk(0);
+    forkvm_ready();
+    return 0;
+}
