@@ -125,6 +125,12 @@ fn syscall_cost(samples: usize) -> anyhow::Result<Vec<Duration>> {
 /// Runs the benchmark and prints the table (or JSON).
 pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     let n = args.iterations.max(10);
+    // Before anything grows this process: fork() cost follows its mappings.
+    let native_fork = stats(
+        (0..(n / 3).max(10))
+            .map(|_| host_fork())
+            .collect::<anyhow::Result<_>>()?,
+    );
     let hv = Hypervisor::get()?;
     let (hello_path, hello) = hello_program(&args)?;
     let hello_name = hello_path.display().to_string();
@@ -136,7 +142,8 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     let native_sys = stats(floors::native_syscall(n));
     let create = stats(floors::vm_create(n)?);
 
-    // Figures.
+    // Figures. The guest's stdout is the host's: silence it while hello runs in-process.
+    let quiet = Silence::stdout()?;
     let mut construct = Vec::with_capacity(n);
     let mut init = Vec::with_capacity(n);
     let mut both = Vec::with_capacity(n);
@@ -155,7 +162,10 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         init.push(ran);
         both.push(built + ran);
     }
+    drop(quiet);
     let syscall = stats(syscall_cost((n / 10).max(10))?);
+
+    let life = lifecycle(n, &args, exit.median, create.median)?;
 
     let spawns = (n / 3).max(10);
     let me = std::env::current_exe()?;
@@ -166,7 +176,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     })?);
     let native_run = stats(spawn_times(spawns, || Command::new(&hello_path))?);
 
-    let rows = vec![
+    let mut rows = vec![
         Row {
             name: "construct",
             what: format!("VM construct (create VM, load {})", short(&hello_path)),
@@ -203,6 +213,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             floor: native_run.median,
         },
     ];
+    rows.extend(life.rows);
     let floor_rows = [
         ("vcpu_ioctl", "vCPU ioctl (KVM_GET_REGS)", &ioctl),
         ("exit", "bare KVM exit round trip (CPL0 out)", &exit),
@@ -218,6 +229,16 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             &create,
         ),
         ("native_run", "native `./hello` wall time", &native_run),
+        (
+            "native_call",
+            "native function call (same no-op, on the host)",
+            &life.native_call,
+        ),
+        (
+            "native_fork",
+            "fork()+exit+wait of a host process",
+            &native_fork,
+        ),
     ];
 
     if args.json {
@@ -265,7 +286,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     );
     println!("floors (measured now):");
     for (_, what, s) in &floor_rows {
-        println!("  {what:<66} {:>10.2} µs  [{:.2}]", s.median, s.p99);
+        println!("  {what:<66} {:>10.3} µs  [{:.3}]", s.median, s.p99);
     }
     println!("\nfigures:");
     println!(
@@ -273,6 +294,10 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         "", "median", "p99", "floor", "floor", "ratio"
     );
     for r in &rows {
+        if r.floor_name == "-" {
+            println!("  {:<44} {:>8.0} KiB", r.what, r.s.median);
+            continue;
+        }
         println!(
             "  {:<44} {:>8.2} µs {:>8.2} µs   {:<16} {:>7.2} µs {:>6.2}x",
             r.what,
@@ -300,4 +325,300 @@ fn kernel_release() -> String {
 
 fn json_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+struct Lifecycle {
+    rows: Vec<Row>,
+    native_call: Stats,
+}
+
+/// Points the process's stdout at /dev/null until dropped.
+struct Silence {
+    saved: std::os::fd::OwnedFd,
+}
+
+impl Silence {
+    fn stdout() -> anyhow::Result<Self> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+        // SAFETY: dup of fd 1, which is open for the whole process.
+        let saved = unsafe { libc::dup(1) };
+        anyhow::ensure!(saved >= 0, "dup(1) failed");
+        // SAFETY: `saved` is a fresh fd we own from here on.
+        let saved = unsafe { std::os::fd::OwnedFd::from_raw_fd(saved) };
+        // SAFETY: replaces fd 1 with /dev/null; both fds are valid.
+        anyhow::ensure!(
+            unsafe { libc::dup2(null.as_raw_fd(), 1) } == 1,
+            "dup2 failed"
+        );
+        Ok(Self { saved })
+    }
+}
+
+impl Drop for Silence {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: restores the saved stdout onto fd 1.
+        unsafe { libc::dup2(self.saved.as_raw_fd(), 1) };
+    }
+}
+
+/// A guest with `noop` and `write_pages(n)`: the musl API demo if built, else the built-in one.
+fn callee(args: &BenchArgs) -> anyhow::Result<(Vec<u8>, String, Option<(u64, u64)>)> {
+    let _ = args;
+    let built = PathBuf::from("tests/guests/out/api_demo.musl");
+    if built.exists() {
+        return Ok((std::fs::read(&built)?, built.display().to_string(), None));
+    }
+    let c = builtin::callee()?;
+    Ok((
+        c.image,
+        "built-in callee".into(),
+        Some((c.noop, c.write_pages)),
+    ))
+}
+
+fn lifecycle(
+    n: usize,
+    args: &BenchArgs,
+    exit_floor: f64,
+    create_floor: f64,
+) -> anyhow::Result<Lifecycle> {
+    use forkvm::machine::{Arg, ReadyAt};
+    use forkvm::master::Master;
+    let (image, name, addrs) = callee(args)?;
+    let timeout = Duration::from_secs(10);
+    let cfg = || Config {
+        memory: 64 << 20,
+        argv: vec!["callee".into()],
+        ..Config::default()
+    };
+
+    // construct: load + run to the ready point.
+    let mut construct = Vec::with_capacity(n);
+    let mut last = None;
+    for _ in 0..n {
+        let t = Instant::now();
+        let mut m = Machine::new(&image, "/callee", cfg())?;
+        let o = m.run_until_ready(&ReadyAt::Call)?;
+        construct.push(t.elapsed());
+        anyhow::ensure!(
+            matches!(o, Outcome::Ready),
+            "{name} did not become ready: {o:?}"
+        );
+        last = Some(m);
+    }
+    let mut m = last.context("no machine")?;
+    let (noop, write_pages) = match addrs {
+        Some(a) => a,
+        None => (
+            m.symbol("noop").context("noop")?,
+            m.symbol("write_pages").context("write_pages")?,
+        ),
+    };
+    let mut vm_master = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        m.vmcall_addr(noop, &[], timeout)?;
+        vm_master.push(t.elapsed());
+    }
+    let master = Master::from_machine(m)?;
+    master.prewarm(2)?;
+
+    let mut fork = Vec::with_capacity(n);
+    let mut vm_fork = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let mut f = master.fork()?;
+        fork.push(t.elapsed());
+        let t = Instant::now();
+        f.vmcall_addr(noop, &[], timeout)?;
+        vm_fork.push(t.elapsed());
+    }
+
+    let mut f = master.fork()?;
+    let mut resets = Vec::new();
+    for pages in [1u64, 16, 256] {
+        for _ in 0..3 {
+            f.vmcall_addr(write_pages, &[Arg::Int(pages)], timeout)?;
+            f.reset()?;
+        }
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            f.vmcall_addr(write_pages, &[Arg::Int(pages)], timeout)?;
+            let t = Instant::now();
+            f.reset()?;
+            v.push(t.elapsed());
+        }
+        resets.push((pages, stats(v), memcpy_us(pages, n)));
+    }
+    let mut reset_call = Vec::with_capacity(n);
+    for _ in 0..n {
+        f.vmcall_addr(write_pages, &[Arg::Int(1)], timeout)?;
+        let t = Instant::now();
+        f.reset()?;
+        f.vmcall_addr(noop, &[], timeout)?;
+        reset_call.push(t.elapsed());
+    }
+    drop(f);
+
+    let per_fork = memory_per_fork(&master, 1000, write_pages)?;
+
+    let mut rows = vec![
+        Row {
+            name: "construct",
+            what: format!("construct master (load + init) of {}", shorten(&name)),
+            s: stats(construct),
+            floor_name: "vm_create",
+            floor: create_floor,
+        },
+        Row {
+            name: "vmcall_master",
+            what: "vmcall (no-op) on the master copy".into(),
+            s: stats(vm_master),
+            floor_name: "exit",
+            floor: exit_floor,
+        },
+        Row {
+            name: "fork",
+            what: "fork (from the pool)".into(),
+            s: stats(fork),
+            floor_name: "vm_create",
+            floor: create_floor,
+        },
+        Row {
+            name: "vmcall_fork",
+            what: "vmcall (no-op) in a fresh fork".into(),
+            s: stats(vm_fork),
+            floor_name: "exit",
+            floor: exit_floor,
+        },
+    ];
+    for (pages, s, memcpy) in resets {
+        rows.push(Row {
+            name: match pages {
+                1 => "reset_1",
+                16 => "reset_16",
+                _ => "reset_256",
+            },
+            what: format!("reset after a call that wrote {pages} page(s)"),
+            s,
+            floor_name: "exit+memcpy",
+            floor: exit_floor + memcpy,
+        });
+    }
+    rows.push(Row {
+        name: "reset_vmcall",
+        what: "reset + vmcall (per-request cost, 1 page)".into(),
+        s: stats(reset_call),
+        floor_name: "exit",
+        floor: exit_floor,
+    });
+    rows.push(Row {
+        name: "memory_per_fork_kib",
+        what: "1,000 live forks: memory per fork (RSS + kernel)".into(),
+        s: Stats {
+            median: per_fork,
+            p99: per_fork,
+        },
+        floor_name: "-",
+        floor: f64::NAN,
+    });
+
+    let native_call = stats(
+        (0..n)
+            .map(|_| {
+                let f: fn() -> u64 = native_noop;
+                let f = std::hint::black_box(f);
+                let t = Instant::now();
+                for _ in 0..1000 {
+                    std::hint::black_box(f());
+                }
+                t.elapsed() / 1000
+            })
+            .collect(),
+    );
+    Ok(Lifecycle { rows, native_call })
+}
+
+#[inline(never)]
+fn native_noop() -> u64 {
+    0
+}
+
+fn host_fork() -> anyhow::Result<Duration> {
+    let t = Instant::now();
+    // SAFETY: the child only calls the async-signal-safe _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: leaving the child at once, without running any Rust code.
+        unsafe { libc::_exit(0) };
+    }
+    anyhow::ensure!(pid > 0, "fork failed");
+    let mut status = 0;
+    // SAFETY: waiting for the child just created.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    Ok(t.elapsed())
+}
+
+/// Median time to copy `pages` pages, in µs.
+fn memcpy_us(pages: u64, n: usize) -> f64 {
+    let len = (pages * 4096) as usize;
+    let src = vec![1u8; len];
+    let mut dst = vec![0u8; len];
+    let v: Vec<Duration> = (0..n.min(200))
+        .map(|_| {
+            let t = Instant::now();
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&dst);
+            t.elapsed()
+        })
+        .collect();
+    stats(v).median
+}
+
+fn meminfo_kib(keys: &[&str]) -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            keys.contains(&k)
+                .then(|| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+                .flatten()
+        })
+        .sum()
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4)
+}
+
+/// KiB of host memory (RSS + kernel slab/page tables/stacks) per live fork.
+fn memory_per_fork(
+    master: &forkvm::master::Master,
+    count: usize,
+    write_pages: u64,
+) -> anyhow::Result<f64> {
+    use forkvm::machine::Arg;
+    let kernel = ["Slab", "KernelStack", "PageTables", "SecPageTables"];
+    let (rss0, k0) = (rss_kib(), meminfo_kib(&kernel));
+    let mut forks = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut f = master.fork()?;
+        f.vmcall_addr(write_pages, &[Arg::Int(1)], Duration::from_secs(10))?;
+        forks.push(f);
+    }
+    let (rss1, k1) = (rss_kib(), meminfo_kib(&kernel));
+    drop(forks);
+    Ok((rss1.saturating_sub(rss0) + k1.saturating_sub(k0)) as f64 / count as f64)
+}
+
+fn shorten(s: &str) -> String {
+    Path::new(s)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| s.to_string())
 }

@@ -6,10 +6,15 @@ use iced_x86::IcedError;
 
 /// Load address of the built-in programs.
 const BASE: u64 = 0x40_0000;
-/// ELF header + one program header (+ PT_GNU_STACK) precede the code.
-const HEADERS: u64 = 64 + 2 * 56;
+/// ELF header + three program headers (text, bss, PT_GNU_STACK) precede the code.
+const HEADERS: u64 = 64 + 3 * 56;
+/// A zero-filled, writable area the built-in programs may use.
+pub const BSS: u64 = 0x80_0000;
+/// Its size.
+pub const BSS_SIZE: u64 = 2 << 20;
 
-/// A static x86-64 ELF executable with one RX segment holding `code` (run from its start).
+/// A static x86-64 ELF executable with one RX segment holding `code` (run
+/// from its start) and a writable zero-filled segment at [`BSS`].
 fn elf(code: &[u8]) -> Vec<u8> {
     let total = HEADERS + code.len() as u64;
     let mut f = Vec::with_capacity(total as usize);
@@ -25,12 +30,18 @@ fn elf(code: &[u8]) -> Vec<u8> {
     f.extend_from_slice(&0u32.to_le_bytes()); // e_flags
     f.extend_from_slice(&64u16.to_le_bytes()); // e_ehsize
     f.extend_from_slice(&56u16.to_le_bytes()); // e_phentsize
-    f.extend_from_slice(&2u16.to_le_bytes()); // e_phnum
+    f.extend_from_slice(&3u16.to_le_bytes()); // e_phnum
     f.extend_from_slice(&[0; 6]); // e_shentsize, e_shnum, e_shstrndx
                                   // PT_LOAD, R+X, the whole file at BASE.
     f.extend_from_slice(&1u32.to_le_bytes());
     f.extend_from_slice(&5u32.to_le_bytes());
     for v in [0, BASE, BASE, total, total, 0x1000] {
+        f.extend_from_slice(&v.to_le_bytes());
+    }
+    // PT_LOAD, R+W, no file bytes: the bss.
+    f.extend_from_slice(&1u32.to_le_bytes());
+    f.extend_from_slice(&6u32.to_le_bytes());
+    for v in [0, BSS, BSS, 0, BSS_SIZE, 0x1000] {
         f.extend_from_slice(&v.to_le_bytes());
     }
     // PT_GNU_STACK, R+W.
@@ -91,6 +102,54 @@ pub fn syscall_loop(n: u32) -> Result<Vec<u8>, IcedError> {
     })
 }
 
+/// A program that says ready and then serves calls, with its functions' addresses.
+pub struct Callee {
+    /// The ELF image.
+    pub image: Vec<u8>,
+    /// `noop()`: returns 0.
+    pub noop: u64,
+    /// `write_pages(n)`: writes one byte in each of `n` pages of the bss; returns `n`.
+    pub write_pages: u64,
+}
+
+/// Builds the [`Callee`] program.
+pub fn callee() -> Result<Callee, IcedError> {
+    let mut a = CodeAssembler::new(64)?;
+    let mut noop = a.create_label();
+    let mut write_pages = a.create_label();
+    let mut top = a.create_label();
+    let mut done = a.create_label();
+    a.mov(asm::rax, forkvm_abi::hypercall::READY)?;
+    a.syscall()?;
+    a.mov(asm::eax, 231)?;
+    a.xor(asm::edi, asm::edi)?;
+    a.syscall()?;
+    a.set_label(&mut noop)?;
+    a.xor(asm::eax, asm::eax)?;
+    a.ret()?;
+    a.set_label(&mut write_pages)?;
+    a.mov(asm::rax, asm::rdi)?;
+    a.mov(asm::rcx, BSS)?;
+    a.set_label(&mut top)?;
+    a.test(asm::rdi, asm::rdi)?;
+    a.jz(done)?;
+    a.mov(asm::byte_ptr(asm::rcx), 1)?;
+    a.add(asm::rcx, 4096)?;
+    a.dec(asm::rdi)?;
+    a.jmp(top)?;
+    a.set_label(&mut done)?;
+    a.ret()?;
+    let r = a.assemble_options(
+        BASE + HEADERS,
+        iced_x86::BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS,
+    )?;
+    Ok(Callee {
+        noop: r.label_ip(&noop)?,
+        write_pages: r.label_ip(&write_pages)?,
+        image: elf(&r.inner.code_buffer),
+    })
+}
+
 /// Spins forever (for timeout tests).
 pub fn spin() -> Result<Vec<u8>, IcedError> {
     assemble(|a| {
@@ -106,7 +165,12 @@ mod tests {
 
     #[test]
     fn builtins_parse_as_elf() {
-        for img in [hello().unwrap(), syscall_loop(3).unwrap(), spin().unwrap()] {
+        for img in [
+            hello().unwrap(),
+            syscall_loop(3).unwrap(),
+            spin().unwrap(),
+            callee().unwrap().image,
+        ] {
             crate::loader::parse(&img).unwrap();
         }
     }

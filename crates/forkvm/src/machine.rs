@@ -529,6 +529,11 @@ impl Machine {
         Ok(addr)
     }
 
+    /// Address of a symbol in the program.
+    pub fn symbol(&self, name: &str) -> Option<u64> {
+        self.symbols.address_of(name)
+    }
+
     /// Whether a failed call left the machine unusable until reset.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
