@@ -178,4 +178,59 @@ pub mod hypercall {
     pub const READY: u64 = 0x666f_0001;
     /// Return from a host-initiated call (`vmcall`); the result is in the first argument.
     pub const CALL_RETURN: u64 = 0x666f_0002;
+    /// Answer the request being served: `(status, headers, headers_len, body, body_len)`.
+    /// Headers are `Name: value` lines separated by `\n`.
+    pub const RESPOND: u64 = 0x666f_0003;
+}
+
+/// The request a serving guest's handler receives (a pointer to this, in
+/// guest memory, valid for the duration of the call). Strings are not
+/// NUL-terminated; use the lengths.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Request {
+    pub method: u64,
+    pub method_len: u64,
+    pub path: u64,
+    pub path_len: u64,
+    pub query: u64,
+    pub query_len: u64,
+    /// `Name: value` lines separated by `\n`.
+    pub headers: u64,
+    pub headers_len: u64,
+    pub body: u64,
+    pub body_len: u64,
+}
+
+impl Request {
+    /// Size in bytes of the struct in guest memory.
+    pub const SIZE: usize = 10 * 8;
+
+    /// The struct's bytes as the guest sees them.
+    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
+        let f = [
+            self.method,
+            self.method_len,
+            self.path,
+            self.path_len,
+            self.query,
+            self.query_len,
+            self.headers,
+            self.headers_len,
+            self.body,
+            self.body_len,
+        ];
+        let mut out = [0u8; Self::SIZE];
+        let mut i = 0;
+        while i < 10 {
+            let b = f[i].to_le_bytes();
+            let mut j = 0;
+            while j < 8 {
+                out[i * 8 + j] = b[j];
+                j += 1;
+            }
+            i += 1;
+        }
+        out
+    }
 }

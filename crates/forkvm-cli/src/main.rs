@@ -2,6 +2,7 @@
 //! and benchmark the machine.
 
 mod bench;
+mod serve;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -22,6 +23,8 @@ struct Cli {
 enum Command {
     /// Run PROGRAM in a fresh VM; exits with the program's status.
     Run(RunArgs),
+    /// Serve HTTP: every request runs in its own VM forked from PROGRAM's master.
+    Serve(serve::ServeArgs),
     /// Measure VM construction, start-up, syscalls and whole runs against floors.
     Bench(bench::BenchArgs),
     /// Print the syscall compatibility table (Markdown), as in docs/syscalls.md.
@@ -62,15 +65,14 @@ struct RunArgs {
     args: Vec<String>,
 }
 
-fn parse_env(s: &str) -> Result<String, String> {
+pub(crate) fn parse_env(s: &str) -> Result<String, String> {
     match s.split_once('=') {
         Some((k, _)) if !k.is_empty() => Ok(s.to_string()),
         _ => Err(format!("expected KEY=VALUE, got {s:?}")),
     }
 }
 
-fn init_logging(verbose: bool) {
-    let default = if verbose { "forkvm=debug,info" } else { "warn" };
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("FORKVM_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
@@ -125,11 +127,15 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let verbose = matches!(&cli.command, Command::Run(a) if a.verbose);
-    init_logging(verbose);
+    init_logging(match &cli.command {
+        Command::Run(a) if a.verbose => "forkvm=debug,info",
+        Command::Serve(a) if !a.quiet() => "info",
+        _ => "warn",
+    });
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Bench(args) => bench::main(args).map(|_| 0),
+        Command::Serve(args) => serve::main(args).map(|_| 0),
         Command::Syscalls => {
             print!("{}", forkvm::linux::table::render_markdown());
             Ok(0)

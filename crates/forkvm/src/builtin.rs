@@ -150,6 +150,40 @@ pub fn callee() -> Result<Callee, IcedError> {
     })
 }
 
+/// The body the built-in serving example answers with.
+pub const SERVE_HELLO_BODY: &[u8] =
+    b"Hello from a forkvm guest! Every request runs in its own VM.\n";
+
+/// The built-in example for `forkvm serve`: registers a handler that
+/// answers every request with [`SERVE_HELLO_BODY`].
+pub fn serve_hello() -> Result<Vec<u8>, IcedError> {
+    const HEADERS: &[u8] = b"Content-Type: text/plain; charset=utf-8";
+    assemble(|a| {
+        let mut handler = a.create_label();
+        let mut headers = a.create_label();
+        let mut body = a.create_label();
+        a.lea(asm::rdi, asm::ptr(handler))?;
+        a.mov(asm::rax, forkvm_abi::hypercall::READY)?;
+        a.syscall()?;
+        a.mov(asm::eax, 231)?;
+        a.xor(asm::edi, asm::edi)?;
+        a.syscall()?;
+        a.set_label(&mut handler)?;
+        a.mov(asm::edi, 200)?;
+        a.lea(asm::rsi, asm::ptr(headers))?;
+        a.mov(asm::edx, HEADERS.len() as u32)?;
+        a.lea(asm::r10, asm::ptr(body))?;
+        a.mov(asm::r8d, SERVE_HELLO_BODY.len() as u32)?;
+        a.mov(asm::rax, forkvm_abi::hypercall::RESPOND)?;
+        a.syscall()?;
+        a.ret()?;
+        a.set_label(&mut headers)?;
+        a.db(HEADERS)?;
+        a.set_label(&mut body)?;
+        a.db(SERVE_HELLO_BODY)
+    })
+}
+
 /// Spins forever (for timeout tests).
 pub fn spin() -> Result<Vec<u8>, IcedError> {
     assemble(|a| {
@@ -170,6 +204,7 @@ mod tests {
             syscall_loop(3).unwrap(),
             spin().unwrap(),
             callee().unwrap().image,
+            serve_hello().unwrap(),
         ] {
             crate::loader::parse(&img).unwrap();
         }

@@ -79,6 +79,29 @@ impl Fork {
         self.machine()?.vmcall_addr(addr, args, timeout)
     }
 
+    /// Copies bytes into the fork for the next call (see [`Machine::stage`]).
+    pub fn stage(&mut self, bytes: &[u8]) -> Result<u64, CallError> {
+        self.machine()?.stage(bytes)
+    }
+
+    /// Calls the handler the program registered when it said ready.
+    pub fn call_handler(&mut self, arg: u64, timeout: Duration) -> Result<u64, CallError> {
+        self.machine()?.call_handler(arg, timeout)
+    }
+
+    /// The answer the guest gave in the last call.
+    pub fn take_response(&mut self) -> Option<crate::machine::Response> {
+        self.machine.as_mut().and_then(Machine::take_response)
+    }
+
+    /// A human-readable report of a crash in a call.
+    pub fn crash_report(&self, info: &crate::crash::CrashInfo) -> String {
+        match &self.machine {
+            Some(m) => m.crash_report(info),
+            None => format!("{} ({})", info.signal_name, info.description),
+        }
+    }
+
     /// Guest memory, to read what a call returned a pointer to.
     pub fn memory(&self) -> Option<&GuestMemory> {
         self.machine.as_ref().map(|m| &m.mem)

@@ -21,6 +21,21 @@ pub fn c_header() -> String {
 
 #define FORKVM_HYPERCALL_READY {ready:#x}L
 #define FORKVM_HYPERCALL_CALL_RETURN {ret:#x}L
+#define FORKVM_HYPERCALL_RESPOND {respond:#x}L
+
+/* The request a handler receives (forkvm serve). Strings are not
+ * NUL-terminated: use the lengths. Headers are "Name: value" lines
+ * separated by '\n'. Valid until the handler returns. */
+struct forkvm_request {{
+    const char *method;  unsigned long method_len;
+    const char *path;    unsigned long path_len;
+    const char *query;   unsigned long query_len;
+    const char *headers; unsigned long headers_len;
+    const char *body;    unsigned long body_len;
+}};
+_Static_assert(sizeof(struct forkvm_request) == {req_size}, "forkvm_request layout");
+
+typedef void (*forkvm_handler)(const struct forkvm_request *req);
 
 /* Keep a function and its symbol so the host can call it by name. */
 #define FORKVM_EXPORT __attribute__((used, noinline, visibility("default")))
@@ -37,10 +52,41 @@ static inline long forkvm_ready(void)
     return ret < 0 ? 0 : ret;
 }}
 
+static inline long forkvm_hypercall5(long nr, long a, long b, long c, long d, long e)
+{{
+    long ret;
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+                     : "rcx", "r11", "memory");
+    return ret;
+}}
+
+/* Says ready and registers the request handler for `forkvm serve`.
+ * Natively (or under `forkvm run`) it returns at once. */
+static inline long forkvm_serve(forkvm_handler handler)
+{{
+    long ret = forkvm_hypercall5(FORKVM_HYPERCALL_READY, (long)handler, 0, 0, 0, 0);
+    return ret < 0 ? 0 : ret;
+}}
+
+/* Answers the current request. `headers` holds "Name: value" lines
+ * separated by '\n' (may be empty). Returns 0, or a negative errno. */
+static inline long forkvm_respond(int status, const char *headers, unsigned long headers_len,
+                                  const void *body, unsigned long body_len)
+{{
+    return forkvm_hypercall5(FORKVM_HYPERCALL_RESPOND, status, (long)headers, (long)headers_len,
+                             (long)body, (long)body_len);
+}}
+
 #endif /* FORKVM_H */
 "#,
         ready = hypercall::READY,
-        ret = hypercall::CALL_RETURN
+        ret = hypercall::CALL_RETURN,
+        respond = hypercall::RESPOND,
+        req_size = crate::abi::Request::SIZE,
     )
 }
 

@@ -149,7 +149,23 @@ pub struct ReadyPoint {
     pub rsp: u64,
     /// FS base (TLS) at the ready point.
     pub fs_base: u64,
+    /// The request handler the program registered with its ready call (0: none).
+    pub handler: u64,
 }
+
+/// What a guest answered with the respond hypercall during a call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Response {
+    /// HTTP status.
+    pub status: u16,
+    /// `Name: value` lines separated by `\n`.
+    pub headers: Vec<u8>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// Largest response body a guest may hand back.
+pub const MAX_RESPONSE: u64 = 256 << 20;
 
 impl Outcome {
     /// The shell-style exit status: the code, 128+signal, or 124 for a timeout.
@@ -185,6 +201,12 @@ pub struct Machine {
     mode: Mode,
     /// The program's stack pointer at the last trap.
     trap_rsp: u64,
+    /// Handler registered with the ready call.
+    ready_handler: u64,
+    /// Bytes staged below the call stack for the next call (lowest address so far).
+    stage_sp: Option<u64>,
+    /// The answer of the current call, if the guest gave one.
+    response: Option<Response>,
 }
 
 /// What a run waits for; forkvm's own hypercalls mean something only in their mode.
@@ -283,6 +305,9 @@ impl Machine {
             mode: Mode::Program,
             trap_rsp: 0,
             at_random: None,
+            ready_handler: 0,
+            stage_sp: None,
+            response: None,
         })
         .map(|mut m: Machine| {
             m.at_random = find_auxv(&m.mem, rsp, loader::stack::auxv::AT_RANDOM);
@@ -313,6 +338,9 @@ impl Machine {
             mode: Mode::Program,
             trap_rsp: 0,
             at_random,
+            ready_handler: ready.handler,
+            stage_sp: None,
+            response: None,
         }
     }
 
@@ -365,6 +393,7 @@ impl Machine {
         self.ready = Some(ReadyPoint {
             rsp,
             fs_base: self.proc.fs_base,
+            handler: self.ready_handler,
         });
         self.vcpu_fs_base = self.proc.fs_base;
         Ok(())
@@ -455,8 +484,13 @@ impl Machine {
         if args.len() > 6 {
             return Err(CallError::BadArguments("at most six arguments"));
         }
-        // Byte arguments go below the ready point's stack (past the red zone).
-        let mut sp = ready.rsp.saturating_sub(128) & !15;
+        // Byte arguments go below the ready point's stack (past the red zone)
+        // and below anything staged for this call.
+        let mut sp = self
+            .stage_sp
+            .take()
+            .unwrap_or(ready.rsp.saturating_sub(128) & !15);
+        self.response = None;
         let mut values = [0u64; 6];
         for (slot, arg) in values.iter_mut().zip(args) {
             *slot = match *arg {
@@ -556,7 +590,24 @@ impl Machine {
             }
         };
         match (regs.rax, self.mode) {
-            (abi::hypercall::READY, Mode::UntilReady) => return Ok(Some(Outcome::Ready)),
+            (abi::hypercall::READY, Mode::UntilReady) => {
+                self.ready_handler = regs.rdi;
+                return Ok(Some(Outcome::Ready));
+            }
+            (abi::hypercall::RESPOND, Mode::Call) => {
+                let r = self.take_guest_response(&regs);
+                self.vcpu.set_rax(match r {
+                    Ok(resp) => {
+                        self.response = Some(resp);
+                        0
+                    }
+                    Err(e) => (-(e.0 as i64)) as u64,
+                });
+                if let SyscallReturn::Iret(frame_addr) = ret {
+                    self.return_through_frame(&regs, frame_addr)?;
+                }
+                return Ok(None);
+            }
             (abi::hypercall::CALL_RETURN, Mode::Call) => {
                 return Ok(Some(Outcome::Returned(regs.rdi)))
             }
@@ -569,14 +620,73 @@ impl Machine {
         }
         self.vcpu.set_rax(result);
         if let SyscallReturn::Iret(frame_addr) = ret {
-            // Turn the #BP/#GP frame into the syscall's return: RIP←RCX, RFLAGS←R11.
-            let internal = |f: crate::memory::Fault| MachineError::Internal(f.to_string());
-            let saved = Frame::read(&self.mem, frame_addr).map_err(internal)?;
-            Frame::user(regs.rcx, saved.rsp, regs.r11)
-                .write(&mut self.mem, frame_addr)
-                .map_err(internal)?;
+            self.return_through_frame(&regs, frame_addr)?;
         }
         Ok(None)
+    }
+
+    /// Turns the #BP/#GP frame into the syscall's return: RIP←RCX, RFLAGS←R11.
+    fn return_through_frame(
+        &mut self,
+        regs: &kvm_bindings::kvm_regs,
+        frame_addr: u64,
+    ) -> Result<(), MachineError> {
+        let internal = |f: crate::memory::Fault| MachineError::Internal(f.to_string());
+        let saved = Frame::read(&self.mem, frame_addr).map_err(internal)?;
+        Frame::user(regs.rcx, saved.rsp, regs.r11)
+            .write(&mut self.mem, frame_addr)
+            .map_err(internal)
+    }
+
+    /// Copies the guest's answer (respond hypercall) out of guest memory.
+    fn take_guest_response(
+        &self,
+        regs: &kvm_bindings::kvm_regs,
+    ) -> Result<Response, crate::linux::Errno> {
+        use crate::linux::Errno;
+        let status = u16::try_from(regs.rdi)
+            .ok()
+            .filter(|s| (100..=999).contains(s))
+            .ok_or(Errno::EINVAL)?;
+        if regs.rdx > 64 << 10 || regs.r8 > MAX_RESPONSE {
+            return Err(Errno::E2BIG);
+        }
+        let headers = self.mem.read(regs.rsi, regs.rdx)?.to_vec();
+        let body = self.mem.read(regs.r10, regs.r8)?.to_vec();
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// Copies `bytes` below the call stack for the next call; returns their guest address.
+    /// Staged bytes live until that call ends.
+    pub fn stage(&mut self, bytes: &[u8]) -> Result<u64, CallError> {
+        let ready = self.ready.ok_or(CallError::NotCallable(
+            "the program has not reached its ready point",
+        ))?;
+        let mut sp = self.stage_sp.unwrap_or(ready.rsp.saturating_sub(128) & !15);
+        let addr = self.push_bytes(&mut sp, bytes, false)?;
+        self.stage_sp = Some(sp);
+        Ok(addr)
+    }
+
+    /// The answer the guest gave during the last call, if any.
+    pub fn take_response(&mut self) -> Option<Response> {
+        self.response.take()
+    }
+
+    /// Calls the handler the program registered at its ready point with `arg`.
+    pub fn call_handler(&mut self, arg: u64, timeout: Duration) -> Result<u64, CallError> {
+        let handler =
+            self.ready
+                .map(|r| r.handler)
+                .filter(|h| *h != 0)
+                .ok_or(CallError::NotCallable(
+                    "the program registered no handler when it said ready",
+                ))?;
+        self.vmcall_addr(handler, &[Arg::Int(arg)], timeout)
     }
 
     fn crash(

@@ -1,0 +1,444 @@
+//! `forkvm serve`: an HTTP server (hyper on tokio) that serves every request
+//! in a worker VM forked from the program's master, reset after each
+//! request when ephemeral.
+
+mod metrics;
+mod workers;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use metrics::{KindLabel, Metrics, StatusLabel};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use workers::{Job, Rejected, Workers};
+
+/// Options of `forkvm serve`.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Worker VMs forked from the master (default: number of CPUs).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Reset the VM after every request (true), or keep state between requests on a worker (false).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
+    ephemeral: bool,
+    /// Time limit of one request's handler, in seconds (exceeded: 504).
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    request_timeout: f64,
+    /// Largest request body in bytes (exceeded: 413).
+    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+    max_body: usize,
+    /// Requests that may wait for a worker; beyond that: 503.
+    #[arg(long, default_value_t = 256)]
+    queue: usize,
+    /// Guest memory limit in MiB.
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    memory: u64,
+    /// Let the guest read files under PATH (repeatable).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    allow_read: Vec<PathBuf>,
+    /// Guest environment variable (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = crate::parse_env)]
+    env: Vec<String>,
+    /// Admin listener serving GET /.forkvm/metrics (Prometheus text).
+    #[arg(long, value_name = "ADDR:PORT")]
+    admin: Option<SocketAddr>,
+    /// Log less (only warnings and errors).
+    #[arg(short, long)]
+    quiet: bool,
+    /// The program to serve (default: a built-in example).
+    program: Option<String>,
+    /// Its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+impl ServeArgs {
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+}
+
+struct State {
+    workers: Workers,
+    metrics: Arc<Metrics>,
+    max_body: usize,
+}
+
+/// Builds the master, starts the workers and serves until SIGTERM/SIGINT.
+pub fn main(args: ServeArgs) -> anyhow::Result<()> {
+    use forkvm::machine::{Config, Machine, Outcome, ReadyAt};
+    use forkvm::master::Master;
+    let timeout = Duration::try_from_secs_f64(args.request_timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .context("--request-timeout must be a positive number of seconds")?;
+    let (image, name) = match &args.program {
+        Some(p) => (
+            std::fs::read(p).with_context(|| format!("cannot read {p}"))?,
+            p.clone(),
+        ),
+        None => (
+            forkvm::builtin::serve_hello()?,
+            "built-in example".to_string(),
+        ),
+    };
+    let mut argv = vec![name.clone()];
+    argv.extend(args.args.iter().cloned());
+    let config = Config {
+        memory: args
+            .memory
+            .checked_mul(1 << 20)
+            .context("--memory is out of range")?,
+        timeout: Duration::from_secs(60).max(timeout),
+        argv,
+        env: args.env.clone(),
+        cwd: "/".into(),
+        allow_read: args.allow_read.clone(),
+        trace_syscalls: false,
+    };
+    let mut machine =
+        Machine::new(&image, &name, config).with_context(|| format!("cannot start {name}"))?;
+    match machine.run_until_ready(&ReadyAt::Call)? {
+        Outcome::Ready if machine.ready_point().is_some_and(|r| r.handler != 0) => {}
+        Outcome::Ready => {
+            anyhow::bail!("{name} said ready without a handler: use forkvm_serve(handler)")
+        }
+        Outcome::Crashed(info) => {
+            eprint!("{}", machine.crash_report(&info));
+            anyhow::bail!("{name} crashed during initialisation");
+        }
+        other => anyhow::bail!(
+            "{name} ended before it was ready (status {})",
+            other.status()
+        ),
+    }
+    let master = Master::from_machine(machine)?;
+    let workers_n = args
+        .concurrency
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let metrics = Arc::new(Metrics::new());
+    let workers = Workers::start(
+        &master,
+        workers::Settings {
+            workers: workers_n,
+            queue: args.queue.max(1),
+            ephemeral: args.ephemeral,
+            timeout,
+        },
+        metrics.clone(),
+    )?;
+    let state = Arc::new(State {
+        workers,
+        metrics,
+        max_body: args.max_body,
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let result = rt.block_on(run(state.clone(), &args, &name, workers_n));
+    drop(rt);
+    if let Ok(state) = Arc::try_unwrap(state) {
+        state.workers.shutdown();
+    }
+    result
+}
+
+async fn run(
+    state: Arc<State>,
+    args: &ServeArgs,
+    name: &str,
+    workers: usize,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    tracing::info!(
+        "serving {name} on http://{} with {workers} worker VM(s), {}",
+        listener.local_addr()?,
+        if args.ephemeral {
+            "reset after every request"
+        } else {
+            "state kept between requests"
+        }
+    );
+    if let Some(admin) = args.admin {
+        let admin = tokio::net::TcpListener::bind(admin)
+            .await
+            .with_context(|| format!("cannot listen on {admin}"))?;
+        tokio::spawn(serve_admin(admin, state.clone()));
+    }
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let st = state.clone();
+                let conn = http1::Builder::new()
+                    .keep_alive(true)
+                    .pipeline_flush(true)
+                    .serve_connection(TokioIo::new(stream), service_fn(move |req| handle(st.clone(), req)));
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+        }
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+    drop(listener);
+    if tokio::time::timeout(Duration::from_secs(30), graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections did not finish within 30 s");
+    }
+    Ok(())
+}
+
+async fn serve_admin(listener: tokio::net::TcpListener, state: Arc<State>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let st = state.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req: Request<Incoming>| {
+                let st = st.clone();
+                async move {
+                    let resp = if req.uri().path() == "/.forkvm/metrics" {
+                        let mut r = Response::new(Full::new(Bytes::from(st.metrics.render())));
+                        r.headers_mut().insert(
+                            CONTENT_TYPE,
+                            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                        );
+                        r
+                    } else {
+                        plain(StatusCode::NOT_FOUND, "not found\n")
+                    };
+                    Ok::<_, Infallible>(resp)
+                }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let start = Instant::now();
+    let method = req.method().to_string();
+    let path_q = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    let (resp, kind, timing) = answer(&state, req).await;
+    let status = resp.status().as_u16();
+    let m = &state.metrics;
+    m.requests.get_or_create(&StatusLabel { status }).inc();
+    if let Some(kind) = kind {
+        m.errors.get_or_create(&KindLabel { kind }).inc();
+    }
+    let elapsed = start.elapsed();
+    m.latency.observe(elapsed.as_secs_f64());
+    let bytes = resp.body().size_hint_exact();
+    match timing {
+        Some((q, r, run)) => tracing::info!(
+            "{method} {path_q} {status} {bytes}B queue={:.3}ms reset={:.3}ms run={:.3}ms total={:.3}ms",
+            ms(q), ms(r), ms(run), ms(elapsed)
+        ),
+        None => tracing::info!("{method} {path_q} {status} {bytes}B total={:.3}ms", ms(elapsed)),
+    }
+    Ok(resp)
+}
+
+trait ExactSize {
+    fn size_hint_exact(&self) -> u64;
+}
+
+impl ExactSize for Full<Bytes> {
+    fn size_hint_exact(&self) -> u64 {
+        hyper::body::Body::size_hint(self).exact().unwrap_or(0)
+    }
+}
+
+type Timing = (Duration, Duration, Duration);
+
+async fn answer(
+    state: &State,
+    req: Request<Incoming>,
+) -> (Response<Full<Bytes>>, Option<&'static str>, Option<Timing>) {
+    let too_large = || {
+        (
+            plain(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n"),
+            Some("too_large"),
+            None,
+        )
+    };
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > state.max_body as u64) {
+        return too_large();
+    }
+    let (parts, body) = req.into_parts();
+    let body = match Limited::new(body, state.max_body).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return too_large()
+        }
+        Err(_) => {
+            return (
+                plain(StatusCode::BAD_REQUEST, "bad request body\n"),
+                Some("bad_request"),
+                None,
+            )
+        }
+    };
+    let mut headers = Vec::new();
+    for (k, v) in &parts.headers {
+        headers.extend_from_slice(k.as_str().as_bytes());
+        headers.extend_from_slice(b": ");
+        headers.extend_from_slice(v.as_bytes());
+        headers.push(b'\n');
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let job = Job {
+        method: Bytes::copy_from_slice(parts.method.as_str().as_bytes()),
+        path: Bytes::copy_from_slice(parts.uri.path().as_bytes()),
+        query: Bytes::copy_from_slice(parts.uri.query().unwrap_or("").as_bytes()),
+        headers: Bytes::from(headers),
+        body,
+        enqueued: Instant::now(),
+        reply: tx,
+    };
+    match state.workers.submit(job) {
+        Ok(()) => {}
+        Err(Rejected::Full) => {
+            return (
+                plain(StatusCode::SERVICE_UNAVAILABLE, "all workers are busy\n"),
+                Some("overload"),
+                None,
+            )
+        }
+        Err(Rejected::Closed) => {
+            return (
+                plain(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n"),
+                Some("overload"),
+                None,
+            )
+        }
+    }
+    let Ok(out) = rx.await else {
+        return (
+            plain(StatusCode::INTERNAL_SERVER_ERROR, "worker lost\n"),
+            Some("worker"),
+            None,
+        );
+    };
+    let timing = Some((out.queue, out.reset, out.run));
+    let (mut resp, kind) = match out.result {
+        workers::Result::Answered(r) => (guest_response(r), None),
+        workers::Result::NoResponse => (
+            plain(
+                StatusCode::BAD_GATEWAY,
+                "the handler returned without responding\n",
+            ),
+            Some("no_response"),
+        ),
+        workers::Result::Crashed(report) => {
+            tracing::error!(
+                "guest crashed serving {} {}:\n{report}",
+                parts.method,
+                parts.uri
+            );
+            (
+                plain(StatusCode::INTERNAL_SERVER_ERROR, "the handler crashed\n"),
+                Some("crash"),
+            )
+        }
+        workers::Result::TimedOut => (
+            plain(StatusCode::GATEWAY_TIMEOUT, "the handler timed out\n"),
+            Some("timeout"),
+        ),
+        workers::Result::Failed(e) => {
+            tracing::error!("worker failed serving {} {}: {e}", parts.method, parts.uri);
+            (
+                plain(StatusCode::INTERNAL_SERVER_ERROR, "the worker failed\n"),
+                Some("worker"),
+            )
+        }
+    };
+    let st = format!(
+        "queue;dur={:.3}, reset;dur={:.3}, run;dur={:.3}",
+        ms(out.queue),
+        ms(out.reset),
+        ms(out.run)
+    );
+    if let Ok(v) = HeaderValue::from_str(&st) {
+        resp.headers_mut()
+            .insert(HeaderName::from_static("server-timing"), v);
+    }
+    (resp, kind, timing)
+}
+
+fn guest_response(r: forkvm::machine::Response) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::from(r.body)));
+    *resp.status_mut() =
+        StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for line in r.headers.split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let (k, v) = line.split_at(colon);
+        let v = v[1..].trim_ascii();
+        if let (Ok(k), Ok(v)) = (
+            HeaderName::from_bytes(k.trim_ascii()),
+            HeaderValue::from_bytes(v),
+        ) {
+            // The server owns framing.
+            if k != hyper::header::CONTENT_LENGTH && k != hyper::header::TRANSFER_ENCODING {
+                resp.headers_mut().append(k, v);
+            }
+        }
+    }
+    resp
+}
