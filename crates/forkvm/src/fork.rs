@@ -89,6 +89,13 @@ impl Fork {
         self.machine()?.call_handler(arg, timeout)
     }
 
+    /// See [`Machine::set_respond_ends_call`].
+    pub fn set_respond_ends_call(&mut self, on: bool) {
+        if let Some(m) = self.machine.as_mut() {
+            m.set_respond_ends_call(on);
+        }
+    }
+
     /// The answer the guest gave in the last call.
     pub fn take_response(&mut self) -> Option<crate::machine::Response> {
         self.machine.as_mut().and_then(Machine::take_response)

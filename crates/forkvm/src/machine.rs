@@ -207,6 +207,8 @@ pub struct Machine {
     stage_sp: Option<u64>,
     /// The answer of the current call, if the guest gave one.
     response: Option<Response>,
+    /// The respond hypercall ends the call at once (the VM is reset afterwards anyway).
+    respond_ends_call: bool,
 }
 
 /// What a run waits for; forkvm's own hypercalls mean something only in their mode.
@@ -308,6 +310,7 @@ impl Machine {
             ready_handler: 0,
             stage_sp: None,
             response: None,
+            respond_ends_call: false,
         })
         .map(|mut m: Machine| {
             m.at_random = find_auxv(&m.mem, rsp, loader::stack::auxv::AT_RANDOM);
@@ -341,6 +344,7 @@ impl Machine {
             ready_handler: ready.handler,
             stage_sp: None,
             response: None,
+            respond_ends_call: false,
         }
     }
 
@@ -596,6 +600,11 @@ impl Machine {
             }
             (abi::hypercall::RESPOND, Mode::Call) => {
                 let r = self.take_guest_response(&regs);
+                if r.is_ok() && self.respond_ends_call {
+                    // The answer is all the caller wants; skip the way back (one exit less).
+                    self.response = r.ok();
+                    return Ok(Some(Outcome::Returned(0)));
+                }
                 self.vcpu.set_rax(match r {
                     Ok(resp) => {
                         self.response = Some(resp);
@@ -670,6 +679,13 @@ impl Machine {
         let addr = self.push_bytes(&mut sp, bytes, false)?;
         self.stage_sp = Some(sp);
         Ok(addr)
+    }
+
+    /// Whether a successful respond hypercall ends the call right away
+    /// (right for VMs that are reset after every call: nothing after the
+    /// answer could be observed anyway). Default: the guest continues.
+    pub fn set_respond_ends_call(&mut self, on: bool) {
+        self.respond_ends_call = on;
     }
 
     /// The answer the guest gave during the last call, if any.

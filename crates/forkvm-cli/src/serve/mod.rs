@@ -72,7 +72,7 @@ impl ServeArgs {
 }
 
 struct State {
-    workers: Workers,
+    workers: Arc<Workers>,
     metrics: Arc<Metrics>,
     max_body: usize,
 }
@@ -151,10 +151,8 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let result = rt.block_on(run(state.clone(), &args, &name, workers_n));
+    state.workers.close();
     drop(rt);
-    if let Ok(state) = Arc::try_unwrap(state) {
-        state.workers.shutdown();
-    }
     result
 }
 
@@ -340,18 +338,15 @@ async fn answer(
         headers.extend_from_slice(v.as_bytes());
         headers.push(b'\n');
     }
-    let (tx, rx) = tokio::sync::oneshot::channel();
     let job = Job {
         method: Bytes::copy_from_slice(parts.method.as_str().as_bytes()),
         path: Bytes::copy_from_slice(parts.uri.path().as_bytes()),
         query: Bytes::copy_from_slice(parts.uri.query().unwrap_or("").as_bytes()),
         headers: Bytes::from(headers),
         body,
-        enqueued: Instant::now(),
-        reply: tx,
     };
-    match state.workers.submit(job) {
-        Ok(()) => {}
+    let out = match state.workers.serve(job).await {
+        Ok(out) => out,
         Err(Rejected::Full) => {
             return (
                 plain(StatusCode::SERVICE_UNAVAILABLE, "all workers are busy\n"),
@@ -366,13 +361,6 @@ async fn answer(
                 None,
             )
         }
-    }
-    let Ok(out) = rx.await else {
-        return (
-            plain(StatusCode::INTERNAL_SERVER_ERROR, "worker lost\n"),
-            Some("worker"),
-            None,
-        );
     };
     let timing = Some((out.queue, out.reset, out.run));
     let (mut resp, kind) = match out.result {

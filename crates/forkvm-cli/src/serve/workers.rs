@@ -1,7 +1,8 @@
-//! Worker VMs: one OS thread per fork of the master. A worker takes a job
-//! from the bounded queue, calls the guest's handler, sends the answer back
-//! and only then resets its VM (when ephemeral), so the reset is off the
-//! request's critical path.
+//! Worker VMs: forks of the master, kept in an idle pool. A request takes
+//! one, calls the guest's handler on the connection's own runtime thread
+//! (`block_in_place`: no hand-off to another thread on the critical path),
+//! and answers. The reset happens after the answer, in a task of its own,
+//! before the worker goes back to the pool.
 
 use super::metrics::Metrics;
 use bytes::Bytes;
@@ -9,11 +10,10 @@ use forkvm::abi;
 use forkvm::fork::Fork;
 use forkvm::machine::{CallError, Response};
 use forkvm::master::Master;
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use tokio::sync::Semaphore;
 
 /// The parts of an HTTP request the guest sees.
 pub struct Job {
@@ -23,8 +23,6 @@ pub struct Job {
     /// `Name: value` lines separated by `\n`.
     pub headers: Bytes,
     pub body: Bytes,
-    pub enqueued: Instant,
-    pub reply: oneshot::Sender<Outcome>,
 }
 
 /// How serving a job went.
@@ -58,13 +56,23 @@ pub struct Settings {
     pub timeout: Duration,
 }
 
-/// The worker threads and the queue feeding them.
-pub struct Workers {
-    tx: Option<SyncSender<Job>>,
-    threads: Vec<JoinHandle<()>>,
+struct Worker {
+    fork: Fork,
+    last_reset: Duration,
 }
 
-/// Why a job was not queued.
+/// The worker VMs.
+pub struct Workers {
+    idle: Mutex<Vec<Worker>>,
+    /// One permit per idle worker.
+    free: Arc<Semaphore>,
+    /// Requests waiting for a worker.
+    waiting: AtomicUsize,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+}
+
+/// Why a job was not served.
 pub enum Rejected {
     /// Every worker is busy and the queue is full.
     Full,
@@ -73,90 +81,89 @@ pub enum Rejected {
 }
 
 impl Workers {
-    /// Forks `settings.workers` VMs from `master` and starts a thread for each.
+    /// Forks `settings.workers` VMs from `master`.
     pub fn start(
         master: &Master,
         settings: Settings,
         metrics: Arc<Metrics>,
-    ) -> anyhow::Result<Self> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(settings.queue);
-        let rx = Arc::new(Mutex::new(rx));
-        let mut threads = Vec::with_capacity(settings.workers);
-        for i in 0..settings.workers {
-            let fork = master.fork()?;
-            let rx = rx.clone();
-            let metrics = metrics.clone();
-            let (ephemeral, timeout) = (settings.ephemeral, settings.timeout);
+    ) -> anyhow::Result<Arc<Self>> {
+        let mut idle = Vec::with_capacity(settings.workers);
+        for _ in 0..settings.workers {
+            let mut fork = master.fork()?;
+            // Ephemeral workers are reset after each request: the handler's
+            // answer ends the request, saving the exit back from the handler.
+            fork.set_respond_ends_call(settings.ephemeral);
+            idle.push(Worker {
+                fork,
+                last_reset: Duration::ZERO,
+            });
             metrics.workers.inc();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("forkvm-worker-{i}"))
-                    .spawn(move || work(fork, &rx, ephemeral, timeout, &metrics))?,
-            );
         }
-        Ok(Self {
-            tx: Some(tx),
-            threads,
-        })
+        Ok(Arc::new(Self {
+            idle: Mutex::new(idle),
+            free: Arc::new(Semaphore::new(settings.workers)),
+            waiting: AtomicUsize::new(0),
+            settings,
+            metrics,
+        }))
     }
 
-    /// Queues a job, or says why not.
-    pub fn submit(&self, job: Job) -> std::result::Result<(), Rejected> {
-        match self.tx.as_ref().map(|tx| tx.try_send(job)) {
-            Some(Ok(())) => Ok(()),
-            Some(Err(TrySendError::Full(_))) => Err(Rejected::Full),
-            _ => Err(Rejected::Closed),
+    /// Serves `job` in a worker VM, waiting for one if all are busy.
+    pub async fn serve(self: &Arc<Self>, job: Job) -> std::result::Result<Outcome, Rejected> {
+        let enqueued = Instant::now();
+        let queued = self.waiting.fetch_add(1, Ordering::SeqCst);
+        if queued >= self.settings.queue + self.settings.workers {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(Rejected::Full);
         }
-    }
-
-    /// Stops taking jobs, lets the workers finish the queue, and waits for them.
-    pub fn shutdown(mut self) {
-        self.tx = None;
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
-}
-
-fn work(
-    mut fork: Fork,
-    rx: &Mutex<Receiver<Job>>,
-    ephemeral: bool,
-    timeout: Duration,
-    m: &Metrics,
-) {
-    let mut last_reset = Duration::ZERO;
-    loop {
-        let job = match rx.lock() {
-            Ok(rx) => match rx.recv() {
-                Ok(job) => job,
-                Err(_) => break,
-            },
-            Err(_) => break,
+        let permit = self.free.clone().acquire_owned().await;
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        let permit = permit.map_err(|_| Rejected::Closed)?;
+        let worker = self.idle.lock().ok().and_then(|mut v| v.pop());
+        let Some(mut worker) = worker else {
+            return Err(Rejected::Closed);
         };
-        let queue = job.enqueued.elapsed();
+        let queue = enqueued.elapsed();
+        let timeout = self.settings.timeout;
         let t = Instant::now();
-        let result = serve_one(&mut fork, &job, timeout);
+        let result = tokio::task::block_in_place(|| serve_one(&mut worker.fork, &job, timeout));
         let run = t.elapsed();
-        let _ = job.reply.send(Outcome {
+        let outcome = Outcome {
             result,
             queue,
-            reset: last_reset,
+            reset: worker.last_reset,
             run,
-        });
-        if ephemeral || fork.is_poisoned() {
-            let t = Instant::now();
-            if let Err(e) = fork.reset() {
-                tracing::error!("worker reset failed: {e}");
-                break;
+        };
+        // Reset after the answer is on its way.
+        let pool = self.clone();
+        tokio::spawn(async move {
+            let mut worker = worker;
+            if pool.settings.ephemeral || worker.fork.is_poisoned() {
+                let t = Instant::now();
+                let ok = tokio::task::block_in_place(|| worker.fork.reset());
+                worker.last_reset = t.elapsed();
+                pool.metrics.resets.inc();
+                if let Err(e) = ok {
+                    tracing::error!("worker reset failed; worker retired: {e}");
+                    pool.metrics.workers.dec();
+                    permit.forget();
+                    return;
+                }
+            } else {
+                worker.last_reset = Duration::ZERO;
             }
-            last_reset = t.elapsed();
-            m.resets.inc();
-        } else {
-            last_reset = Duration::ZERO;
-        }
+            if let Ok(mut idle) = pool.idle.lock() {
+                idle.push(worker);
+            }
+            drop(permit);
+        });
+        Ok(outcome)
     }
-    m.workers.dec();
+
+    /// Refuses new work; requests already waiting are answered 503.
+    pub fn close(&self) {
+        self.free.close();
+    }
 }
 
 fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
