@@ -436,7 +436,11 @@ impl Machine {
                             vector,
                             error_code,
                             frame,
-                        } => return self.crash(vector, error_code, frame),
+                        } => {
+                            if let Some(outcome) = self.fault(vector, error_code, frame)? {
+                                return Ok(outcome);
+                            }
+                        }
                         Trap::Unknown(p) => {
                             return Err(MachineError::Internal(format!("exit on port {p:#x}")))
                         }
@@ -622,10 +626,52 @@ impl Machine {
             }
             _ => {}
         }
+        if regs.rax == RT_SIGRETURN {
+            match linux::signal::sigreturn(&mut self.proc, &self.mem, self.trap_rsp) {
+                Ok(user) => {
+                    self.resume_user(&user)?;
+                    return Ok(None);
+                }
+                // A bad frame kills the process, as on Linux.
+                Err(_) => return Ok(Some(Outcome::Exited(128 + 11))),
+            }
+        }
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
         let result = linux::dispatch(&mut self.proc, &mut self.mem, regs.rax, &args);
         if let Some(status) = self.proc.exit_status {
             return Ok(Some(Outcome::Exited(status)));
+        }
+        if let Some(sig) = self.proc.pending_signal.take() {
+            // The syscall sent a signal to the process itself: run its handler now.
+            let ctx = kvm_bindings::kvm_regs {
+                rax: result,
+                rip: regs.rcx,
+                rflags: regs.r11,
+                rsp: self.trap_rsp,
+                ..regs
+            };
+            let info = linux::signal::SigInfo {
+                signo: sig,
+                code: -6, // SI_TKILL
+                addr: 0,
+            };
+            if let Some(action) = linux::signal::handler_for(&self.proc, sig) {
+                match linux::signal::deliver(
+                    &mut self.proc,
+                    &mut self.mem,
+                    &ctx,
+                    info,
+                    action,
+                    0,
+                    0,
+                ) {
+                    Ok(user) => {
+                        self.resume_user(&user)?;
+                        return Ok(None);
+                    }
+                    Err(_) => return Ok(Some(Outcome::Exited(128 + 11))),
+                }
+            }
         }
         self.vcpu.set_rax(result);
         if let SyscallReturn::Iret(frame_addr) = ret {
@@ -705,12 +751,28 @@ impl Machine {
         self.vmcall_addr(handler, &[Arg::Int(arg)], timeout)
     }
 
-    fn crash(
+    /// Continues the program in user mode with `user`'s registers, through
+    /// the guest kernel's `iretq` (valid whatever kernel path we exited from).
+    fn resume_user(&mut self, user: &kvm_bindings::kvm_regs) -> Result<(), MachineError> {
+        Frame::user(user.rip, user.rsp, user.rflags)
+            .write(&mut self.mem, guest_kernel::INITIAL_FRAME_ADDR)
+            .map_err(|f| MachineError::Internal(f.to_string()))?;
+        self.vcpu.set_regs(&kvm_bindings::kvm_regs {
+            rip: guest_kernel::IRET_ENTRY,
+            rsp: guest_kernel::INITIAL_FRAME_ADDR,
+            rflags: 0x2,
+            ..*user
+        });
+        Ok(())
+    }
+
+    /// A guest exception: run the program's handler for the signal, or end it with a crash report.
+    fn fault(
         &mut self,
         vector: u8,
         error_code: u64,
         frame: Frame,
-    ) -> Result<Outcome, MachineError> {
+    ) -> Result<Option<Outcome>, MachineError> {
         let mut regs = self.vcpu.regs();
         // The registers are the guest kernel's view; the program's RIP/RSP/RFLAGS are in the frame.
         regs.rip = frame.rip;
@@ -721,9 +783,39 @@ impl Machine {
         } else {
             0
         };
-        Ok(Outcome::Crashed(Box::new(CrashInfo::from_exception(
-            vector, error_code, cr2, regs,
-        ))))
+        let info = CrashInfo::from_exception(vector, error_code, cr2, regs);
+        if frame.from_user() && self.mode != Mode::Call {
+            if let Some(action) = linux::signal::handler_for(&self.proc, info.signal) {
+                let code = match (vector, info.signal) {
+                    (abi::vector::PAGE_FAULT, _) if error_code & 1 != 0 => 2, // SEGV_ACCERR
+                    (_, 7) => 2,                                              // BUS_ADRERR
+                    (_, 4) => 2,                                              // ILL_ILLOPN
+                    _ => 1, // SEGV_MAPERR, FPE_INTDIV, TRAP_BRKPT
+                };
+                let sig = linux::signal::SigInfo {
+                    signo: info.signal,
+                    code,
+                    addr: if vector == abi::vector::PAGE_FAULT {
+                        cr2
+                    } else {
+                        frame.rip
+                    },
+                };
+                if let Ok(user) = linux::signal::deliver(
+                    &mut self.proc,
+                    &mut self.mem,
+                    &regs,
+                    sig,
+                    action,
+                    u64::from(vector),
+                    error_code,
+                ) {
+                    self.resume_user(&user)?;
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(Outcome::Crashed(Box::new(info))))
     }
 
     /// A human-readable report for a crash outcome.
@@ -736,6 +828,9 @@ impl Machine {
         &self.mem
     }
 }
+
+/// rt_sigreturn(2): served by the run loop because it replaces the registers.
+const RT_SIGRETURN: u64 = 15;
 
 /// The value of auxv entry `key` on an initial stack at `rsp`.
 fn find_auxv(mem: &GuestMemory, rsp: u64, key: u64) -> Option<u64> {

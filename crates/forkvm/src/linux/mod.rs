@@ -78,6 +78,10 @@ pub struct Process {
     pub exit_status: Option<i32>,
     /// Set with `exit_status` when a signal's default action ended the process.
     pub killed_by: Option<i32>,
+    /// A signal sent to itself that has a handler; delivered when the syscall returns.
+    pub pending_signal: Option<i32>,
+    /// Signals sent while blocked, waiting to be unblocked (bit n-1 for signal n).
+    pub blocked_pending: u64,
     /// set_tid_address pointer.
     pub clear_child_tid: u64,
     /// set_robust_list head.
@@ -109,6 +113,8 @@ impl Process {
             pending_fs_base: None,
             exit_status: None,
             killed_by: None,
+            pending_signal: None,
+            blocked_pending: 0,
             clear_child_tid: 0,
             robust_list: 0,
             sigactions: [SigAction::default(); 64],
@@ -134,6 +140,8 @@ impl Process {
             pending_fs_base: None,
             exit_status: None,
             killed_by: None,
+            pending_signal: None,
+            blocked_pending: 0,
             clear_child_tid: self.clear_child_tid,
             robust_list: self.robust_list,
             sigactions: self.sigactions,

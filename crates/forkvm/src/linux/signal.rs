@@ -1,7 +1,8 @@
-//! Signals: dispositions, masks and the alternate stack are recorded
-//! faithfully; a signal sent to itself with the default action ends the
-//! process like Linux would (status 128+signal). Delivery to handlers is not
-//! implemented yet.
+//! Signals: dispositions, masks, the alternate stack, and delivery to guest
+//! handlers. A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) or a signal
+//! sent to itself runs the guest's handler on a Linux-compatible
+//! `rt_sigframe` (so `siglongjmp` and `rt_sigreturn` work); with the default
+//! action it ends the process like Linux would (status 128+signal).
 
 use super::table::{Support, SyscallEntry};
 use super::{process::PID, Args, Errno, Process, SigAction, SysResult};
@@ -85,6 +86,13 @@ fn sys_rt_sigprocmask(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
     }
     if let Some(m) = new {
         p.sigmask = m & !UNBLOCKABLE;
+        // A signal that arrived while blocked is delivered once unblocked.
+        let ready = p.blocked_pending & !p.sigmask;
+        if ready != 0 {
+            let sig = u64::from(ready.trailing_zeros()) + 1;
+            p.blocked_pending &= !(1 << (sig - 1));
+            send_self(p, sig)?;
+        }
     }
     Ok(0)
 }
@@ -132,6 +140,10 @@ fn send_self(p: &mut Process, sig: u64) -> SysResult {
     let idx = check_sig(sig)?;
     let action = p.sigactions[idx];
     let blocked = p.sigmask & (1 << idx) != 0;
+    if blocked && sig != SIGKILL && action.handler != SIG_IGN {
+        p.blocked_pending |= 1 << idx;
+        return Ok(0);
+    }
     if sig == SIGKILL || (action.handler == SIG_DFL && !blocked && default_terminates(sig)) {
         p.exit_status = Some(128 + sig as i32);
         p.killed_by = Some(sig as i32);
@@ -140,12 +152,169 @@ fn send_self(p: &mut Process, sig: u64) -> SysResult {
     if action.handler == SIG_IGN || blocked || action.handler == SIG_DFL {
         return Ok(0);
     }
-    // A guest handler is installed; delivery is not implemented yet.
-    tracing::warn!(
-        sig,
-        "signal delivery to a guest handler is not implemented; dropped"
-    );
+    // A guest handler: delivered by the run loop when the syscall returns.
+    p.pending_signal = Some(sig as i32);
     Ok(0)
+}
+
+const SA_ONSTACK: u64 = 0x0800_0000;
+const SA_RESETHAND: u64 = 0x8000_0000;
+const SA_NODEFER: u64 = 0x4000_0000;
+const SA_RESTORER: u64 = 0x0400_0000;
+/// `struct ucontext` (kernel layout): flags, link, stack_t, sigcontext, sigmask.
+const UCONTEXT_SIZE: u64 = 304;
+const MCONTEXT_OFFSET: u64 = 40;
+const SIGMASK_OFFSET: u64 = 296;
+const SIGINFO_SIZE: u64 = 128;
+/// `struct rt_sigframe`: return address, ucontext, siginfo.
+const FRAME_SIZE: u64 = 8 + UCONTEXT_SIZE + SIGINFO_SIZE;
+
+/// What a signal carries into `siginfo_t`.
+#[derive(Debug, Clone, Copy)]
+pub struct SigInfo {
+    /// Signal number.
+    pub signo: i32,
+    /// si_code (SEGV_MAPERR, SI_TKILL, ...).
+    pub code: i32,
+    /// Faulting address (faults), or 0.
+    pub addr: u64,
+}
+
+/// The handler that would run for `sig`, if one is installed and the signal is not blocked.
+pub fn handler_for(p: &Process, sig: i32) -> Option<SigAction> {
+    let idx = usize::try_from(sig).ok()?.checked_sub(1)?;
+    let a = *p.sigactions.get(idx)?;
+    let blocked = p.sigmask & (1 << idx) != 0;
+    (a.handler > SIG_IGN && !blocked).then_some(a)
+}
+
+/// The 18 sigcontext registers, in kernel order, from `r`.
+fn gregs(r: &kvm_bindings::kvm_regs) -> [u64; 18] {
+    [
+        r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rdi, r.rsi, r.rbp, r.rbx, r.rdx,
+        r.rax, r.rcx, r.rsp, r.rip, r.rflags,
+    ]
+}
+
+fn put(buf: &mut [u8], off: u64, v: u64) {
+    buf[off as usize..off as usize + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Pushes a signal frame for `info` onto the user stack of `ctx` and
+/// returns the registers that enter the handler.
+pub fn deliver(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    ctx: &kvm_bindings::kvm_regs,
+    info: SigInfo,
+    action: SigAction,
+    trapno: u64,
+    err: u64,
+) -> Result<kvm_bindings::kvm_regs, Errno> {
+    let (ss_sp, ss_flags, ss_size) = p.altstack;
+    let enabled = ss_flags & SS_DISABLE == 0;
+    let on_alt = enabled && ctx.rsp > ss_sp && ctx.rsp <= ss_sp.saturating_add(ss_size);
+    let top = if action.flags & SA_ONSTACK != 0 && enabled && !on_alt {
+        ss_sp.saturating_add(ss_size)
+    } else {
+        ctx.rsp.saturating_sub(128) // red zone
+    };
+    let frame = (top.checked_sub(FRAME_SIZE + 16).ok_or(Errno::EFAULT)? & !15) + 8;
+    let uc = frame + 8;
+    let si = uc + UCONTEXT_SIZE;
+    let mut buf = vec![0u8; FRAME_SIZE as usize];
+    let restorer = if action.flags & SA_RESTORER != 0 {
+        action.restorer
+    } else {
+        0
+    };
+    put(&mut buf, 0, restorer);
+    // uc_stack
+    put(&mut buf, 8 + 16, ss_sp);
+    put(
+        &mut buf,
+        8 + 24,
+        (if on_alt { SS_ONSTACK } else { ss_flags }) as u32 as u64,
+    );
+    put(&mut buf, 8 + 32, ss_size);
+    let mc = 8 + MCONTEXT_OFFSET;
+    for (i, v) in gregs(ctx).iter().enumerate() {
+        put(&mut buf, mc + 8 * i as u64, *v);
+    }
+    // cs, gs, fs, ss as four u16.
+    put(&mut buf, mc + 144, 0x33 | (0x2b << 48));
+    put(&mut buf, mc + 152, err);
+    put(&mut buf, mc + 160, trapno);
+    put(&mut buf, mc + 168, p.sigmask);
+    put(&mut buf, mc + 176, info.addr);
+    put(&mut buf, 8 + SIGMASK_OFFSET, p.sigmask);
+    // siginfo: signo, errno, code, then the union (si_addr, or pid/uid for kill).
+    let sio = 8 + UCONTEXT_SIZE;
+    put(&mut buf, sio, info.signo as u32 as u64);
+    put(&mut buf, sio + 8, info.code as u32 as u64);
+    if info.addr != 0 {
+        put(&mut buf, sio + 16, info.addr);
+    } else {
+        put(&mut buf, sio + 16, PID | (super::process::UID << 32));
+    }
+    mem.write(frame, &buf)?;
+
+    let idx = info.signo as usize - 1;
+    let mut mask = p.sigmask | action.mask;
+    if action.flags & SA_NODEFER == 0 {
+        mask |= 1 << idx;
+    }
+    p.sigmask = mask & !UNBLOCKABLE;
+    if action.flags & SA_RESETHAND != 0 {
+        p.sigactions[idx] = SigAction::default();
+    }
+    Ok(kvm_bindings::kvm_regs {
+        rdi: info.signo as u64,
+        rsi: si,
+        rdx: uc,
+        rax: 0,
+        rsp: frame,
+        rip: action.handler,
+        rflags: ctx.rflags & !0x100, // no single-step into the handler
+        ..*ctx
+    })
+}
+
+/// Implements rt_sigreturn(2): restores the context saved by [`deliver`];
+/// `rsp` is the user stack pointer at the syscall (the frame's ucontext).
+pub fn sigreturn(
+    p: &mut Process,
+    mem: &GuestMemory,
+    rsp: u64,
+) -> Result<kvm_bindings::kvm_regs, Errno> {
+    let mc = rsp + MCONTEXT_OFFSET;
+    let mut g = [0u64; 18];
+    for (i, v) in g.iter_mut().enumerate() {
+        *v = mem.read_u64(mc + 8 * i as u64)?;
+    }
+    p.sigmask = mem.read_u64(rsp + SIGMASK_OFFSET)? & !UNBLOCKABLE;
+    let [r8, r9, r10, r11, r12, r13, r14, r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, rflags] =
+        g;
+    Ok(kvm_bindings::kvm_regs {
+        r8,
+        r9,
+        r10,
+        r11,
+        r12,
+        r13,
+        r14,
+        r15,
+        rdi,
+        rsi,
+        rbp,
+        rbx,
+        rdx,
+        rax,
+        rcx,
+        rsp,
+        rip,
+        rflags,
+    })
 }
 
 /// Implements kill(2) for the process itself.
@@ -174,19 +343,20 @@ fn sys_tkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     send_self(p, a[1])
 }
 
-/// Implements rt_sigreturn(2): no frames are ever pushed, so there is nothing to return from.
+/// rt_sigreturn(2) needs the registers, so the run loop serves it (see [`sigreturn`]);
+/// reaching this handler means it was called without a frame.
 fn sys_rt_sigreturn(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
-    Err(Errno::ENOSYS)
+    Err(Errno::EFAULT)
 }
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 13, name: "rt_sigaction", handler: sys_rt_sigaction, support: Support::Partial,
-        note: "dispositions are recorded; handlers are not invoked yet" },
+        note: "handlers run for faults and signals sent to itself; no asynchronous signals or timers yet" },
     SyscallEntry { nr: 14, name: "rt_sigprocmask", handler: sys_rt_sigprocmask, support: Support::Full, note: "" },
-    SyscallEntry { nr: 15, name: "rt_sigreturn", handler: sys_rt_sigreturn, support: Support::Refused,
-        note: "ENOSYS: no signal frames are delivered yet" },
+    SyscallEntry { nr: 15, name: "rt_sigreturn", handler: sys_rt_sigreturn, support: Support::Partial,
+        note: "restores general registers, flags and mask; the FPU state is not saved in the frame" },
     SyscallEntry { nr: 62, name: "kill", handler: sys_kill, support: Support::Partial,
-        note: "to itself only: default actions terminate (status 128+sig); handlers are not invoked yet" },
+        note: "to itself only: handlers run, default actions terminate (status 128+sig)" },
     SyscallEntry { nr: 131, name: "sigaltstack", handler: sys_sigaltstack, support: Support::Full, note: "" },
     SyscallEntry { nr: 200, name: "tkill", handler: sys_tkill, support: Support::Partial,
         note: "to itself only, as kill" },
