@@ -266,6 +266,15 @@ impl Machine {
             });
         }
         let cr3 = page_tables::build(&mut mem, &regions)?;
+        let mut mm = AddressSpace::new(program.image_end, stack_top - stack_reserve);
+
+        // A dynamically linked program starts in its interpreter (ld.so),
+        // loaded like the kernel does: into the mmap area, told where the
+        // program is through the auxv.
+        let (entry, interp_base) = match image.interp() {
+            None => (program.entry, 0),
+            Some(path) => load_interpreter(path, &mut mem, &mut mm)?,
+        };
 
         let mut random = [0u8; 16];
         getrandom::fill(&mut random).map_err(|e| MachineError::Internal(e.to_string()))?;
@@ -282,10 +291,10 @@ impl Machine {
                 hwcap: hv.hwcap(),
                 hwcap2: 0,
                 platform: "x86_64",
+                interp_base,
             },
         )?;
 
-        let mm = AddressSpace::new(program.image_end, stack_top - stack_reserve);
         let policy = Policy {
             allow_read: config.allow_read.clone(),
             trace_syscalls: config.trace_syscalls,
@@ -293,7 +302,7 @@ impl Machine {
         let proc = Process::new(policy, mm, config.cwd.clone(), exe_path.to_string());
 
         let mut vcpu = Vcpu::new(hv, &mem)?;
-        vcpu.reset(hv, &mut mem, cr3, Frame::user(program.entry, rsp, 0), 0)?;
+        vcpu.reset(hv, &mut mem, cr3, Frame::user(entry, rsp, 0), 0)?;
         Ok(Self {
             vcpu,
             mem,
@@ -827,6 +836,31 @@ impl Machine {
     pub fn memory(&self) -> &GuestMemory {
         &self.mem
     }
+}
+
+/// Loads the program interpreter at `path` into the mmap area; returns its entry and base.
+fn load_interpreter(
+    path: &str,
+    mem: &mut GuestMemory,
+    mm: &mut AddressSpace,
+) -> Result<(u64, u64), MachineError> {
+    let fail = |reason: String| {
+        MachineError::Load(LoadError::Interpreter {
+            path: path.to_string(),
+            reason,
+        })
+    };
+    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let probe = loader::parse(&bytes).map_err(|e| fail(e.to_string()))?;
+    if probe.interp().is_some() || !probe.is_pie() {
+        return Err(fail("not a self-contained position-independent ELF".into()));
+    }
+    let base = mm
+        .alloc(probe.span())
+        .ok_or_else(|| fail("no room in guest memory (try a larger --memory)".into()))?;
+    let image = loader::parse_at(&bytes, base).map_err(|e| fail(e.to_string()))?;
+    let loaded = image.load(&bytes, mem).map_err(|e| fail(e.to_string()))?;
+    Ok((loaded.entry, base))
 }
 
 /// rt_sigreturn(2): served by the run loop because it replaces the registers.

@@ -46,13 +46,15 @@ fn discard(mem: &mut GuestMemory, addr: u64, len: u64) {
 }
 
 /// Whether `fd` names a file that can back a private mapping.
-fn check_mappable(_p: &Process, _fd: u64) -> Result<(), Errno> {
-    Err(Errno::ENODEV)
+fn check_mappable(p: &Process, fd: u64) -> Result<(), Errno> {
+    p.fds
+        .check_mappable(i32::try_from(fd).map_err(|_| Errno::EBADF)?)
 }
 
 /// Copies the file behind `fd` from `off` into `buf` (zero past its end).
-fn read_file_into(_p: &mut Process, _fd: u64, _buf: &mut [u8], _off: u64) -> Result<(), Errno> {
-    Err(Errno::ENODEV)
+fn read_file_into(p: &mut Process, fd: u64, buf: &mut [u8], off: u64) -> Result<(), Errno> {
+    p.fds
+        .read_at_for_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?, buf, off)
 }
 
 /// Implements brk(2).

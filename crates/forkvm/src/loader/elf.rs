@@ -115,6 +115,10 @@ struct Sym {
 #[derive(Debug, Clone)]
 pub struct ElfImage {
     pie: bool,
+    /// Where a position-independent image is loaded.
+    base: u64,
+    /// The program interpreter (PT_INTERP) of a dynamically linked program.
+    interp: Option<String>,
     /// Unbiased page-aligned lowest p_vaddr (PIE rebasing origin).
     min_vaddr: u64,
     bias: u64,
@@ -221,6 +225,11 @@ impl Symbols {
 
 /// Parses and validates a static x86-64 ELF executable (ET_EXEC or static-PIE).
 pub fn parse(bytes: &[u8]) -> Result<ElfImage, LoadError> {
+    parse_at(bytes, abi::PIE_LOAD_BASE)
+}
+
+/// Like [`parse`], loading a position-independent image at `base` (page aligned).
+pub fn parse_at(bytes: &[u8], base: u64) -> Result<ElfImage, LoadError> {
     let len = bytes.len();
     if bytes.get(..4) != Some(&elf::ELFMAG[..]) {
         return Err(LoadError::NotElf);
@@ -333,8 +342,19 @@ pub fn parse(bytes: &[u8]) -> Result<ElfImage, LoadError> {
             align: f64_(48)?,
         });
     }
-    if phs.iter().any(|p| p.p_type == elf::PT_INTERP) {
-        return Err(LoadError::DynamicallyLinked);
+    let mut interp = None;
+    if let Some(p) = phs.iter().find(|p| p.p_type == elf::PT_INTERP) {
+        let start = usize::try_from(p.offset).map_err(|_| truncated("PT_INTERP"))?;
+        let n = usize::try_from(p.filesz).map_err(|_| truncated("PT_INTERP"))?;
+        let raw = bytes
+            .get(start..start.checked_add(n).ok_or(truncated("PT_INTERP"))?)
+            .ok_or(truncated("PT_INTERP"))?;
+        let raw = raw.split(|&c| c == 0).next().unwrap_or(raw);
+        let path = std::str::from_utf8(raw).map_err(|_| LoadError::DynamicallyLinked)?;
+        if path.is_empty() || path.len() > 4096 {
+            return Err(LoadError::DynamicallyLinked);
+        }
+        interp = Some(path.to_string());
     }
 
     // PT_LOAD sanity, before biasing.
@@ -382,12 +402,10 @@ pub fn parse(bytes: &[u8]) -> Result<ElfImage, LoadError> {
 
     let mut image = ElfImage {
         pie,
+        base,
+        interp,
         min_vaddr,
-        bias: if pie {
-            abi::PIE_LOAD_BASE.wrapping_sub(min_vaddr)
-        } else {
-            0
-        },
+        bias: if pie { base.wrapping_sub(min_vaddr) } else { 0 },
         entry: 0,
         segments: Vec::new(),
         phdr_addr: 0,
@@ -559,12 +577,21 @@ impl ElfImage {
     /// Applies the load bias to a link-time address.
     fn rebase(&self, vaddr: u64) -> Option<u64> {
         if self.pie {
-            vaddr
-                .checked_sub(self.min_vaddr)?
-                .checked_add(abi::PIE_LOAD_BASE)
+            vaddr.checked_sub(self.min_vaddr)?.checked_add(self.base)
         } else {
             Some(vaddr)
         }
+    }
+
+    /// The program interpreter (dynamic loader) a dynamically linked program names.
+    pub fn interp(&self) -> Option<&str> {
+        self.interp.as_deref()
+    }
+
+    /// Bytes from the lowest to the highest segment (to reserve room for a relocatable image).
+    pub fn span(&self) -> u64 {
+        let lo = self.segments.iter().map(|s| s.start).min().unwrap_or(0);
+        self.image_end.saturating_sub(lo & !(abi::PAGE_SIZE - 1))
     }
 
     /// Whether this is a static-PIE (ET_DYN) program loaded at [`abi::PIE_LOAD_BASE`].
@@ -744,13 +771,16 @@ mod tests {
     }
 
     #[test]
-    fn rejects_dynamic() {
+    fn records_the_interpreter_of_dynamic_programs() {
         let Some(bytes) = testutil::dynamic_exe() else {
             return;
         };
-        let e = parse(bytes).unwrap_err();
-        assert!(matches!(e, LoadError::DynamicallyLinked), "{e}");
-        assert!(e.to_string().contains("-static"));
+        let img = parse(bytes).unwrap();
+        assert!(
+            img.interp().unwrap().contains("ld-linux"),
+            "{:?}",
+            img.interp()
+        );
     }
 
     #[test]
@@ -872,8 +902,11 @@ mod tests {
         assert!(matches!(err(&b), LoadError::NoLoadSegments));
 
         let mut b = tiny();
-        b[64..68].copy_from_slice(&3u32.to_le_bytes()); // PT_INTERP
-        assert!(matches!(err(&b), LoadError::DynamicallyLinked));
+        b[64..68].copy_from_slice(&3u32.to_le_bytes()); // PT_INTERP only
+        assert!(matches!(
+            err(&b),
+            LoadError::NoLoadSegments | LoadError::DynamicallyLinked | LoadError::Truncated { .. }
+        ));
 
         // Two overlapping PT_LOADs.
         let mut b = tiny();

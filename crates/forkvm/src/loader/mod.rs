@@ -9,7 +9,7 @@
 pub mod elf;
 pub mod stack;
 
-pub use elf::{parse, ElfImage, LoadedProgram, Symbols};
+pub use elf::{parse, parse_at, ElfImage, LoadedProgram, Symbols};
 pub use stack::{build_stack, StackParams};
 
 use crate::memory::Fault;
@@ -49,9 +49,17 @@ pub enum LoadError {
         /// What it is instead.
         kind: String,
     },
-    /// The program needs a dynamic loader (PT_INTERP).
-    #[error("dynamically linked programs are not supported yet; link with -static")]
+    /// The program's PT_INTERP is unusable.
+    #[error("malformed program interpreter (PT_INTERP) path")]
     DynamicallyLinked,
+    /// The program interpreter could not be loaded.
+    #[error("cannot load the program interpreter {path}: {reason}")]
+    Interpreter {
+        /// Its path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
     /// A header field with an impossible value.
     #[error("malformed ELF file: {0}")]
     Malformed(String),

@@ -70,6 +70,8 @@ pub struct StackParams<'a> {
     pub hwcap2: u64,
     /// AT_PLATFORM, "x86_64".
     pub platform: &'a str,
+    /// Load address of the program interpreter (AT_BASE), 0 for static programs.
+    pub interp_base: u64,
 }
 
 fn check_string(s: &str, what: impl FnOnce() -> String) -> Result<u64, LoadError> {
@@ -120,7 +122,7 @@ pub fn build_stack(
         (auxv::AT_PHDR, prog.phdr_addr),
         (auxv::AT_PHENT, prog.phent),
         (auxv::AT_PHNUM, prog.phnum),
-        (auxv::AT_BASE, 0),
+        (auxv::AT_BASE, p.interp_base),
         (auxv::AT_FLAGS, 0),
         (auxv::AT_ENTRY, prog.entry),
         (auxv::AT_UID, GUEST_ID),
@@ -224,6 +226,7 @@ mod tests {
             hwcap: 0x178b_fbff,
             hwcap2: 2,
             platform: "x86_64",
+            interp_base: 0,
         }
     }
 
