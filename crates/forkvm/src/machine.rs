@@ -6,12 +6,13 @@ use crate::abi;
 use crate::crash::{self, CrashInfo};
 use crate::guest_kernel::{self, Frame, SyscallReturn, Trap};
 use crate::hypervisor::{Deadline, Exit, Hypervisor, KvmError, Vcpu};
+use crate::linux::thread::{Sched, ThreadCtx, Wait};
 use crate::linux::{self, Policy, Process};
 use crate::loader::{self, LoadError, StackParams, Symbols};
 use crate::memory::{page_tables, AddressSpace, GuestMemory, MapError};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How to run a program.
 #[derive(Debug, Clone)]
@@ -189,6 +190,8 @@ pub struct Machine {
     pub(crate) timeout: Duration,
     /// Set once the program reached its ready point.
     pub(crate) ready: Option<ReadyPoint>,
+    /// Every guest thread is blocked; the run loop waits before entering the guest.
+    stalled: bool,
     /// A call failed (fault, timeout, exit); calls are refused until reset.
     pub(crate) poisoned: bool,
     /// The FS base the vCPU holds now.
@@ -313,6 +316,7 @@ impl Machine {
             poisoned: false,
             vcpu_fs_base: 0,
             breakpoint: None,
+            stalled: false,
             mode: Mode::Program,
             trap_rsp: 0,
             at_random: None,
@@ -347,6 +351,7 @@ impl Machine {
             poisoned: false,
             vcpu_fs_base: u64::MAX,
             breakpoint: None,
+            stalled: false,
             mode: Mode::Program,
             trap_rsp: 0,
             at_random,
@@ -415,9 +420,20 @@ impl Machine {
     /// Runs until the program exits, crashes, times out, is ready or returns from a call.
     pub fn run_for(&mut self, timeout: Duration) -> Result<Outcome, MachineError> {
         let deadline = Deadline::arm(timeout);
+        let mut ticker: Option<Deadline> = None;
         loop {
             if deadline.expired() {
                 return Ok(Outcome::TimedOut(timeout));
+            }
+            if self.stalled {
+                // Every thread is blocked: wait for the first timeout (or the watchdog).
+                self.stalled = !self.switch_thread()?;
+                continue;
+            }
+            match (self.proc.threads.others.is_empty(), ticker.is_some()) {
+                (false, false) => ticker = Some(Deadline::tick(PREEMPT_TICK)),
+                (true, true) => ticker = None,
+                _ => {}
             }
             if let Some(base) = self.proc.pending_fs_base.take() {
                 self.vcpu.set_fs_base(base)?;
@@ -455,7 +471,11 @@ impl Machine {
                         }
                     }
                 }
-                Exit::Interrupted => continue,
+                Exit::Interrupted => {
+                    if !deadline.expired() {
+                        self.preempt()?;
+                    }
+                }
                 Exit::Shutdown => {
                     return Err(MachineError::Internal("the guest triple-faulted".into()))
                 }
@@ -650,6 +670,18 @@ impl Machine {
         if let Some(status) = self.proc.exit_status {
             return Ok(Some(Outcome::Exited(status)));
         }
+        if let Some(req) = self.proc.sched.take() {
+            let ctx = kvm_bindings::kvm_regs {
+                rax: result,
+                rip: regs.rcx,
+                rflags: regs.r11,
+                rsp: self.trap_rsp,
+                ..regs
+            };
+            if self.schedule(req, ctx)? {
+                return Ok(None);
+            }
+        }
         if let Some(sig) = self.proc.pending_signal.take() {
             // The syscall sent a signal to the process itself: run its handler now.
             let ctx = kvm_bindings::kvm_regs {
@@ -760,6 +792,118 @@ impl Machine {
         self.vmcall_addr(handler, &[Arg::Int(arg)], timeout)
     }
 
+    /// The running thread's state, to be put aside.
+    fn save_current(&self, regs: kvm_bindings::kvm_regs, wait: Wait) -> ThreadCtx {
+        ThreadCtx {
+            tid: self.proc.tid,
+            regs,
+            fs_base: self.proc.fs_base,
+            clear_child_tid: self.proc.clear_child_tid,
+            sigmask: self.proc.sigmask,
+            pending_signal: None,
+            wait,
+        }
+    }
+
+    /// Makes `t` the running thread (its registers are loaded by the caller).
+    fn adopt(&mut self, t: &ThreadCtx) {
+        self.proc.tid = t.tid;
+        self.proc.clear_child_tid = t.clear_child_tid;
+        self.proc.sigmask = t.sigmask;
+        if t.fs_base != self.proc.fs_base || self.vcpu_fs_base != t.fs_base {
+            self.proc.fs_base = t.fs_base;
+            self.proc.pending_fs_base = Some(t.fs_base);
+        }
+    }
+
+    /// Carries out what a syscall asked of the scheduler; `ctx` is the
+    /// caller's user context with the syscall's result. Returns whether the
+    /// registers were replaced (another thread now runs, or none can).
+    fn schedule(&mut self, req: Sched, ctx: kvm_bindings::kvm_regs) -> Result<bool, MachineError> {
+        match req {
+            Sched::Spawn {
+                tid,
+                stack,
+                tls,
+                clear_tid,
+            } => {
+                let child = ThreadCtx {
+                    tid,
+                    regs: kvm_bindings::kvm_regs {
+                        rax: 0,
+                        rsp: if stack != 0 { stack } else { ctx.rsp },
+                        ..ctx
+                    },
+                    fs_base: tls.unwrap_or(self.proc.fs_base),
+                    clear_child_tid: clear_tid,
+                    sigmask: self.proc.sigmask,
+                    pending_signal: None,
+                    wait: Wait::Runnable,
+                };
+                self.proc.threads.others.push_back(child);
+                Ok(false)
+            }
+            Sched::Yield => {
+                let me = self.save_current(ctx, Wait::Runnable);
+                self.proc.threads.others.push_back(me);
+                self.stalled = !self.switch_thread()?;
+                Ok(true)
+            }
+            Sched::Block(wait) => {
+                let me = self.save_current(ctx, wait);
+                self.proc.threads.others.push_back(me);
+                self.stalled = !self.switch_thread()?;
+                Ok(true)
+            }
+            Sched::Exit => {
+                self.stalled = !self.switch_thread()?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Runs the next runnable thread (through the guest kernel's iretq).
+    /// If none can run, sleeps until the first one times out and returns
+    /// false (the caller retries; the watchdog interrupts the sleep).
+    fn switch_thread(&mut self) -> Result<bool, MachineError> {
+        if let Some(t) = self.proc.threads.take_next(Instant::now()) {
+            self.adopt(&t);
+            self.resume_user(&t.regs)?;
+            return Ok(true);
+        }
+        let wait = self
+            .proc
+            .threads
+            .next_deadline()
+            .map_or(Duration::from_millis(10), |d| {
+                d.saturating_duration_since(Instant::now())
+            })
+            .min(Duration::from_millis(10));
+        std::thread::sleep(wait);
+        Ok(false)
+    }
+
+    /// On a preemption tick: if the guest was in user mode and another
+    /// thread can run, switch to it (registers only, no guest kernel).
+    fn preempt(&mut self) -> Result<(), MachineError> {
+        if self.proc.threads.others.is_empty() || !self.proc.threads.any_runnable(Instant::now()) {
+            return Ok(());
+        }
+        let regs = self.vcpu.regs();
+        let stub = abi::SYSCALL_STUB_ADDR..abi::SYSCALL_STUB_ADDR + abi::PAGE_SIZE;
+        if regs.rip < abi::USER_BASE && !stub.contains(&regs.rip) {
+            return Ok(()); // inside the guest kernel: next tick
+        }
+        let Some(next) = self.proc.threads.take_next(Instant::now()) else {
+            return Ok(());
+        };
+        let me = self.save_current(regs, Wait::Runnable);
+        self.proc.threads.others.push_back(me);
+        self.adopt(&next);
+        self.vcpu.set_regs(&next.regs);
+        Ok(())
+    }
+
     /// Continues the program in user mode with `user`'s registers, through
     /// the guest kernel's `iretq` (valid whatever kernel path we exited from).
     fn resume_user(&mut self, user: &kvm_bindings::kvm_regs) -> Result<(), MachineError> {
@@ -862,6 +1006,9 @@ fn load_interpreter(
     let loaded = image.load(&bytes, mem).map_err(|e| fail(e.to_string()))?;
     Ok((loaded.entry, base))
 }
+
+/// How often guest threads are preempted when more than one can run.
+const PREEMPT_TICK: Duration = Duration::from_millis(10);
 
 /// rt_sigreturn(2): served by the run loop because it replaces the registers.
 const RT_SIGRETURN: u64 = 15;

@@ -16,6 +16,8 @@ struct Entry {
     deadline: Instant,
     thread: libc::pthread_t,
     expired: Arc<AtomicBool>,
+    /// A periodic tick (thread preemption) instead of a one-off deadline.
+    period: Option<Duration>,
 }
 
 #[derive(Default)]
@@ -61,7 +63,14 @@ fn watch(s: &'static Shared) {
     loop {
         let now = Instant::now();
         let mut wait = Duration::from_secs(3600);
-        for e in st.entries.values() {
+        for e in st.entries.values_mut() {
+            if let (Some(period), true) = (e.period, e.deadline <= now) {
+                // SAFETY: as below: the guard keeps the thread alive.
+                unsafe { libc::pthread_kill(e.thread, kick_signal()) };
+                e.deadline = now + period;
+                wait = wait.min(period);
+                continue;
+            }
             if e.deadline <= now {
                 e.expired.store(true, Ordering::SeqCst);
                 // SAFETY: the thread id belongs to a thread that is alive: it
@@ -89,6 +98,16 @@ pub struct Deadline {
 impl Deadline {
     /// Arms a deadline `after` from now for the calling thread.
     pub fn arm(after: Duration) -> Self {
+        Self::add(after, None)
+    }
+
+    /// Kicks the calling thread out of KVM_RUN every `period` until dropped
+    /// (never "expires"): the tick that preempts guest threads.
+    pub fn tick(period: Duration) -> Self {
+        Self::add(period, Some(period))
+    }
+
+    fn add(after: Duration, period: Option<Duration>) -> Self {
         let s = shared();
         let expired = Arc::new(AtomicBool::new(false));
         let deadline = Instant::now()
@@ -105,6 +124,7 @@ impl Deadline {
                         // SAFETY: pthread_self has no preconditions.
                         thread: unsafe { libc::pthread_self() },
                         expired: expired.clone(),
+                        period,
                     },
                 );
                 id

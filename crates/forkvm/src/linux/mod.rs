@@ -80,6 +80,12 @@ pub struct Process {
     pub killed_by: Option<i32>,
     /// A signal sent to itself that has a handler; delivered when the syscall returns.
     pub pending_signal: Option<i32>,
+    /// The running thread's id.
+    pub tid: u64,
+    /// The other threads.
+    pub threads: thread::Threads,
+    /// What the run loop must do when the current syscall returns.
+    pub sched: Option<thread::Sched>,
     /// Signals sent while blocked, waiting to be unblocked (bit n-1 for signal n).
     pub blocked_pending: u64,
     /// set_tid_address pointer.
@@ -115,6 +121,9 @@ impl Process {
             killed_by: None,
             pending_signal: None,
             blocked_pending: 0,
+            tid: process::PID,
+            threads: thread::Threads::default(),
+            sched: None,
             clear_child_tid: 0,
             robust_list: 0,
             sigactions: [SigAction::default(); 64],
@@ -142,6 +151,9 @@ impl Process {
             killed_by: None,
             pending_signal: None,
             blocked_pending: 0,
+            tid: self.tid,
+            threads: self.threads.clone(),
+            sched: None,
             clear_child_tid: self.clear_child_tid,
             robust_list: self.robust_list,
             sigactions: self.sigactions,

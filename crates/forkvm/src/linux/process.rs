@@ -100,7 +100,7 @@ fn sys_arch_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult
 /// Implements set_tid_address(2).
 fn sys_set_tid_address(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     p.clear_child_tid = a[0];
-    Ok(PID)
+    Ok(p.tid)
 }
 
 /// Implements set_robust_list(2).
@@ -178,11 +178,6 @@ fn sys_sched_getaffinity(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sy
     Ok(8)
 }
 
-/// Implements sched_yield(2).
-fn sys_sched_yield(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
-    Ok(0)
-}
-
 /// Implements getcpu(2).
 fn sys_getcpu(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     for &ptr in &a[..2] {
@@ -251,23 +246,9 @@ fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry {
-        nr: 24,
-        name: "sched_yield",
-        handler: sys_sched_yield,
-        support: Support::Full,
-        note: "",
-    },
-    SyscallEntry {
         nr: 39,
         name: "getpid",
         handler: sys_getpid,
-        support: Support::Full,
-        note: "",
-    },
-    SyscallEntry {
-        nr: 60,
-        name: "exit",
-        handler: sys_exit,
         support: Support::Full,
         note: "",
     },
@@ -382,13 +363,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         handler: sys_setrlimit,
         support: Support::Partial,
         note: "validated; limits stay as configured",
-    },
-    SyscallEntry {
-        nr: 186,
-        name: "gettid",
-        handler: sys_getpid,
-        support: Support::Full,
-        note: "",
     },
     SyscallEntry {
         nr: 204,

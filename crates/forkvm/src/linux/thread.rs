@@ -1,10 +1,21 @@
-//! Threads and futexes. The guest has one thread, so a futex wait can only
-//! be woken by a timeout; waking finds no waiters.
+//! Threads and futexes: many guest threads on one vCPU.
+//!
+//! Model (see docs/design.md): one vCPU runs one thread at a time. The
+//! others are saved register contexts. A thread switch happens when the
+//! running thread blocks (futex wait, sleep), yields or exits, and, when more
+//! than one thread can run, on a 10 ms preemption tick, so spinning threads
+//! (Go's runtime, spin locks) cannot starve the rest. Switching is a register
+//! load through SYNC_REGS (plus an FS-base MSR write when TLS differs), with
+//! no guest-kernel code involved.
+//!
+//! Handlers here only decide; the run loop ([`crate::machine`]) owns the
+//! registers and performs what [`Process::sched`] asks for.
 
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 const FUTEX_WAIT: u64 = 0;
 const FUTEX_WAKE: u64 = 1;
@@ -13,78 +24,446 @@ const FUTEX_CMP_REQUEUE: u64 = 4;
 const FUTEX_WAKE_OP: u64 = 5;
 const FUTEX_WAIT_BITSET: u64 = 9;
 const FUTEX_WAKE_BITSET: u64 = 10;
-const FUTEX_CMD_MASK: u64 = !(128 | 256); // PRIVATE_FLAG, CLOCK_REALTIME
+const FUTEX_CLOCK_REALTIME: u64 = 256;
+const FUTEX_CMD_MASK: u64 = !(128 | FUTEX_CLOCK_REALTIME);
+const FUTEX_BITSET_MATCH_ANY: u32 = u32::MAX;
 
-/// Implements futex(2) for a single-threaded process.
+const CLONE_VM: u64 = 0x100;
+const CLONE_FS: u64 = 0x200;
+const CLONE_FILES: u64 = 0x400;
+const CLONE_SIGHAND: u64 = 0x800;
+const CLONE_SETTLS: u64 = 0x8_0000;
+const CLONE_PARENT_SETTID: u64 = 0x10_0000;
+const CLONE_CHILD_CLEARTID: u64 = 0x20_0000;
+const CLONE_THREAD: u64 = 0x1_0000;
+const CLONE_CHILD_SETTID: u64 = 0x100_0000;
+const CLONE_SYSVSEM: u64 = 0x4_0000;
+const CLONE_DETACHED: u64 = 0x40_0000;
+/// Flags a thread-creating clone may carry.
+const THREAD_FLAGS: u64 = CLONE_VM
+    | CLONE_FS
+    | CLONE_FILES
+    | CLONE_SIGHAND
+    | CLONE_THREAD
+    | CLONE_SYSVSEM
+    | CLONE_SETTLS
+    | CLONE_PARENT_SETTID
+    | CLONE_CHILD_CLEARTID
+    | CLONE_CHILD_SETTID
+    | CLONE_DETACHED;
+
+/// Most threads a process may have.
+pub const MAX_THREADS: usize = 4096;
+
+/// Why a thread is not running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Ready to run.
+    Runnable,
+    /// In futex_wait on `addr` (matching `bitset`), until woken or `deadline`.
+    Futex {
+        /// The futex word.
+        addr: u64,
+        /// FUTEX_WAIT_BITSET mask.
+        bitset: u32,
+        /// Timeout, if any.
+        deadline: Option<Instant>,
+    },
+    /// In nanosleep until then.
+    Sleep(Instant),
+}
+
+/// A thread that is not on the vCPU: its saved user context.
+#[derive(Debug, Clone)]
+pub struct ThreadCtx {
+    /// Thread id.
+    pub tid: u64,
+    /// General registers, RIP, RSP, RFLAGS as of when it stopped.
+    pub regs: kvm_bindings::kvm_regs,
+    /// TLS base.
+    pub fs_base: u64,
+    /// set_tid_address / CLONE_CHILD_CLEARTID.
+    pub clear_child_tid: u64,
+    /// Blocked signals.
+    pub sigmask: u64,
+    /// A signal sent to it with tgkill, delivered when it runs.
+    pub pending_signal: Option<i32>,
+    /// Why it is not running.
+    pub wait: Wait,
+}
+
+/// What the run loop must do after a syscall returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sched {
+    /// Create a thread from the caller's context (clone).
+    Spawn {
+        /// Its id (already returned to the parent).
+        tid: u64,
+        /// Its stack pointer (0: the parent's).
+        stack: u64,
+        /// Its TLS base, if CLONE_SETTLS.
+        tls: Option<u64>,
+        /// CLONE_CHILD_CLEARTID address.
+        clear_tid: u64,
+    },
+    /// The caller blocks; when resumed its syscall returns what the wake-up says.
+    Block(Wait),
+    /// Let another thread run.
+    Yield,
+    /// The caller exited (exit(2) of one thread).
+    Exit,
+}
+
+/// The threads of the process other than the running one.
+#[derive(Debug, Clone, Default)]
+pub struct Threads {
+    /// Saved threads, in round-robin order.
+    pub others: VecDeque<ThreadCtx>,
+    /// The next id to hand out.
+    pub next_tid: u64,
+}
+
+impl Threads {
+    /// Whether some other thread can run now.
+    pub fn any_runnable(&self, now: Instant) -> bool {
+        self.others.iter().any(|t| match t.wait {
+            Wait::Runnable => true,
+            Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
+            Wait::Sleep(until) => until <= now,
+        })
+    }
+
+    /// The earliest time a waiting thread times out.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.others
+            .iter()
+            .filter_map(|t| match t.wait {
+                Wait::Futex { deadline, .. } => deadline,
+                Wait::Sleep(until) => Some(until),
+                Wait::Runnable => None,
+            })
+            .min()
+    }
+
+    /// Takes the next thread that can run, setting the result of its blocked syscall.
+    pub fn take_next(&mut self, now: Instant) -> Option<ThreadCtx> {
+        let i = self.others.iter().position(|t| match t.wait {
+            Wait::Runnable => true,
+            Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
+            Wait::Sleep(until) => until <= now,
+        })?;
+        let mut t = self.others.remove(i)?;
+        match t.wait {
+            Wait::Futex { .. } => t.regs.rax = (-(Errno::ETIMEDOUT.0 as i64)) as u64,
+            Wait::Sleep(_) => t.regs.rax = 0,
+            Wait::Runnable => {}
+        }
+        t.wait = Wait::Runnable;
+        Some(t)
+    }
+
+    /// Wakes up to `n` threads waiting on `addr` whose bitset matches; returns how many.
+    pub fn wake(&mut self, addr: u64, n: u64, bitset: u32) -> u64 {
+        let mut woken = 0;
+        for t in self.others.iter_mut() {
+            if woken >= n {
+                break;
+            }
+            if let Wait::Futex {
+                addr: a, bitset: b, ..
+            } = t.wait
+            {
+                if a == addr && b & bitset != 0 {
+                    t.wait = Wait::Runnable;
+                    t.regs.rax = 0;
+                    woken += 1;
+                }
+            }
+        }
+        woken
+    }
+
+    /// Moves up to `n` waiters from `from` to `to`; returns how many.
+    fn requeue(&mut self, from: u64, to: u64, n: u64) -> u64 {
+        let mut moved = 0;
+        for t in self.others.iter_mut() {
+            if moved >= n {
+                break;
+            }
+            if let Wait::Futex {
+                addr,
+                bitset,
+                deadline,
+            } = t.wait
+            {
+                if addr == from {
+                    t.wait = Wait::Futex {
+                        addr: to,
+                        bitset,
+                        deadline,
+                    };
+                    moved += 1;
+                }
+            }
+        }
+        moved
+    }
+
+    /// Total threads including the running one.
+    pub fn count(&self) -> usize {
+        self.others.len() + 1
+    }
+}
+
+fn read_timeout(mem: &GuestMemory, addr: u64) -> Result<Duration, Errno> {
+    let sec = mem.read_u64(addr)?;
+    let nsec = mem.read_u64(addr + 8)?;
+    if nsec >= 1_000_000_000 || (sec as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Duration::new(sec, nsec as u32))
+}
+
+fn realtime_now() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+fn monotonic_now() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Sleeps on the host (single thread, nothing else can run); EINTR if the watchdog kicks.
+fn host_sleep(d: Duration) -> Result<(), Errno> {
+    let req = rustix::time::Timespec {
+        tv_sec: d.as_secs() as i64,
+        tv_nsec: d.subsec_nanos() as _,
+    };
+    match rustix::thread::nanosleep(&req) {
+        rustix::thread::NanosleepRelativeResult::Ok => Ok(()),
+        _ => Err(Errno::EINTR),
+    }
+}
+
+/// Implements futex(2).
 fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let [uaddr, op, val, timeout, _uaddr2, val3] = *a;
+    let [uaddr, op, val, timeout, uaddr2, val3] = *a;
     if uaddr % 4 != 0 {
         return Err(Errno::EINVAL);
     }
-    match op & FUTEX_CMD_MASK {
+    let cmd = op & FUTEX_CMD_MASK;
+    match cmd {
         FUTEX_WAIT | FUTEX_WAIT_BITSET => {
-            if op & FUTEX_CMD_MASK == FUTEX_WAIT_BITSET && val3 as u32 == 0 {
+            let bitset = if cmd == FUTEX_WAIT_BITSET {
+                val3 as u32
+            } else {
+                FUTEX_BITSET_MATCH_ANY
+            };
+            if bitset == 0 {
                 return Err(Errno::EINVAL);
             }
             if mem.read_u32(uaddr)? != val as u32 {
                 return Err(Errno::EAGAIN);
             }
-            if timeout == 0 {
-                // Nobody else can ever change the word: a real kernel would hang here.
-                tracing::warn!("futex wait with no other thread and no timeout: deadlock");
-                p.exit_status = Some(128 + 6);
-                p.killed_by = Some(6);
-                return Err(Errno::EDEADLK);
-            }
-            let sec = mem.read_u64(timeout)?;
-            let nsec = mem.read_u64(timeout + 8)?;
-            if nsec >= 1_000_000_000 {
-                return Err(Errno::EINVAL);
-            }
-            if op & FUTEX_CMD_MASK == FUTEX_WAIT {
-                // Relative timeout: sleep it out (a watchdog kick ends it early).
-                let d = Duration::new(sec, nsec as u32);
-                let req = rustix::time::Timespec {
-                    tv_sec: d.as_secs() as i64,
-                    tv_nsec: d.subsec_nanos() as _,
-                };
-                if let rustix::thread::NanosleepRelativeResult::Interrupted(_) =
-                    rustix::thread::nanosleep(&req)
-                {
-                    return Err(Errno::EINTR);
-                }
+            // FUTEX_WAIT's timeout is relative; WAIT_BITSET's is absolute.
+            let deadline = if timeout == 0 {
+                None
             } else {
-                let clock = if op & 256 != 0 {
-                    rustix::thread::ClockId::Realtime
+                let t = read_timeout(mem, timeout)?;
+                let rel = if cmd == FUTEX_WAIT {
+                    t
+                } else if op & FUTEX_CLOCK_REALTIME != 0 {
+                    t.saturating_sub(realtime_now())
                 } else {
-                    rustix::thread::ClockId::Monotonic
+                    t.saturating_sub(monotonic_now())
                 };
-                let req = rustix::time::Timespec {
-                    tv_sec: sec as i64,
-                    tv_nsec: nsec as _,
+                Some(Instant::now() + rel)
+            };
+            if p.threads.others.is_empty() {
+                // Nobody else can change the word: only a timeout ends the wait.
+                let Some(deadline) = deadline else {
+                    tracing::warn!("futex wait with no other thread and no timeout: deadlock");
+                    p.exit_status = Some(128 + 6);
+                    p.killed_by = Some(6);
+                    return Err(Errno::EDEADLK);
                 };
-                if rustix::thread::clock_nanosleep_absolute(clock, &req).is_err() {
-                    return Err(Errno::EINTR);
-                }
+                host_sleep(deadline.saturating_duration_since(Instant::now()))?;
+                return Err(Errno::ETIMEDOUT);
             }
-            Err(Errno::ETIMEDOUT)
-        }
-        FUTEX_WAKE | FUTEX_WAKE_BITSET => Ok(0),
-        FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => {
-            if op & FUTEX_CMD_MASK == FUTEX_CMP_REQUEUE && mem.read_u32(uaddr)? != val3 as u32 {
-                return Err(Errno::EAGAIN);
-            }
+            p.sched = Some(Sched::Block(Wait::Futex {
+                addr: uaddr,
+                bitset,
+                deadline,
+            }));
             Ok(0)
         }
-        FUTEX_WAKE_OP => Ok(0),
+        FUTEX_WAKE | FUTEX_WAKE_BITSET => {
+            let bitset = if cmd == FUTEX_WAKE_BITSET {
+                val3 as u32
+            } else {
+                FUTEX_BITSET_MATCH_ANY
+            };
+            if bitset == 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(p.threads.wake(uaddr, val, bitset))
+        }
+        FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => {
+            if uaddr2 % 4 != 0 {
+                return Err(Errno::EINVAL);
+            }
+            if cmd == FUTEX_CMP_REQUEUE && mem.read_u32(uaddr)? != val3 as u32 {
+                return Err(Errno::EAGAIN);
+            }
+            let woken = p.threads.wake(uaddr, val, FUTEX_BITSET_MATCH_ANY);
+            // val2 travels in the timeout argument.
+            let moved = p.threads.requeue(uaddr, uaddr2, timeout);
+            Ok(woken + if cmd == FUTEX_CMP_REQUEUE { moved } else { 0 })
+        }
+        FUTEX_WAKE_OP => {
+            if uaddr2 % 4 != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let encoded = val3 as u32;
+            let (opk, cmp) = ((encoded >> 28) & 0xf, (encoded >> 24) & 0xf);
+            let mut oparg = (encoded >> 12) & 0xfff;
+            let cmparg = encoded & 0xfff;
+            if opk & 8 != 0 {
+                oparg = 1u32.checked_shl(oparg).unwrap_or(0);
+            }
+            let old = mem.read_u32(uaddr2)?;
+            let new = match opk & 7 {
+                0 => oparg,
+                1 => old.wrapping_add(oparg),
+                2 => old | oparg,
+                3 => old & !oparg,
+                4 => old ^ oparg,
+                _ => return Err(Errno::ENOSYS),
+            };
+            mem.write_u32(uaddr2, new)?;
+            let mut woken = p.threads.wake(uaddr, val, FUTEX_BITSET_MATCH_ANY);
+            let hit = match cmp {
+                0 => old == cmparg,
+                1 => old != cmparg,
+                2 => old < cmparg,
+                3 => old <= cmparg,
+                4 => old > cmparg,
+                5 => old >= cmparg,
+                _ => return Err(Errno::ENOSYS),
+            };
+            if hit {
+                woken += p.threads.wake(uaddr2, timeout, FUTEX_BITSET_MATCH_ANY);
+            }
+            Ok(woken)
+        }
         _ => Err(Errno::ENOSYS),
     }
 }
 
-pub(super) const SYSCALLS: &[SyscallEntry] = &[SyscallEntry {
-    nr: 202,
-    name: "futex",
-    handler: sys_futex,
-    support: Support::Partial,
-    note: "single thread: waits time out or report a deadlock; wakes find no waiters; PI futexes are ENOSYS",
-}];
+fn spawn(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    flags: u64,
+    stack: u64,
+    ptid: u64,
+    ctid: u64,
+    tls: u64,
+) -> SysResult {
+    if flags & CLONE_THREAD == 0 || flags & CLONE_VM == 0 {
+        // A new process would need a second address space: not supported.
+        return Err(Errno::ENOSYS);
+    }
+    if flags & !(THREAD_FLAGS | 0xff) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if p.threads.count() >= MAX_THREADS {
+        return Err(Errno::EAGAIN);
+    }
+    if p.threads.next_tid <= super::process::PID {
+        p.threads.next_tid = super::process::PID + 1;
+    }
+    let tid = p.threads.next_tid;
+    if flags & CLONE_PARENT_SETTID != 0 {
+        mem.write_u32(ptid, tid as u32)?;
+    }
+    if flags & CLONE_CHILD_SETTID != 0 {
+        mem.write_u32(ctid, tid as u32)?;
+    }
+    p.threads.next_tid += 1;
+    p.sched = Some(Sched::Spawn {
+        tid,
+        stack,
+        tls: (flags & CLONE_SETTLS != 0).then_some(tls),
+        clear_tid: if flags & CLONE_CHILD_CLEARTID != 0 {
+            ctid
+        } else {
+            0
+        },
+    });
+    Ok(tid)
+}
+
+/// Implements clone(2) for threads (CLONE_VM | CLONE_THREAD).
+fn sys_clone(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    // x86-64 order: flags, stack, parent_tid, child_tid, tls.
+    spawn(p, mem, a[0], a[1], a[2], a[3], a[4])
+}
+
+/// Implements clone3(2) for threads.
+fn sys_clone3(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [args, size, ..] = *a;
+    if size < 64 {
+        return Err(Errno::EINVAL);
+    }
+    let q = |i: u64| mem.read_u64(args + 8 * i);
+    let (flags, child_tid, parent_tid, stack, stack_size, tls) =
+        (q(0)?, q(2)?, q(3)?, q(5)?, q(6)?, q(7)?);
+    let top = if stack == 0 {
+        0
+    } else {
+        stack.checked_add(stack_size).ok_or(Errno::EINVAL)?
+    };
+    spawn(p, mem, flags, top, parent_tid, child_tid, tls)
+}
+
+/// Implements sched_yield(2).
+fn sys_sched_yield(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    if !p.threads.others.is_empty() {
+        p.sched = Some(Sched::Yield);
+    }
+    Ok(0)
+}
+
+/// Implements exit(2): ends the calling thread (the process, if it is the last).
+fn sys_exit_thread(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if p.threads.others.is_empty() {
+        p.exit_status = Some((a[0] & 0xff) as i32);
+        return Ok(0);
+    }
+    if p.clear_child_tid != 0 {
+        // As the kernel does: clear the tid word and wake one waiter (pthread_join).
+        if mem.write_u32(p.clear_child_tid, 0).is_ok() {
+            p.threads.wake(p.clear_child_tid, 1, FUTEX_BITSET_MATCH_ANY);
+        }
+    }
+    p.sched = Some(Sched::Exit);
+    Ok(0)
+}
+
+/// Implements gettid(2).
+fn sys_gettid(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Ok(p.tid)
+}
+
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 24, name: "sched_yield", handler: sys_sched_yield, support: Support::Full, note: "" },
+    SyscallEntry { nr: 56, name: "clone", handler: sys_clone, support: Support::Partial,
+        note: "threads (CLONE_VM|CLONE_THREAD) only, scheduled on one vCPU; new processes are ENOSYS" },
+    SyscallEntry { nr: 60, name: "exit", handler: sys_exit_thread, support: Support::Full, note: "" },
+    SyscallEntry { nr: 186, name: "gettid", handler: sys_gettid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 202, name: "futex", handler: sys_futex, support: Support::Partial,
+        note: "WAIT, WAKE, WAIT_BITSET, WAKE_BITSET, REQUEUE, CMP_REQUEUE, WAKE_OP; PI futexes are ENOSYS" },
+    SyscallEntry { nr: 435, name: "clone3", handler: sys_clone3, support: Support::Partial,
+        note: "threads only, as clone" },
+];
