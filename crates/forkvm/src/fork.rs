@@ -138,6 +138,8 @@ impl Fork {
         if m.poisoned {
             // The vCPU may have stopped anywhere (a timeout in user mode).
             m.vcpu.restore_kernel_mode()?;
+            // The system registers carry an FS base too: reload it on the next call.
+            m.vcpu_fs_base = u64::MAX;
             m.poisoned = false;
         }
         m.ready = Some(image.ready);

@@ -187,14 +187,26 @@ async fn run(
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
+                // A second handle on the socket, to answer requests hyper cannot parse.
+                let Some((stream, aside)) = split_for_errors(stream) else { continue };
                 let st = state.clone();
+                let metrics = state.metrics.clone();
                 let conn = http1::Builder::new()
                     .keep_alive(true)
+                    .timer(hyper_util::rt::TokioTimer::new())
                     .pipeline_flush(true)
-                    .serve_connection(TokioIo::new(stream), service_fn(move |req| handle(st.clone(), req)));
+                    .serve_connection(
+                        TokioIo::new(DeferredShutdown(stream)),
+                        service_fn(move |req| handle(st.clone(), req)),
+                    );
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
-                    let _ = conn.await;
+                    match conn.await {
+                        Err(e) if e.is_parse() => malformed(&e, aside, &metrics),
+                        _ => {
+                            let _ = aside.shutdown(std::net::Shutdown::Write);
+                        }
+                    }
                 });
             }
             _ = tokio::signal::ctrl_c() => break,
@@ -210,6 +222,100 @@ async fn run(
         tracing::warn!("some connections did not finish within 30 s");
     }
     Ok(())
+}
+
+/// The connection's socket, with shutdown left to the accept loop's task:
+/// hyper shuts the socket on a parse error before we can answer 400.
+struct DeferredShutdown(tokio::net::TcpStream);
+
+impl tokio::io::AsyncRead for DeferredShutdown {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for DeferredShutdown {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+fn split_for_errors(
+    stream: tokio::net::TcpStream,
+) -> Option<(tokio::net::TcpStream, std::net::TcpStream)> {
+    let std = stream.into_std().ok()?;
+    let aside = std.try_clone().ok()?;
+    let stream = tokio::net::TcpStream::from_std(std).ok()?;
+    Some((stream, aside))
+}
+
+/// Answers a request hyper could not parse (it closes such connections
+/// without a word) with 400, or 431 for oversized headers.
+fn malformed(e: &hyper::Error, mut aside: std::net::TcpStream, metrics: &Metrics) {
+    use std::io::Write;
+    if !e.is_parse() {
+        return;
+    }
+    let (status, text) = if e.is_parse_too_large() {
+        (431, "Request Header Fields Too Large")
+    } else {
+        (400, "Bad Request")
+    };
+    let body = format!("malformed request: {e}\n");
+    let msg = format!(
+        "HTTP/1.1 {status} {text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = aside.set_nonblocking(false);
+    let _ = aside.set_write_timeout(Some(Duration::from_secs(1)));
+    if aside.write_all(msg.as_bytes()).is_ok() {
+        metrics
+            .requests
+            .get_or_create(&StatusLabel { status })
+            .inc();
+        metrics
+            .errors
+            .get_or_create(&KindLabel {
+                kind: "bad_request",
+            })
+            .inc();
+        tracing::info!("malformed request: {status} ({e})");
+    }
+    let _ = aside.shutdown(std::net::Shutdown::Write);
 }
 
 async fn serve_admin(listener: tokio::net::TcpListener, state: Arc<State>) {

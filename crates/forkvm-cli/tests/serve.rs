@@ -1,0 +1,1498 @@
+//! `forkvm serve` end to end: a real server on a loopback port, real HTTP clients (curl,
+//! raw TCP for what curl will not send, nginx as a reverse proxy when installed).
+//!
+//! The guests are the examples in `examples/` and the test guests in `tests/guests/serve/`,
+//! built into `examples/out/` by `examples/build.sh` (run once per test binary; quick when
+//! up to date). The native build of the same handlers (`*.native`, see
+//! `examples/native/server.c`) is the reference for differential checks.
+//!
+//! Every server is started on a free port, waited for until it accepts connections, and
+//! killed when its guard is dropped, so a failing test leaves nothing running. Its stdout
+//! and stderr go to files in a scratch directory and are shown when an assertion fails.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long a server may take to start accepting connections.
+const STARTUP: Duration = Duration::from_secs(60);
+/// Upper bound for any single HTTP exchange (curl --max-time, socket timeouts).
+const EXCHANGE_SECS: u64 = 60;
+
+// ---------------------------------------------------------------------------- setup
+
+fn repo_root() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    p.canonicalize()
+        .unwrap_or_else(|e| panic!("cannot resolve {}: {e}", p.display()))
+}
+
+fn forkvm_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_forkvm"))
+}
+
+/// Runs `examples/build.sh` once per test process; panics with its output on failure.
+fn build_examples() {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let result = BUILT.get_or_init(|| {
+        let script = repo_root().join("examples/build.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} failed ({}); run it by hand to see why:\n{}{}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    });
+    if let Err(e) = result {
+        panic!("building the examples failed: {e}");
+    }
+}
+
+/// A built program in `examples/out`, e.g. `example("hello")`, `example("tests/echo")`.
+fn example(name: &str) -> String {
+    build_examples();
+    let p = repo_root().join("examples/out").join(name);
+    assert!(
+        p.is_file(),
+        "{} is missing; run examples/build.sh",
+        p.display()
+    );
+    p.to_string_lossy().into_owned()
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("forkvm-serve-tests")
+        .join(format!(
+            "{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    dir
+}
+
+/// A loopback port nobody listens on right now.
+fn free_port() -> u16 {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local_addr").port()
+}
+
+fn tail(path: &Path) -> String {
+    let s = std::fs::read(path).unwrap_or_default();
+    let s = String::from_utf8_lossy(&s);
+    const MAX: usize = 4000;
+    if s.len() <= MAX {
+        return s.into_owned();
+    }
+    let mut start = s.len() - MAX;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("[...]\n{}", &s[start..])
+}
+
+/// Where a program is on the PATH (or in /usr/sbin, where Debian puts nginx).
+fn which(prog: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+// --------------------------------------------------------------------------- server
+
+/// A running `forkvm serve` (or native example server), killed on drop.
+struct Server {
+    child: Option<Child>,
+    port: u16,
+    admin_port: Option<u16>,
+    dir: PathBuf,
+    command: String,
+}
+
+impl Server {
+    /// `forkvm serve --listen 127.0.0.1:PORT FLAGS... [PROGRAM ARGS...]`.
+    fn start(name: &str, flags: &[&str], program: &[&str]) -> Server {
+        Self::launch(name, flags, program, false)
+    }
+
+    /// Like [`Server::start`], with `--admin 127.0.0.1:ADMIN_PORT`.
+    fn start_with_admin(name: &str, flags: &[&str], program: &[&str]) -> Server {
+        Self::launch(name, flags, program, true)
+    }
+
+    fn launch(name: &str, flags: &[&str], program: &[&str], admin: bool) -> Server {
+        let port = free_port();
+        let admin_port = admin.then(free_port);
+        let mut cmd = Command::new(forkvm_bin());
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"));
+        if let Some(a) = admin_port {
+            cmd.arg("--admin").arg(format!("127.0.0.1:{a}"));
+        }
+        cmd.args(flags).args(program).env_remove("RUST_LOG");
+        Self::spawn(name, cmd, port, admin_port)
+    }
+
+    /// A native example server (`examples/out/NAME.native`) on a free port.
+    fn native(name: &str, program: &[&str]) -> Server {
+        let port = free_port();
+        let mut cmd = Command::new(example(&format!("{}.native", program[0])));
+        cmd.args(&program[1..])
+            .env("FORKVM_NATIVE_LISTEN", format!("127.0.0.1:{port}"));
+        Self::spawn(name, cmd, port, None)
+    }
+
+    fn spawn(name: &str, mut cmd: Command, port: u16, admin_port: Option<u16>) -> Server {
+        let dir = scratch(name);
+        let command = format!(
+            "{} {}",
+            cmd.get_program().to_string_lossy(),
+            cmd.get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let stdout = File::create(dir.join("stdout.log")).expect("create stdout.log");
+        let stderr = File::create(dir.join("stderr.log")).expect("create stderr.log");
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::from(stdout))
+            .stderr(Stdio::from(stderr));
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{command}`: {e}"));
+        let mut s = Server {
+            child: Some(child),
+            port,
+            admin_port,
+            dir,
+            command,
+        };
+        s.wait_accepting(port);
+        if let Some(a) = admin_port {
+            s.wait_accepting(a);
+        }
+        s
+    }
+
+    /// Waits until `port` accepts connections; panics if the server exits or takes too long.
+    fn wait_accepting(&mut self, port: u16) {
+        let deadline = Instant::now() + STARTUP;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(st)) = child.try_wait() {
+                    self.child = None;
+                    panic!(
+                        "the server exited ({st}) before accepting connections\n{}",
+                        self.describe()
+                    );
+                }
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok() {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "the server did not accept connections on port {port} within {STARTUP:?}\n{}",
+                    self.describe()
+                );
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child
+            .as_ref()
+            .map(Child::id)
+            .expect("the server is running")
+    }
+
+    fn stdout_log(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(self.dir.join("stdout.log")).unwrap_or_default())
+            .into_owned()
+    }
+
+    fn stderr_log(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(self.dir.join("stderr.log")).unwrap_or_default())
+            .into_owned()
+    }
+
+    /// The command and the tails of its output, for assertion messages.
+    fn describe(&self) -> String {
+        format!(
+            "server: {}\n--- server stdout:\n{}\n--- server stderr:\n{}\n---",
+            self.command,
+            tail(&self.dir.join("stdout.log")),
+            tail(&self.dir.join("stderr.log"))
+        )
+    }
+
+    /// `curl` GET of `path`.
+    fn get(&self, path: &str) -> Reply {
+        curl(&[&self.url(path)])
+    }
+
+    /// Asserts a 200 with exactly `body`.
+    fn expect(&self, path: &str, body: &str) {
+        let r = self.get(path);
+        assert!(
+            r.status == 200 && r.body == body.as_bytes(),
+            "GET {path}: expected 200 {body:?}\n{}\n{}",
+            r.describe(),
+            self.describe()
+        );
+    }
+
+    /// Sends SIGTERM and waits (at most `limit`) for the exit status.
+    fn terminate(&mut self, limit: Duration) -> ExitStatus {
+        let pid = self.pid();
+        let st = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(st.success(), "kill -TERM {pid} failed");
+        let deadline = Instant::now() + limit;
+        let child = self.child.as_mut().expect("the server is running");
+        loop {
+            if let Some(st) = child.try_wait().expect("wait for the server") {
+                self.child = None;
+                return st;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "the server did not exit within {limit:?} of SIGTERM\n{}",
+                    self.describe()
+                );
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------ curl
+
+/// One HTTP answer as curl saw it.
+#[derive(Debug)]
+struct Reply {
+    /// 0 when curl got no answer.
+    status: u16,
+    /// The final header block's fields (names as sent).
+    headers: Vec<(String, String)>,
+    /// The raw final header block.
+    head: String,
+    body: Vec<u8>,
+    curl_status: Option<i32>,
+    curl_stderr: String,
+    elapsed: Duration,
+}
+
+impl Reply {
+    /// The value of header `name` (case-insensitive).
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    fn describe(&self) -> String {
+        let body = if self.body.len() > 2000 {
+            format!(
+                "[{} bytes] {}...",
+                self.body.len(),
+                String::from_utf8_lossy(&self.body[..2000])
+            )
+        } else {
+            self.text()
+        };
+        format!(
+            "curl exit {:?} after {:?}; status {}\n--- head:\n{}\n--- body:\n{}\n--- curl stderr:\n{}",
+            self.curl_status, self.elapsed, self.status, self.head, body, self.curl_stderr
+        )
+    }
+}
+
+/// Splits curl `-i` output into the final header block and the body (skipping 1xx blocks).
+fn parse_curl_output(out: &[u8]) -> (u16, String, Vec<(String, String)>, Vec<u8>) {
+    let mut rest = out;
+    loop {
+        let Some(end) = find(rest, b"\r\n\r\n") else {
+            return (
+                0,
+                String::from_utf8_lossy(rest).into_owned(),
+                Vec::new(),
+                Vec::new(),
+            );
+        };
+        let head = String::from_utf8_lossy(&rest[..end]).into_owned();
+        let body = &rest[end + 4..];
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u16>().ok())
+            .unwrap_or(0);
+        if (100..200).contains(&status) && body.starts_with(b"HTTP/") {
+            rest = body;
+            continue;
+        }
+        let headers = head
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                Some((k.trim().to_string(), v.trim().to_string()))
+            })
+            .collect();
+        return (status, head, headers, body.to_vec());
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Runs `curl -sS -i --max-time 60 ARGS...` (one URL) and parses the answer.
+fn curl(args: &[&str]) -> Reply {
+    let start = Instant::now();
+    let out = Command::new("curl")
+        .args(["-sS", "-i", "--max-time", &EXCHANGE_SECS.to_string()])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run curl (is it installed?): {e}"));
+    let (status, head, headers, body) = parse_curl_output(&out.stdout);
+    Reply {
+        status,
+        headers,
+        head,
+        body,
+        curl_status: out.status.code(),
+        curl_stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: start.elapsed(),
+    }
+}
+
+// ------------------------------------------------------------------------- raw HTTP
+
+/// One response read off a raw connection.
+#[derive(Debug)]
+struct RawResponse {
+    status: u16,
+    head: String,
+    body: Vec<u8>,
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).expect("connect to the server");
+    s.set_read_timeout(Some(Duration::from_secs(EXCHANGE_SECS)))
+        .expect("set_read_timeout");
+    s.set_write_timeout(Some(Duration::from_secs(EXCHANGE_SECS)))
+        .expect("set_write_timeout");
+    s
+}
+
+/// A reader of HTTP/1.1 responses from a stream, keeping bytes past the current one.
+struct ResponseReader {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl ResponseReader {
+    fn new(stream: TcpStream) -> Self {
+        ResponseReader {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Reads more bytes; false at EOF.
+    fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 65536];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+            Err(e) => panic!(
+                "reading from the server: {e} (got so far: {:?})",
+                String::from_utf8_lossy(&self.buf)
+            ),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Vec<u8> {
+        while self.buf.len() < n {
+            if !self.fill() {
+                panic!(
+                    "connection closed inside a response body (have {} of {n} bytes)",
+                    self.buf.len()
+                );
+            }
+        }
+        self.buf.drain(..n).collect()
+    }
+
+    fn line(&mut self) -> String {
+        loop {
+            if let Some(i) = find(&self.buf, b"\r\n") {
+                let l = self.take(i + 2);
+                return String::from_utf8_lossy(&l[..i]).into_owned();
+            }
+            if !self.fill() {
+                panic!(
+                    "connection closed inside a line: {:?}",
+                    String::from_utf8_lossy(&self.buf)
+                );
+            }
+        }
+    }
+
+    /// The next response (skipping 1xx), or None at a clean EOF.
+    fn next(&mut self) -> Option<RawResponse> {
+        loop {
+            while self.buf.is_empty() {
+                if !self.fill() {
+                    return None;
+                }
+            }
+            let status_line = self.line();
+            let status = status_line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+            let mut head = status_line.clone();
+            let (mut length, mut chunked) = (None, false);
+            loop {
+                let l = self.line();
+                if l.is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = l.split_once(':') {
+                    let v = v.trim();
+                    if k.eq_ignore_ascii_case("content-length") {
+                        length = v.parse::<usize>().ok();
+                    } else if k.eq_ignore_ascii_case("transfer-encoding") {
+                        chunked = v.to_ascii_lowercase().contains("chunked");
+                    }
+                }
+                head.push('\n');
+                head.push_str(&l);
+            }
+            if (100..200).contains(&status) {
+                continue;
+            }
+            let body = if chunked {
+                let mut body = Vec::new();
+                loop {
+                    let size_line = self.line();
+                    let hex = size_line.split(';').next().unwrap_or("").trim();
+                    let size = usize::from_str_radix(hex, 16)
+                        .unwrap_or_else(|_| panic!("bad chunk size {size_line:?}"));
+                    if size == 0 {
+                        while !self.line().is_empty() {}
+                        break;
+                    }
+                    body.extend(self.take(size));
+                    self.take(2);
+                }
+                body
+            } else if let Some(n) = length {
+                self.take(n)
+            } else {
+                // Delimited by the end of the connection.
+                while self.fill() {}
+                std::mem::take(&mut self.buf)
+            };
+            return Some(RawResponse { status, head, body });
+        }
+    }
+}
+
+/// Writes `request` on a new connection and reads `n` responses.
+fn raw_exchange(port: u16, request: &[u8], n: usize) -> Vec<RawResponse> {
+    let mut s = connect(port);
+    s.write_all(request).expect("write the request");
+    let mut r = ResponseReader::new(s);
+    (0..n)
+        .map(|i| {
+            r.next().unwrap_or_else(|| {
+                panic!("the server closed the connection before response {}", i + 1)
+            })
+        })
+        .collect()
+}
+
+// --------------------------------------------------------------------------- helpers
+
+/// FNV-1a 64, as tests/guests/serve/echo.c reports it.
+fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf29ce484222325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// Deterministic pseudo-random bytes (includes CR, LF, NUL and "0\r\n\r\n"-like runs).
+fn payload(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// The body examples/c/counter.c sends for `?big=MIB`.
+fn big_body(mib: usize) -> Vec<u8> {
+    let pattern = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012";
+    let mut out = Vec::with_capacity(mib << 20);
+    for line in 0..(mib << 20) / 64 {
+        out.extend_from_slice(format!("{:07} ", line % 10_000_000).as_bytes());
+        out.extend_from_slice(pattern);
+        out.push(b'\n');
+    }
+    out
+}
+
+fn write_file(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, data).unwrap_or_else(|e| panic!("cannot write {}: {e}", p.display()));
+    p
+}
+
+/// The value of `key=` in echo's "key=value" lines.
+fn echo_field(body: &str, key: &str) -> Option<String> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('=').map(str::to_string))
+}
+
+fn assert_server_timing(r: &Reply, s: &Server) {
+    let st = r.header("server-timing").unwrap_or_else(|| {
+        panic!(
+            "no Server-Timing header\n{}\n{}",
+            r.describe(),
+            s.describe()
+        )
+    });
+    for part in ["queue;dur=", "reset;dur=", "run;dur="] {
+        assert!(
+            st.contains(part),
+            "Server-Timing {st:?} lacks {part:?}\n{}",
+            s.describe()
+        );
+    }
+    // Every dur must be a non-negative number.
+    for piece in st.split(',') {
+        if let Some((_, d)) = piece.split_once("dur=") {
+            let v: f64 = d
+                .trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("Server-Timing {st:?}: {d:?} is not a number"));
+            assert!(v >= 0.0 && v.is_finite(), "Server-Timing {st:?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------- tests
+
+#[test]
+fn hello_over_curl() {
+    let s = Server::start("hello", &["--concurrency", "1"], &[&example("hello")]);
+    let r = s.get("/");
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
+    assert_eq!(r.text(), "Hello from forkvm!\n", "{}", r.describe());
+    assert!(
+        r.header("content-type")
+            .is_some_and(|v| v.starts_with("text/plain")),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(r.header("content-length"), Some("19"), "{}", r.describe());
+    // Any path and method reach the same handler.
+    let r = curl(&["-X", "DELETE", &s.url("/some/where?x=1")]);
+    assert_eq!(r.status, 200, "{}", r.describe());
+    assert_eq!(r.text(), "Hello from forkvm!\n");
+}
+
+#[test]
+fn builtin_example_without_program() {
+    let s = Server::start("builtin", &["--concurrency", "1"], &[]);
+    for _ in 0..3 {
+        let r = s.get("/");
+        assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
+        assert!(!r.body.is_empty(), "{}", r.describe());
+        assert_server_timing(&r, &s);
+    }
+}
+
+#[test]
+fn missing_program_is_an_error() {
+    let out = Command::new(forkvm_bin())
+        .args(["serve", "--listen"])
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("/nonexistent/forkvm-guest")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run forkvm");
+    assert!(
+        out.status.code().is_some_and(|c| c != 0),
+        "expected a non-zero exit, got {}",
+        out.status
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("/nonexistent/forkvm-guest"),
+        "stderr should name the program: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn rust_examples_match_c_and_native() {
+    let data = repo_root().join("examples/data");
+    let csv = data.join("products.csv");
+    let (data, csv) = (
+        data.to_string_lossy().into_owned(),
+        csv.to_string_lossy().into_owned(),
+    );
+    let hello = Server::start("hello_rs", &["--concurrency", "1"], &[&example("hello_rs")]);
+    hello.expect("/", "Hello from forkvm!\n");
+
+    let flags = ["--concurrency", "1", "--allow-read", &data];
+    let c = Server::start("render_c", &flags, &[&example("render")]);
+    let rs = Server::start("render_rs", &flags, &[&example("render_rs")]);
+    let native = Server::native("render_native", &["render"]);
+    let c_csv = Server::start("render_c_csv", &flags, &[&example("render"), &csv]);
+    let rs_csv = Server::start("render_rs_csv", &flags, &[&example("render_rs"), &csv]);
+    let native_csv = Server::native("render_native_csv", &["render", &csv]);
+    for path in [
+        "/",
+        "/shop/%3Cx%3E?user=%3Cscript%3Ealert(1)%3C/script%3E&sort=price",
+        "/?sort=name&user=a+b%26c",
+        "/?sort=stock&sort=price",
+        "/a&b'c(d)?user=%00hidden",
+        "/?user=%zz%4",
+    ] {
+        for (a, b, what) in [(&c, &rs, "C vs Rust"), (&c, &native, "guest vs native")] {
+            let (ra, rb) = (a.get(path), b.get(path));
+            assert_eq!(
+                ra.status,
+                200,
+                "{path}: {}\n{}",
+                ra.describe(),
+                a.describe()
+            );
+            assert_eq!(
+                rb.status,
+                200,
+                "{path}: {}\n{}",
+                rb.describe(),
+                b.describe()
+            );
+            assert!(
+                ra.body == rb.body,
+                "{what}: pages for {path} differ\n--- {}\n{}\n--- {}\n{}",
+                a.command,
+                ra.text(),
+                b.command,
+                rb.text()
+            );
+        }
+        for (a, b, what) in [
+            (&c_csv, &rs_csv, "C vs Rust (CSV)"),
+            (&c_csv, &native_csv, "guest vs native (CSV)"),
+        ] {
+            let (ra, rb) = (a.get(path), b.get(path));
+            assert_eq!(
+                ra.status,
+                200,
+                "{path}: {}\n{}",
+                ra.describe(),
+                a.describe()
+            );
+            assert!(
+                ra.body == rb.body,
+                "{what}: pages for {path} differ\n--- {}\n{}\n--- {}\n{}",
+                a.command,
+                ra.text(),
+                b.command,
+                rb.text()
+            );
+        }
+    }
+    let r = c_csv.get("/");
+    assert!(
+        r.text().contains("Espresso Cup &amp; Saucer"),
+        "{}",
+        r.describe()
+    );
+    assert!(r.text().contains("8 products;"), "{}", r.describe());
+}
+
+#[test]
+fn render_page_is_escaped_and_deterministic() {
+    let s = Server::start("render", &["--concurrency", "2"], &[&example("render")]);
+    let path = "/shop/%3Cb%3E?user=%3Cscript%3E&sort=price";
+    let first = s.get(path);
+    assert_eq!(first.status, 200, "{}\n{}", first.describe(), s.describe());
+    assert!(first
+        .header("content-type")
+        .is_some_and(|v| v.starts_with("text/html")));
+    let page = first.text();
+    assert!(page.len() > 25_000, "page is only {} bytes", page.len());
+    assert!(
+        page.contains("Hello, &lt;script&gt;!"),
+        "user not escaped:\n{page}"
+    );
+    assert!(!page.contains("<script>"), "user echoed unescaped:\n{page}");
+    assert!(page.contains("sorted by price"), "{page}");
+    assert!(page.contains("200 products;"), "{page}");
+    for _ in 0..5 {
+        let again = s.get(path);
+        assert!(
+            again.body == first.body,
+            "render output changed between requests"
+        );
+    }
+}
+
+#[test]
+fn counter_ephemeral_is_always_one() {
+    let s = Server::start(
+        "counter_eph",
+        &["--ephemeral", "true", "--concurrency", "2"],
+        &[&example("counter")],
+    );
+    for _ in 0..10 {
+        s.expect("/", "1\n");
+    }
+}
+
+#[test]
+fn counter_persistent_counts_up() {
+    let s = Server::start(
+        "counter_persist",
+        &["--ephemeral", "false", "--concurrency", "1"],
+        &[&example("counter")],
+    );
+    for i in 1..=10 {
+        s.expect("/", &format!("{i}\n"));
+    }
+}
+
+#[test]
+fn secrets_never_reach_a_later_request() {
+    let s = Server::start("secret", &["--concurrency", "1"], &[&example("counter")]);
+    for i in 0..5 {
+        s.expect(&format!("/?secret=TOPSECRET{i}"), "stored\n");
+        s.expect("/?peek=1", "heap=\nglobal=\n");
+    }
+    // Two workers, requests interleaved from several clients at once.
+    let s2 = Server::start("secret2", &["--concurrency", "2"], &[&example("counter")]);
+    thread::scope(|scope| {
+        for t in 0..4 {
+            let s2 = &s2;
+            scope.spawn(move || {
+                for i in 0..5 {
+                    s2.expect(&format!("/?secret=T{t}S{i}"), "stored\n");
+                    s2.expect("/?peek=1", "heap=\nglobal=\n");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn secrets_persist_without_ephemeral_control() {
+    // The control for the isolation test: without resets the peek does see the secret.
+    let s = Server::start(
+        "secret_control",
+        &["--ephemeral", "false", "--concurrency", "1"],
+        &[&example("counter")],
+    );
+    s.expect("/?secret=VISIBLE", "stored\n");
+    s.expect("/?peek=1", "heap=VISIBLE\nglobal=VISIBLE\n");
+}
+
+#[test]
+fn crash_is_500_and_the_next_request_works() {
+    let s = Server::start("crash", &["--concurrency", "1"], &[&example("counter")]);
+    for _ in 0..3 {
+        let r = s.get("/?crash=1");
+        assert_eq!(r.status, 500, "{}\n{}", r.describe(), s.describe());
+        assert_server_timing(&r, &s);
+        s.expect("/", "1\n");
+    }
+    // Also when the worker would otherwise keep its state.
+    let p = Server::start(
+        "crash_persist",
+        &["--ephemeral", "false", "--concurrency", "1"],
+        &[&example("counter")],
+    );
+    let r = p.get("/?crash=1");
+    assert_eq!(r.status, 500, "{}\n{}", r.describe(), p.describe());
+    let r = p.get("/");
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), p.describe());
+}
+
+#[test]
+fn spin_is_504_and_the_next_request_works() {
+    let s = Server::start(
+        "spin",
+        &["--concurrency", "1", "--request-timeout", "1"],
+        &[&example("counter")],
+    );
+    let r = s.get("/?spin=1");
+    assert_eq!(r.status, 504, "{}\n{}", r.describe(), s.describe());
+    assert!(
+        r.elapsed < Duration::from_secs(10),
+        "the timeout took {:?}",
+        r.elapsed
+    );
+    assert_server_timing(&r, &s);
+    s.expect("/", "1\n");
+}
+
+#[test]
+fn no_response_is_502() {
+    let s = Server::start("noresp", &["--concurrency", "1"], &[&example("counter")]);
+    let r = s.get("/?noresp=1");
+    assert_eq!(r.status, 502, "{}\n{}", r.describe(), s.describe());
+    assert_server_timing(&r, &s);
+    s.expect("/", "1\n");
+}
+
+#[test]
+fn body_over_max_body_is_413() {
+    let s = Server::start(
+        "maxbody",
+        &["--concurrency", "1", "--max-body", "1000"],
+        &[&example("counter")],
+    );
+    let dir = scratch("maxbody-data");
+    let big = write_file(&dir, "big", &payload(5000, 1));
+    let exact = write_file(&dir, "exact", &payload(1000, 2));
+    let big_arg = format!("@{}", big.display());
+    let exact_arg = format!("@{}", exact.display());
+    let r = curl(&["--data-binary", &big_arg, &s.url("/")]);
+    assert_eq!(r.status, 413, "{}\n{}", r.describe(), s.describe());
+    let r = curl(&[
+        "-H",
+        "Transfer-Encoding: chunked",
+        "--data-binary",
+        &big_arg,
+        &s.url("/"),
+    ]);
+    assert_eq!(r.status, 413, "chunked: {}\n{}", r.describe(), s.describe());
+    let r = curl(&["--data-binary", &exact_arg, &s.url("/")]);
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (200, "len=1000\n"),
+        "{}\n{}",
+        r.describe(),
+        s.describe()
+    );
+}
+
+#[test]
+fn malformed_requests_are_400() {
+    let s = Server::start("malformed", &["--concurrency", "1"], &[&example("hello")]);
+    for garbage in [
+        &b"GARBAGE\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: x\r\nthis is not a header\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: banana\r\n\r\n",
+    ] {
+        let mut r = ResponseReader::new({
+            let mut c = connect(s.port);
+            c.write_all(garbage).expect("write");
+            c
+        });
+        let resp = r.next().unwrap_or_else(|| {
+            panic!(
+                "no answer to {:?}\n{}",
+                String::from_utf8_lossy(garbage),
+                s.describe()
+            )
+        });
+        assert_eq!(
+            resp.status,
+            400,
+            "{:?}: {}\n{}",
+            String::from_utf8_lossy(garbage),
+            resp.head,
+            s.describe()
+        );
+    }
+    s.expect("/", "Hello from forkvm!\n");
+}
+
+#[test]
+fn chunked_request_body_arrives_whole() {
+    let s = Server::start("chunked", &["--concurrency", "1"], &[&example("counter")]);
+    let e = Server::start(
+        "chunked_echo",
+        &["--concurrency", "1"],
+        &[&example("tests/echo")],
+    );
+    let dir = scratch("chunked-data");
+    let data = payload(100_000, 3);
+    let file = write_file(&dir, "body", &data);
+    let arg = format!("@{}", file.display());
+    let r = curl(&[
+        "-H",
+        "Transfer-Encoding: chunked",
+        "--data-binary",
+        &arg,
+        &s.url("/"),
+    ]);
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (200, "len=100000\n"),
+        "{}\n{}",
+        r.describe(),
+        s.describe()
+    );
+    let r = curl(&[
+        "-H",
+        "Transfer-Encoding: chunked",
+        "--data-binary",
+        &arg,
+        &e.url("/"),
+    ]);
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), e.describe());
+    let text = r.text();
+    assert_eq!(
+        echo_field(&text, "body_len").as_deref(),
+        Some("100000"),
+        "{text}"
+    );
+    assert_eq!(
+        echo_field(&text, "body_fnv"),
+        Some(format!("{:016x}", fnv1a(&data))),
+        "{text}"
+    );
+
+    // Hand-made chunks with an extension and a trailer, on a raw connection.
+    let req = b"POST /raw HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
+                5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n";
+    let resp = raw_exchange(e.port, req, 1).remove(0);
+    let text = String::from_utf8_lossy(&resp.body).into_owned();
+    assert_eq!(resp.status, 200, "{}\n{text}", resp.head);
+    assert_eq!(
+        echo_field(&text, "body_len").as_deref(),
+        Some("12"),
+        "{text}"
+    );
+    assert_eq!(
+        echo_field(&text, "body_fnv"),
+        Some(format!("{:016x}", fnv1a(b"hello, world"))),
+        "{text}"
+    );
+}
+
+#[test]
+fn echo_sees_the_request_and_sets_response_headers() {
+    let s = Server::start("echo", &["--concurrency", "1"], &[&example("tests/echo")]);
+    let r = curl(&[
+        "-H",
+        "X-Test: hello there",
+        &s.url("/a/b?x=1&y=2&status=201"),
+    ]);
+    assert_eq!(r.status, 201, "{}\n{}", r.describe(), s.describe());
+    assert_eq!(r.header("x-echo"), Some("yes"), "{}", r.describe());
+    assert_eq!(r.header("x-path-len"), Some("4"), "{}", r.describe());
+    let text = r.text();
+    assert_eq!(
+        echo_field(&text, "method").as_deref(),
+        Some("GET"),
+        "{text}"
+    );
+    assert_eq!(echo_field(&text, "path").as_deref(), Some("/a/b"), "{text}");
+    assert_eq!(
+        echo_field(&text, "query").as_deref(),
+        Some("x=1&y=2&status=201"),
+        "{text}"
+    );
+    assert_eq!(
+        echo_field(&text, "body_len").as_deref(),
+        Some("0"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.eq_ignore_ascii_case("header=x-test: hello there")),
+        "the request header did not reach the guest:\n{text}"
+    );
+    let data = payload(70_000, 4);
+    let file = write_file(&scratch("echo-data"), "body", &data);
+    let r = curl(&[
+        "--data-binary",
+        &format!("@{}", file.display()),
+        &s.url("/post"),
+    ]);
+    let text = r.text();
+    assert_eq!(
+        echo_field(&text, "method").as_deref(),
+        Some("POST"),
+        "{text}"
+    );
+    assert_eq!(
+        echo_field(&text, "body_len").as_deref(),
+        Some("70000"),
+        "{text}"
+    );
+    assert_eq!(
+        echo_field(&text, "body_fnv"),
+        Some(format!("{:016x}", fnv1a(&data))),
+        "{text}"
+    );
+}
+
+#[test]
+fn guest_output_goes_to_forkvm_output() {
+    let s = Server::start("output", &["--concurrency", "1"], &[&example("tests/echo")]);
+    let r = s.get("/?log=marker-4711");
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (out, err) = (s.stdout_log(), s.stderr_log());
+        if out.contains("echo-stdout: marker-4711") && err.contains("echo-stderr: marker-4711") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the guest's stdout/stderr did not reach forkvm's\n{}",
+            s.describe()
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn keep_alive_reuses_the_connection() {
+    let s = Server::start("keepalive", &["--concurrency", "1"], &[&example("hello")]);
+    let out = Command::new("curl")
+        .args(["-sS", "-v", "--max-time", &EXCHANGE_SECS.to_string()])
+        .arg(s.url("/one"))
+        .arg(s.url("/two"))
+        .output()
+        .expect("run curl");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "curl failed: {stderr}\n{}",
+        s.describe()
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Hello from forkvm!\nHello from forkvm!\n"
+    );
+    assert!(
+        stderr
+            .to_ascii_lowercase()
+            .contains("re-using existing connection"),
+        "curl opened a second connection:\n{stderr}\n{}",
+        s.describe()
+    );
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let s = Server::start(
+        "pipeline",
+        &["--concurrency", "2"],
+        &[&example("tests/echo")],
+    );
+    let mut req = Vec::new();
+    req.extend_from_slice(b"GET /first?sleep_ms=300 HTTP/1.1\r\nHost: x\r\n\r\n");
+    req.extend_from_slice(b"POST /second HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+    req.extend_from_slice(b"GET /third HTTP/1.1\r\nHost: x\r\n\r\n");
+    let resps = raw_exchange(s.port, &req, 3);
+    for (resp, path) in resps.iter().zip(["/first", "/second", "/third"]) {
+        let text = String::from_utf8_lossy(&resp.body);
+        assert_eq!(resp.status, 200, "{}\n{text}\n{}", resp.head, s.describe());
+        assert_eq!(
+            echo_field(&text, "path").as_deref(),
+            Some(path),
+            "out of order:\n{text}"
+        );
+    }
+    let second = String::from_utf8_lossy(&resps[1].body);
+    assert_eq!(
+        echo_field(&second, "body_len").as_deref(),
+        Some("5"),
+        "{second}"
+    );
+}
+
+#[test]
+fn large_response_arrives_intact() {
+    let s = Server::start("big", &["--concurrency", "1"], &[&example("counter")]);
+    let r = s.get("/?big=12");
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
+    assert_eq!(r.body.len(), 12 << 20, "{}", r.describe());
+    assert_eq!(
+        r.header("content-length"),
+        Some((12usize << 20).to_string().as_str())
+    );
+    assert!(r.body == big_body(12), "the 12 MiB body was corrupted");
+    s.expect("/", "1\n");
+}
+
+#[test]
+fn concurrent_clients_are_all_served() {
+    let s = Server::start("concurrent", &["--concurrency", "2"], &[&example("hello")]);
+    thread::scope(|scope| {
+        let handles: Vec<_> = (0..16).map(|_| scope.spawn(|| s.get("/"))).collect();
+        for h in handles {
+            let r = h.join().expect("client thread");
+            assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
+            assert_eq!(r.text(), "Hello from forkvm!\n");
+        }
+    });
+}
+
+#[test]
+fn overload_gives_503() {
+    let help = Command::new(forkvm_bin())
+        .args(["serve", "--help"])
+        .output()
+        .expect("run forkvm serve --help");
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let Some(flag) = help
+        .split_whitespace()
+        .find(|w| w.starts_with("--") && w.contains("queue"))
+        .map(|w| {
+            w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+                .to_string()
+        })
+    else {
+        eprintln!("skipped: `forkvm serve --help` shows no queue-size option");
+        return;
+    };
+    let s = Server::start(
+        "overload",
+        &["--concurrency", "1", &flag, "1", "--request-timeout", "2"],
+        &[&example("counter")],
+    );
+    let statuses: Vec<u16> = thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| scope.spawn(|| s.get("/?spin=1").status))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client"))
+            .collect()
+    });
+    assert!(
+        statuses.contains(&503),
+        "8 spinning requests against 1 worker and a queue of 1: no 503 in {statuses:?}\n{}",
+        s.describe()
+    );
+    assert!(
+        statuses.iter().all(|st| *st == 503 || *st == 504),
+        "{statuses:?}\n{}",
+        s.describe()
+    );
+    s.expect("/", "1\n");
+}
+
+#[test]
+fn server_timing_is_on_every_answer() {
+    let s = Server::start("timing", &["--concurrency", "1"], &[&example("counter")]);
+    for path in ["/", "/?secret=x", "/?big=1"] {
+        let r = s.get(path);
+        assert_eq!(r.status, 200, "{}", r.describe());
+        assert_server_timing(&r, &s);
+    }
+}
+
+#[test]
+fn admin_serves_metrics() {
+    let s = Server::start_with_admin("admin", &["--concurrency", "1"], &[&example("hello")]);
+    for _ in 0..3 {
+        s.expect("/", "Hello from forkvm!\n");
+    }
+    let admin = s.admin_port.expect("admin port");
+    let r = curl(&[&format!("http://127.0.0.1:{admin}/.forkvm/metrics")]);
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
+    let text = r.text();
+    let total: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("forkvm_requests_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(
+        total >= 3.0,
+        "forkvm_requests_total should count 3 requests:\n{text}"
+    );
+    // The admin endpoint is not served on the main port.
+    let r = s.get("/.forkvm/metrics");
+    assert!(
+        !r.text().contains("forkvm_requests_total"),
+        "metrics leak on the public port"
+    );
+}
+
+#[test]
+fn sigterm_finishes_the_request_in_flight_and_exits_0() {
+    let mut s = Server::start(
+        "sigterm",
+        &["--concurrency", "1"],
+        &[&example("tests/echo")],
+    );
+    let url = s.url("/slow?sleep_ms=2000");
+    let client = thread::spawn(move || curl(&[&url]));
+    // Let the request reach the worker.
+    thread::sleep(Duration::from_millis(700));
+    let st = s.terminate(Duration::from_secs(30));
+    let r = client.join().expect("client thread");
+    assert_eq!(
+        r.status,
+        200,
+        "the request in flight was dropped: {}\n{}",
+        r.describe(),
+        s.describe()
+    );
+    assert_eq!(
+        echo_field(&r.text(), "path").as_deref(),
+        Some("/slow"),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(
+        st.code(),
+        Some(0),
+        "exit status after SIGTERM: {st}\n{}",
+        s.describe()
+    );
+}
+
+#[test]
+fn hostile_guest_cannot_break_the_server() {
+    let s = Server::start(
+        "hostile",
+        &[
+            "--concurrency",
+            "1",
+            "--memory",
+            "64",
+            "--request-timeout",
+            "10",
+        ],
+        &[&example("tests/hostile")],
+    );
+    let ok = |s: &Server| s.expect("/?mode=none", "ok\n");
+    let r = s.get("/?mode=badptr");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (200, "rc=-14\n"),
+        "{}\n{}",
+        r.describe(),
+        s.describe()
+    );
+    let r = s.get("/?mode=badstatus");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (200, "rc=-22\n"),
+        "{}\n{}",
+        r.describe(),
+        s.describe()
+    );
+    let r = s.get("/?mode=hugeheaders");
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
+    assert!(
+        r.text().starts_with("rc=-"),
+        "100 KiB of headers accepted? {}",
+        r.describe()
+    );
+    let r = s.get("/?mode=inject");
+    assert!(
+        !r.head.lines().any(|l| {
+            let l = l.to_ascii_lowercase();
+            l.starts_with("injected") || l.starts_with("bad name")
+        }),
+        "a bare CR in a guest header value injected a field:\n{}",
+        r.head
+    );
+    assert!(r.status == 200 || r.status >= 500, "{}", r.describe());
+    ok(&s);
+    let r = s.get("/?mode=twice");
+    assert!(
+        (r.status, r.text().as_str()) == (200, "first\n")
+            || (r.status, r.text().as_str()) == (201, "second\n"),
+        "status and body of two answers mixed: {}",
+        r.describe()
+    );
+    for mode in ["exit", "stack", "kernel"] {
+        let r = s.get(&format!("/?mode={mode}"));
+        assert!(
+            r.status >= 500 && r.status < 600,
+            "mode={mode}: {}\n{}",
+            r.describe(),
+            s.describe()
+        );
+        ok(&s);
+    }
+    let r = s.get("/?mode=oom");
+    assert!(
+        r.status == 200 || r.status == 500,
+        "{}\n{}",
+        r.describe(),
+        s.describe()
+    );
+    if r.status == 200 {
+        let mib: u64 = r
+            .text()
+            .trim()
+            .trim_start_matches("mib=")
+            .parse()
+            .unwrap_or(u64::MAX);
+        assert!(mib <= 64, "the guest got {mib} MiB with --memory 64");
+    }
+    ok(&s);
+}
+
+#[test]
+fn nginx_reverse_proxy() {
+    let Some(nginx) = which("nginx") else {
+        eprintln!("skipped: nginx is not installed (apt-get install -y nginx-light or nginx)");
+        return;
+    };
+    let hello = Server::start("nginx_hello", &["--concurrency", "1"], &[&example("hello")]);
+    let counter = Server::start(
+        "nginx_counter",
+        &["--concurrency", "1"],
+        &[&example("counter")],
+    );
+    let dir = scratch("nginx");
+    for d in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
+        std::fs::create_dir_all(dir.join(d)).expect("create nginx temp dir");
+    }
+    let port = free_port();
+    let d = dir.display();
+    let conf = format!(
+        r#"daemon off;
+master_process off;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log info;
+events {{ worker_connections 64; }}
+http {{
+    access_log {d}/access.log;
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    upstream hello {{ server 127.0.0.1:{hp}; keepalive 4; }}
+    upstream counter {{ server 127.0.0.1:{cp}; keepalive 4; }}
+    server {{
+        listen 127.0.0.1:{port};
+        location /counter/ {{
+            proxy_pass http://counter/;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+        location / {{
+            proxy_pass http://hello;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+    }}
+}}
+"#,
+        hp = hello.port,
+        cp = counter.port,
+    );
+    let conf_path = write_file(&dir, "nginx.conf", conf.as_bytes());
+    let mut cmd = Command::new(&nginx);
+    cmd.arg("-c")
+        .arg(&conf_path)
+        .arg("-p")
+        .arg(&dir)
+        .arg("-e")
+        .arg(dir.join("error.log"));
+    let proxy = Server::spawn("nginx_proc", cmd, port, None);
+    let through = |path: &str| curl(&[&proxy.url(path)]);
+    for _ in 0..3 {
+        let r = through("/");
+        assert_eq!(
+            r.status,
+            200,
+            "{}\n{}\n{}",
+            r.describe(),
+            tail(&dir.join("error.log")),
+            hello.describe()
+        );
+        assert_eq!(r.text(), "Hello from forkvm!\n");
+        assert!(r.header("server-timing").is_some(), "{}", r.describe());
+    }
+    for _ in 0..5 {
+        let r = through("/counter/");
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "1\n"),
+            "{}\n{}",
+            r.describe(),
+            counter.describe()
+        );
+    }
+    let r = through("/counter/?crash=1");
+    assert_eq!(r.status, 500, "{}", r.describe());
+    let r = through("/counter/?noresp=1");
+    assert_eq!(r.status, 502, "{}", r.describe());
+    let r = through("/counter/");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (200, "1\n"),
+        "{}",
+        r.describe()
+    );
+    drop(proxy);
+}
