@@ -67,14 +67,17 @@ impl Snapshot {
         rustix::fs::ftruncate(&fd, size).map_err(|e| err(e.into()))?;
         let base = mem.base.as_ptr() as u64;
         let ranges = pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0).map_err(&err)?;
-        let whole = mem.kernel_read(0, size).map_err(|_| err(std::io::Error::from_raw_os_error(libc::EFAULT)))?;
+        let whole = mem
+            .kernel_read(0, size)
+            .map_err(|_| err(std::io::Error::from_raw_os_error(libc::EFAULT)))?;
         for (s, e) in ranges {
             let off = s - base;
             let bytes = &whole[off as usize..(e - base) as usize];
             // Skip pages that are all zero: the memfd reads as zero there already.
             for (i, page) in bytes.chunks(PAGE_SIZE as usize).enumerate() {
                 if page.iter().any(|&b| b != 0) {
-                    rustix::io::pwrite(&fd, page, off + i as u64 * PAGE_SIZE).map_err(|e| err(e.into()))?;
+                    rustix::io::pwrite(&fd, page, off + i as u64 * PAGE_SIZE)
+                        .map_err(|e| err(e.into()))?;
                 }
             }
         }
