@@ -91,7 +91,26 @@ fn sys_time(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(t)
 }
 
-fn sleep_relative(mem: &mut GuestMemory, req: Timespec, rem_ptr: u64) -> SysResult {
+/// With other threads, a sleeping thread lets them run instead of sleeping the vCPU.
+fn block_thread(p: &mut Process, d: std::time::Duration) -> SysResult {
+    p.sched = Some(super::thread::Sched::Block(super::thread::Wait::Sleep(
+        std::time::Instant::now() + d,
+    )));
+    Ok(0)
+}
+
+fn sleep_relative(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    req: Timespec,
+    rem_ptr: u64,
+) -> SysResult {
+    if !p.threads.others.is_empty() {
+        return block_thread(
+            p,
+            std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32),
+        );
+    }
     match rustix::thread::nanosleep(&req) {
         NanosleepRelativeResult::Ok => Ok(0),
         NanosleepRelativeResult::Interrupted(rem) => {
@@ -105,16 +124,16 @@ fn sleep_relative(mem: &mut GuestMemory, req: Timespec, rem_ptr: u64) -> SysResu
 }
 
 /// Implements nanosleep(2).
-fn sys_nanosleep(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+fn sys_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let req = read_timespec(mem, a[0])?;
     if a[1] != 0 {
         mem.read(a[1], 16)?;
     }
-    sleep_relative(mem, req, a[1])
+    sleep_relative(p, mem, req, a[1])
 }
 
 /// Implements clock_nanosleep(2).
-fn sys_clock_nanosleep(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+fn sys_clock_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [id, flags, req_ptr, rem_ptr, ..] = *a;
     let id = match clock(id)? {
         ClockId::Realtime => SleepClock::Realtime,
@@ -123,6 +142,19 @@ fn sys_clock_nanosleep(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
         _ => return Err(Errno::EINVAL),
     };
     let req = read_timespec(mem, req_ptr)?;
+    if !p.threads.others.is_empty() {
+        let d = std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32);
+        let d = if flags & TIMER_ABSTIME != 0 {
+            let now = rustix::time::clock_gettime(clock(a[0])?);
+            d.saturating_sub(std::time::Duration::new(
+                now.tv_sec as u64,
+                now.tv_nsec as u32,
+            ))
+        } else {
+            d
+        };
+        return block_thread(p, d);
+    }
     if flags & TIMER_ABSTIME != 0 {
         return match rustix::thread::clock_nanosleep_absolute(id, &req) {
             Ok(()) => Ok(0),
