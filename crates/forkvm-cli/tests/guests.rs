@@ -239,3 +239,23 @@ fn panic_rs() {
         vm.describe()
     );
 }
+
+#[test]
+fn cat_files_and_errors() {
+    let dir = make_data_dir("cat_files_and_errors");
+    let files: Vec<std::path::PathBuf> = ["small.txt", "big.bin", "empty", "missing", "sub"]
+        .iter()
+        .map(|f| dir.join(f))
+        .collect();
+    let (_, vm) = check(
+        &Case::new(guest("cat.musl"))
+            .args(files.iter().map(|p| p.as_os_str()))
+            .flags([std::ffi::OsStr::new("--allow-read"), dir.as_os_str()]),
+    );
+    assert_eq!(vm.status, 1, "{}", vm.describe());
+}
+
+#[test]
+fn cat_stdin_to_stdout() {
+    check(&Case::new(guest("cat.glibc")).stdin(pseudo_random(1 << 20, 11)));
+}

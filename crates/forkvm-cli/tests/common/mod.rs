@@ -13,16 +13,18 @@ use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
+use std::sync::{mpsc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// How long any single process may run before the test gives up on it.
 pub const WATCHDOG: Duration = Duration::from_secs(120);
 
-/// The repository root.
+/// The repository root (canonical: no `..`, no symlinks).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    p.canonicalize()
+        .unwrap_or_else(|e| panic!("cannot resolve {}: {e}", p.display()))
 }
 
 /// `tests/guests/out`.
@@ -32,7 +34,7 @@ pub fn guests_out() -> PathBuf {
 
 /// The `forkvm` binary under test.
 pub fn forkvm_bin() -> PathBuf {
-    PathBuf::from("/tmp/fakevm/forkvm")
+    PathBuf::from(env!("CARGO_BIN_EXE_forkvm"))
 }
 
 /// Runs `tests/guests/build.sh` once per test process; panics with its output on failure.
@@ -81,7 +83,8 @@ pub fn scratch_dir(test_name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)
         .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
-    dir
+    dir.canonicalize()
+        .unwrap_or_else(|e| panic!("cannot resolve {}: {e}", dir.display()))
 }
 
 /// The outcome of one process run.
@@ -162,13 +165,26 @@ fn describe_command(cmd: &Command) -> String {
     s
 }
 
-/// Runs `cmd` with `stdin` as its input, collecting stdout/stderr; kills it and panics if
-/// it runs longer than `limit`.
+/// Spawns a thread that reads `r` to the end and sends the bytes on a channel.
+fn collect(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = r.read_to_end(&mut v);
+        let _ = tx.send(v);
+    });
+    rx
+}
+
+/// Runs `cmd` with `stdin` as its input, collecting stdout/stderr. The process gets its own
+/// process group; if it runs longer than `limit` the whole group is killed and the test
+/// panics.
 pub fn run_cmd(mut cmd: Command, stdin: &[u8], limit: Duration) -> Run {
     let command = describe_command(&cmd);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .stderr(Stdio::piped())
+        .process_group(0);
     let start = Instant::now();
     let mut child = cmd
         .spawn()
@@ -177,21 +193,11 @@ pub fn run_cmd(mut cmd: Command, stdin: &[u8], limit: Duration) -> Run {
     let mut child_in = child.stdin.take().expect("stdin is piped");
     let input = stdin.to_vec();
     // Errors (EPIPE when the program does not read its input) are fine.
-    let t_in = thread::spawn(move || {
+    thread::spawn(move || {
         let _ = child_in.write_all(&input);
     });
-    let mut child_out = child.stdout.take().expect("stdout is piped");
-    let t_out = thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = child_out.read_to_end(&mut v);
-        v
-    });
-    let mut child_err = child.stderr.take().expect("stderr is piped");
-    let t_err = thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = child_err.read_to_end(&mut v);
-        v
-    });
+    let out_rx = collect(child.stdout.take().expect("stdout is piped"));
+    let err_rx = collect(child.stderr.take().expect("stderr is piped"));
 
     let mut timed_out = false;
     let status = loop {
@@ -202,15 +208,27 @@ pub fn run_cmd(mut cmd: Command, stdin: &[u8], limit: Duration) -> Run {
         }
         if start.elapsed() > limit {
             timed_out = true;
-            let _ = child.kill();
+            kill_group(&child);
             break child.wait().expect("wait after kill");
         }
         thread::sleep(Duration::from_millis(5));
     };
     let elapsed = start.elapsed();
-    let _ = t_in.join();
-    let stdout = t_out.join().unwrap_or_default();
-    let stderr = t_err.join().unwrap_or_default();
+    // Output normally ends with the process; something left behind holding the pipes
+    // (a leaked child process) must not hang the test.
+    let grace = Duration::from_secs(10);
+    let mut leaked = false;
+    let mut take = |rx: mpsc::Receiver<Vec<u8>>| {
+        rx.recv_timeout(grace).unwrap_or_else(|_| {
+            leaked = true;
+            Vec::new()
+        })
+    };
+    let stdout = take(out_rx);
+    let stderr = take(err_rx);
+    if leaked {
+        kill_group(&child);
+    }
     let (status, signal) = shell_status(status);
     let run = Run {
         status,
@@ -226,7 +244,23 @@ pub fn run_cmd(mut cmd: Command, stdin: &[u8], limit: Duration) -> Run {
             run.describe()
         );
     }
+    if leaked {
+        panic!(
+            "stdout/stderr stayed open {grace:?} after the process exited (a leftover child process?)\n{}",
+            run.describe()
+        );
+    }
     run
+}
+
+/// SIGKILL to the child's process group (it is the group leader, see [`run_cmd`]).
+fn kill_group(child: &std::process::Child) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory is involved.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
 }
 
 /// What to run, natively and/or under forkvm.

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# forkvm's test command: installs what is missing, builds the guest test programs, then runs
+# cargo fmt --check, cargo clippy (warnings are errors) and cargo test for the whole workspace.
+# Every step runs even if an earlier one failed; the script exits non-zero if any failed.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+section() {
+    printf '\n==== %s ====\n' "$*"
+}
+
+FAILED=()
+
+# step NAME COMMAND... : run a step, remember it if it fails.
+step() {
+    local name=$1
+    shift
+    section "$name"
+    echo "+ $*"
+    if "$@"; then
+        echo "---- $name: ok"
+    else
+        echo "---- $name: FAILED (exit $?)"
+        FAILED+=("$name")
+    fi
+}
+
+section "Prerequisites"
+for tool in cargo rustc gcc g++; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "error: $tool is required but not installed" >&2
+        exit 1
+    fi
+done
+if ! command -v musl-gcc >/dev/null 2>&1; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "musl-gcc not found; installing musl-tools"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get -y -q install musl-tools || { apt-get -q update && apt-get -y -q install musl-tools; }
+    else
+        echo "error: musl-gcc is missing; install it with: sudo apt-get install -y musl-tools" >&2
+        exit 1
+    fi
+fi
+if [[ ! -r /dev/kvm || ! -w /dev/kvm ]]; then
+    echo "warning: /dev/kvm is not accessible to $(id -un); tests that start VMs will fail" >&2
+fi
+echo "$(cargo --version); $(rustc --version); $(gcc --version | head -n1); musl-gcc: $(command -v musl-gcc)"
+
+step "Build guest programs (tests/guests/build.sh)" tests/guests/build.sh
+step "cargo fmt --check" cargo fmt --all -- --check
+step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
+step "cargo test" cargo test --workspace
+
+section "Summary"
+if ((${#FAILED[@]})); then
+    printf 'FAILED: %s\n' "${FAILED[@]}"
+    exit 1
+fi
+echo "all checks passed"

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Builds the guest test programs into tests/guests/out/ (git-ignored).
+#
+#   out/<name>.glibc   gcc -static -O2          (C programs)
+#   out/<name>.musl    musl-gcc -static -O2     (C programs)
+#   out/<name>.glibc   g++ -static -O2          (C++ programs, <name> ends in _cpp)
+#   out/<name>         Rust, static-pie          (tests/guests/rust, <name> ends in _rs)
+#
+# Idempotent: an output is rebuilt only when it is older than its source, common.h or this
+# script. Quiet when everything is up to date. Usage: tests/guests/build.sh [-f] (force).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")"
+HERE=$(pwd)
+OUT="$HERE/out"
+mkdir -p "$OUT"
+
+# Serialise concurrent invocations (e.g. two test binaries starting at once).
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$OUT/.build.lock"
+    flock 9
+fi
+
+FORCE=0
+if [[ "${1:-}" == "-f" ]]; then
+    FORCE=1
+fi
+
+C_PROGRAMS=(hello args_env read_file refused_file malloc_big sort floats time_random
+    null_write infinite_loop memory_bomb hostile cat_stdin cat)
+CPP_PROGRAMS=(hello_cpp sort_cpp exceptions_cpp)
+RUST_PROGRAMS=(hello_rs panic_rs)
+
+CFLAGS=(-static -O2 -Wall -Wextra -g0)
+LIBS=(-lm)
+
+log() { echo "build.sh: $*" >&2; }
+
+# needs_build OUTPUT DEPENDENCY... : true when OUTPUT is missing or older than a dependency.
+needs_build() {
+    local out=$1
+    shift
+    [[ $FORCE == 1 || ! -e "$out" ]] && return 0
+    local dep
+    for dep in "$@"; do
+        [[ "$dep" -nt "$out" ]] && return 0
+    done
+    return 1
+}
+
+ensure_musl_gcc() {
+    command -v musl-gcc >/dev/null 2>&1 && return 0
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        log "musl-gcc not found; installing musl-tools"
+        if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q musl-tools >&2; then
+            DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q musl-tools >&2
+        fi
+        command -v musl-gcc >/dev/null 2>&1 && return 0
+    fi
+    log "error: musl-gcc is missing. Install it with: sudo apt-get install -y musl-tools"
+    exit 1
+}
+
+# compile COMPILER OUTPUT SOURCE : build into a temporary file, then rename (never a half-written output).
+compile() {
+    local cc=$1 out=$2 src=$3
+    log "$cc $(basename "$src") -> out/$(basename "$out")"
+    "$cc" "${CFLAGS[@]}" -o "$out.tmp" "$src" "${LIBS[@]}"
+    mv -f "$out.tmp" "$out"
+}
+
+COMMON_DEPS=("$HERE/common.h" "$HERE/build.sh")
+
+for p in "${C_PROGRAMS[@]}"; do
+    if needs_build "$OUT/$p.glibc" "$HERE/$p.c" "${COMMON_DEPS[@]}"; then
+        compile gcc "$OUT/$p.glibc" "$HERE/$p.c"
+    fi
+done
+
+need_musl=0
+for p in "${C_PROGRAMS[@]}"; do
+    if needs_build "$OUT/$p.musl" "$HERE/$p.c" "${COMMON_DEPS[@]}"; then
+        need_musl=1
+    fi
+done
+if [[ $need_musl == 1 ]]; then
+    ensure_musl_gcc
+    for p in "${C_PROGRAMS[@]}"; do
+        if needs_build "$OUT/$p.musl" "$HERE/$p.c" "${COMMON_DEPS[@]}"; then
+            compile musl-gcc "$OUT/$p.musl" "$HERE/$p.c"
+        fi
+    done
+fi
+
+for p in "${CPP_PROGRAMS[@]}"; do
+    if needs_build "$OUT/$p.glibc" "$HERE/$p.cpp" "${COMMON_DEPS[@]}"; then
+        compile g++ "$OUT/$p.glibc" "$HERE/$p.cpp"
+    fi
+done
+
+RUST_DIR="$HERE/rust"
+RUST_DEPS=("$RUST_DIR/Cargo.toml" "$HERE/build.sh")
+while IFS= read -r -d '' f; do
+    RUST_DEPS+=("$f")
+done < <(find "$RUST_DIR/src" -name '*.rs' -print0)
+need_rust=0
+for p in "${RUST_PROGRAMS[@]}"; do
+    if needs_build "$OUT/$p" "${RUST_DEPS[@]}"; then
+        need_rust=1
+    fi
+done
+if [[ $need_rust == 1 ]]; then
+    log "cargo build (rust guests, static-pie)"
+    # Our settings must win over whatever the calling environment (e.g. `cargo test`) set.
+    unset CARGO_ENCODED_RUSTFLAGS CARGO_BUILD_RUSTFLAGS CARGO_TARGET_DIR CARGO_BUILD_TARGET
+    RUST_TARGET=x86_64-unknown-linux-gnu
+    RUSTFLAGS="-C target-feature=+crt-static" cargo build --quiet --release \
+        --manifest-path "$RUST_DIR/Cargo.toml" --target "$RUST_TARGET" \
+        --target-dir "$OUT/rust-target"
+    for p in "${RUST_PROGRAMS[@]}"; do
+        cp -f "$OUT/rust-target/$RUST_TARGET/release/$p" "$OUT/$p.tmp"
+        mv -f "$OUT/$p.tmp" "$OUT/$p"
+    done
+fi

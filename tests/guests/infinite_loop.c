@@ -1,0 +1,6 @@
+/* Spins forever; used to test --timeout. */
+int main(void)
+{
+    for (;;) {
+    }
+}
