@@ -58,11 +58,16 @@ struct RunArgs {
     /// Print one line per syscall: name, arguments, result.
     #[arg(long)]
     trace_syscalls: bool,
-    /// The static x86-64 Linux program to run.
-    program: String,
-    /// Its arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    args: Vec<String>,
+    /// The x86-64 Linux program to run, then its arguments (passed as they are,
+    /// even when they look like forkvm options).
+    #[arg(
+        value_name = "PROGRAM [ARGS]...",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    command: Vec<String>,
 }
 
 pub(crate) fn parse_env(s: &str) -> Result<String, String> {
@@ -92,8 +97,8 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         .memory
         .checked_mul(1 << 20)
         .context("--memory is out of range")?;
-    let mut argv = vec![args.program.clone()];
-    argv.extend(args.args);
+    let argv = args.command;
+    let program = argv.first().cloned().unwrap_or_default();
     let config = Config {
         memory,
         timeout,
@@ -103,8 +108,8 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         allow_read: args.allow_read,
         trace_syscalls: args.trace_syscalls,
     };
-    let mut machine = Machine::from_file(&args.program, config)
-        .with_context(|| format!("cannot start {}", args.program))?;
+    let mut machine =
+        Machine::from_file(&program, config).with_context(|| format!("cannot start {program}"))?;
     let outcome = machine.run().context("the VM failed")?;
     match &outcome {
         Outcome::Exited(code) => tracing::debug!(code, "guest exited"),
@@ -112,7 +117,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         Outcome::Crashed(info) => eprint!("{}", machine.crash_report(info)),
         Outcome::TimedOut(t) => eprintln!(
             "forkvm: timeout: {} did not finish within {:.3} s; stopped",
-            args.program,
+            program,
             t.as_secs_f64()
         ),
     }

@@ -9,7 +9,7 @@ use crate::hypervisor::{Deadline, Exit, Hypervisor, KvmError, Vcpu};
 use crate::linux::thread::{Sched, ThreadCtx, Wait};
 use crate::linux::{self, Policy, Process};
 use crate::loader::{self, LoadError, StackParams, Symbols};
-use crate::memory::{page_tables, AddressSpace, GuestMemory, MapError};
+use crate::memory::{page_tables, AddressSpace, GuestMemory, MapError, Rights};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -271,6 +271,27 @@ impl Machine {
         let cr3 = page_tables::build(&mut mem, &regions)?;
         let mut mm = AddressSpace::new(program.image_end, stack_top - stack_reserve);
 
+        // From here on, system calls see only what the program has mapped.
+        mem.track_mappings();
+        for r in image.regions() {
+            mem.map_user(
+                r.start,
+                r.end,
+                Rights {
+                    read: true,
+                    write: r.perm.write,
+                },
+            );
+        }
+        mem.map_user(
+            stack_top - stack_reserve,
+            stack_top,
+            Rights {
+                read: true,
+                write: true,
+            },
+        );
+
         // A dynamically linked program starts in its interpreter (ld.so),
         // loaded like the kernel does: into the mmap area, told where the
         // program is through the auxv.
@@ -299,7 +320,12 @@ impl Machine {
         )?;
 
         let policy = Policy {
-            allow_read: config.allow_read.clone(),
+            // Roots are compared with resolved paths: resolve `..` and symlinks in them once.
+            allow_read: config
+                .allow_read
+                .iter()
+                .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+                .collect(),
             trace_syscalls: config.trace_syscalls,
         };
         let proc = Process::new(policy, mm, config.cwd.clone(), exe_path.to_string());
@@ -381,8 +407,9 @@ impl Machine {
                 .map_err(|f| MachineError::Internal(f.to_string()))?
                 .first()
                 .unwrap_or(&0);
+            // The host patches code the program cannot write: past the user checks.
             self.mem
-                .write(addr, &[0xcc])
+                .kernel_write(addr, &[0xcc])
                 .map_err(|f| MachineError::Internal(f.to_string()))?;
             self.breakpoint = Some((addr, original));
         }
@@ -392,7 +419,7 @@ impl Machine {
         let outcome = outcome?;
         if let Some((addr, byte)) = self.breakpoint.take() {
             self.mem
-                .write(addr, &[byte])
+                .kernel_write(addr, &[byte])
                 .map_err(|f| MachineError::Internal(f.to_string()))?;
         }
         if matches!(outcome, Outcome::Ready) {
@@ -1003,7 +1030,28 @@ fn load_interpreter(
         .alloc(probe.span())
         .ok_or_else(|| fail("no room in guest memory (try a larger --memory)".into()))?;
     let image = loader::parse_at(&bytes, base).map_err(|e| fail(e.to_string()))?;
+    // Writable while the host copies the segments in, then as the ELF says.
+    for r in image.regions() {
+        mem.map_user(
+            r.start,
+            r.end,
+            Rights {
+                read: true,
+                write: true,
+            },
+        );
+    }
     let loaded = image.load(&bytes, mem).map_err(|e| fail(e.to_string()))?;
+    for r in image.regions() {
+        mem.map_user(
+            r.start,
+            r.end,
+            Rights {
+                read: true,
+                write: r.perm.write,
+            },
+        );
+    }
     Ok((loaded.entry, base))
 }
 

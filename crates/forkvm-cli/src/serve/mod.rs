@@ -58,11 +58,9 @@ pub struct ServeArgs {
     /// Log less (only warnings and errors).
     #[arg(short, long)]
     quiet: bool,
-    /// The program to serve (default: a built-in example).
-    program: Option<String>,
-    /// Its arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    args: Vec<String>,
+    /// The program to serve (default: a built-in example), then its arguments.
+    #[arg(value_name = "PROGRAM [ARGS]...", num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<String>,
 }
 
 impl ServeArgs {
@@ -85,7 +83,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         .ok()
         .filter(|d| !d.is_zero())
         .context("--request-timeout must be a positive number of seconds")?;
-    let (image, name) = match &args.program {
+    let (image, name) = match args.command.first() {
         Some(p) => (
             std::fs::read(p).with_context(|| format!("cannot read {p}"))?,
             p.clone(),
@@ -96,7 +94,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         ),
     };
     let mut argv = vec![name.clone()];
-    argv.extend(args.args.iter().cloned());
+    argv.extend(args.command.iter().skip(1).cloned());
     let config = Config {
         memory: args
             .memory

@@ -8,9 +8,13 @@
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::abi::PAGE_SIZE;
-use crate::memory::GuestMemory;
+use crate::memory::{GuestMemory, Rights};
 
 const PROT_EXEC_READ_WRITE: u64 = 0x7;
+const RW: Rights = Rights {
+    read: true,
+    write: true,
+};
 const MAP_SHARED: u64 = 0x01;
 const MAP_PRIVATE: u64 = 0x02;
 const MAP_FIXED: u64 = 0x10;
@@ -61,13 +65,15 @@ fn read_file_into(p: &mut Process, fd: u64, buf: &mut [u8], off: u64) -> Result<
 fn sys_brk(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let old = p.mm.brk;
     let new = p.mm.set_brk(a[0]);
+    let (from, to) = (page_up(new.min(old))?, page_up(new.max(old))?);
     if new < old {
         // Shrinking: the released pages must read as zero if the heap grows again.
-        let from = page_up(new)?;
-        let to = page_up(old)?;
         if to > from {
             discard(mem, from, to - from);
         }
+        mem.unmap_user(from, to);
+    } else if new > old {
+        mem.map_user(p.mm.brk_start, to, RW);
     }
     Ok(new)
 }
@@ -106,6 +112,12 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     } else {
         p.mm.alloc(len).ok_or(Errno::ENOMEM)?
     };
+    let rights = Rights {
+        read: prot != 0,
+        write: prot & 2 != 0,
+    };
+    // Writable while the host fills it; then as asked.
+    mem.map_user(start, start + len, RW);
     // Fresh anonymous memory reads as zero; freed pages were discarded when
     // freed, but a fixed mapping may replace live data.
     if flags & MAP_FIXED != 0 || !anonymous {
@@ -115,9 +127,11 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         let buf = mem.slice_mut(start, len)?;
         if let Err(e) = read_file_into(p, fd, buf, off) {
             p.mm.remove(start, len);
+            mem.unmap_user(start, start + len);
             return Err(e);
         }
     }
+    mem.map_user(start, start + len, rights);
     Ok(start)
 }
 
@@ -140,6 +154,7 @@ fn sys_munmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         discard(mem, from, to - from);
     }
     p.mm.remove(addr, len);
+    mem.unmap_user(addr, addr + len);
     Ok(0)
 }
 
@@ -161,19 +176,23 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if new_len <= old_len {
         discard(mem, old + new_len, old_len - new_len);
         p.mm.remove(old + new_len, old_len - new_len);
+        mem.unmap_user(old + new_len, old + old_len);
         return Ok(old);
     }
     if p.mm.mapping_at(old) == Some(old_len) && p.mm.grow_in_place(old, new_len) {
+        mem.map_user(old, old + new_len, RW);
         return Ok(old);
     }
     if flags & MREMAP_MAYMOVE == 0 {
         return Err(Errno::ENOMEM);
     }
     let new = p.mm.alloc(new_len).ok_or(Errno::ENOMEM)?;
+    mem.map_user(new, new + new_len, RW);
     let data = mem.read(old, old_len)?.to_vec();
     mem.write(new, &data)?;
     discard(mem, old, old_len);
     p.mm.remove(old, old_len);
+    mem.unmap_user(old, old + old_len);
     Ok(new)
 }
 
@@ -188,6 +207,16 @@ fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if end > mem.size() {
         return Err(Errno::ENOMEM);
     }
+    // The guest's own accesses keep the rights it was loaded with; system
+    // calls on its behalf follow the new ones.
+    mem.protect_user(
+        addr,
+        end,
+        Rights {
+            read: prot != 0,
+            write: prot & 2 != 0,
+        },
+    );
     Ok(0)
 }
 
@@ -219,7 +248,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 9, name: "mmap", handler: sys_mmap, support: Support::Partial,
         note: "anonymous and file-backed private mappings (file contents are copied); protections are not enforced" },
     SyscallEntry { nr: 10, name: "mprotect", handler: sys_mprotect, support: Support::Partial,
-        note: "validated and accepted; page rights stay as loaded (PVM cannot change live page-table entries)" },
+        note: "system calls honour the new rights; the program's own accesses keep the rights it was loaded with (PVM cannot change live page-table entries)" },
     SyscallEntry { nr: 11, name: "munmap", handler: sys_munmap, support: Support::Partial,
         note: "pages are freed and zeroed but stay accessible" },
     SyscallEntry { nr: 12, name: "brk", handler: sys_brk, support: Support::Full, note: "" },

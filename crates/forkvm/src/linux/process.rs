@@ -157,11 +157,17 @@ fn sys_prlimit64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
 
 /// Implements getrlimit(2).
 fn sys_getrlimit(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[1] == 0 {
+        return Err(Errno::EFAULT);
+    }
     sys_prlimit64(p, mem, &[0, a[0], 0, a[1], 0, 0])
 }
 
 /// Implements setrlimit(2) (lowering is accepted and not enforced).
 fn sys_setrlimit(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[1] == 0 {
+        return Err(Errno::EFAULT);
+    }
     sys_prlimit64(p, mem, &[0, a[0], a[1], 0, 0, 0])
 }
 

@@ -36,6 +36,9 @@ pub struct GuestMemory {
     pub(super) size: u64,
     /// The snapshot this memory is a private copy-on-write view of, if any.
     pub(super) snapshot: Option<std::sync::Arc<super::Snapshot>>,
+    /// What the program has mapped; `None` until tracking is enabled (then
+    /// user accesses outside it fault, as they would on Linux).
+    pub(super) user_map: Option<super::UserMap>,
 }
 
 // SAFETY: GuestMemory owns its mapping exclusively; the raw pointer is not
@@ -81,6 +84,7 @@ impl GuestMemory {
             base,
             size,
             snapshot: None,
+            user_map: None,
         })
     }
 
@@ -95,11 +99,50 @@ impl GuestMemory {
     }
 
     fn check(&self, lo: u64, addr: u64, len: u64) -> Result<usize, Fault> {
+        if len == 0 {
+            // An empty range names no memory: valid wherever it points (as on Linux).
+            return Ok(0);
+        }
         let end = addr.checked_add(len).ok_or(Fault { addr, len })?;
         if addr < lo || end > self.size {
             return Err(Fault { addr, len });
         }
         Ok(addr as usize)
+    }
+
+    /// A user access: in user RAM, and mapped by the program with the rights it needs.
+    fn check_user(&self, addr: u64, len: u64, write: bool) -> Result<usize, Fault> {
+        let start = self.check(abi::USER_BASE, addr, len)?;
+        match &self.user_map {
+            Some(map) if !map.covers(addr, len, write) => Err(Fault { addr, len }),
+            _ => Ok(start),
+        }
+    }
+
+    /// Starts checking user accesses against what the program mapped.
+    pub fn track_mappings(&mut self) {
+        self.user_map.get_or_insert_with(Default::default);
+    }
+
+    /// Records that the program mapped `start..end` (no-op without tracking).
+    pub fn map_user(&mut self, start: u64, end: u64, rights: super::Rights) {
+        if let Some(m) = &mut self.user_map {
+            m.insert(start, end, rights);
+        }
+    }
+
+    /// Records that the program unmapped `start..end`.
+    pub fn unmap_user(&mut self, start: u64, end: u64) {
+        if let Some(m) = &mut self.user_map {
+            m.remove(start, end);
+        }
+    }
+
+    /// Records new rights for the mapped parts of `start..end`.
+    pub fn protect_user(&mut self, start: u64, end: u64, rights: super::Rights) {
+        if let Some(m) = &mut self.user_map {
+            m.protect(start, end, rights);
+        }
     }
 
     fn whole(&self) -> &[u8] {
@@ -116,13 +159,13 @@ impl GuestMemory {
 
     /// Guest user memory at `addr..addr+len`, or a fault.
     pub fn read(&self, addr: u64, len: u64) -> Result<&[u8], Fault> {
-        let start = self.check(abi::USER_BASE, addr, len)?;
+        let start = self.check_user(addr, len, false)?;
         Ok(&self.whole()[start..start + len as usize])
     }
 
     /// Writable guest user memory at `addr..addr+len`, or a fault.
     pub fn slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], Fault> {
-        let start = self.check(abi::USER_BASE, addr, len)?;
+        let start = self.check_user(addr, len, true)?;
         Ok(&mut self.whole_mut()[start..start + len as usize])
     }
 
@@ -161,8 +204,11 @@ impl GuestMemory {
 
     /// Reads a NUL-terminated string of at most `max` bytes (without the NUL).
     pub fn read_cstr(&self, addr: u64, max: u64) -> Result<&[u8], Fault> {
-        let start = self.check(abi::USER_BASE, addr, 1)?;
-        let avail = (self.size as usize - start).min((max as usize).saturating_add(1));
+        let start = self.check_user(addr, 1, false)?;
+        let mut avail = (self.size as usize - start).min((max as usize).saturating_add(1));
+        if let Some(map) = &self.user_map {
+            avail = avail.min(map.run(addr, false) as usize);
+        }
         let bytes = &self.whole()[start..start + avail];
         match bytes.iter().position(|&b| b == 0) {
             Some(n) => Ok(&bytes[..n]),
@@ -214,8 +260,10 @@ impl GuestMemory {
     /// Returns guest pages to the host; they read as zero afterwards.
     pub fn discard(&mut self, addr: u64, len: u64) -> Result<(), Fault> {
         let start = self.check(abi::USER_BASE, addr, len)?;
-        if addr % abi::PAGE_SIZE != 0 || len % abi::PAGE_SIZE != 0 {
-            self.zero(addr, len)?;
+        // In a fork, MADV_DONTNEED would bring back the master's bytes, not zeroes.
+        let aligned = addr % abi::PAGE_SIZE == 0 && len % abi::PAGE_SIZE == 0;
+        if self.snapshot.is_some() || !aligned {
+            self.kernel_slice_mut(addr, len)?.fill(0);
             return Ok(());
         }
         // SAFETY: the range lies inside our private anonymous mapping (checked
@@ -228,7 +276,7 @@ impl GuestMemory {
             )
         };
         if rc != 0 {
-            self.zero(addr, len)?;
+            self.kernel_slice_mut(addr, len)?.fill(0);
         }
         Ok(())
     }

@@ -6,7 +6,9 @@ mod guest_memory;
 pub mod page_tables;
 mod pagemap;
 mod snapshot;
+mod user_map;
 
 pub use address_space::AddressSpace;
 pub use guest_memory::{Fault, GuestMemory, MapError};
 pub use snapshot::{ResetStats, Snapshot, KEEP_PRIVATE_PAGES};
+pub use user_map::{Rights, UserMap};

@@ -25,6 +25,8 @@ pub const KEEP_PRIVATE_PAGES: u64 = 2048;
 
 /// An immutable image of guest RAM in a memfd.
 pub struct Snapshot {
+    /// What the program had mapped at the snapshot.
+    user_map: Option<super::UserMap>,
     fd: OwnedFd,
     size: u64,
     /// A read-only shared view, the source for restoring pages.
@@ -89,7 +91,12 @@ impl Snapshot {
             fd.as_fd().as_raw_fd(),
         )
         .map_err(&err)?;
-        Ok(Arc::new(Self { fd, size, view }))
+        Ok(Arc::new(Self {
+            user_map: mem.user_map.clone(),
+            fd,
+            size,
+            view,
+        }))
     }
 
     /// Size of the guest RAM it holds.
@@ -145,6 +152,7 @@ impl GuestMemory {
             base,
             size: snap.size,
             snapshot: Some(snap.clone()),
+            user_map: snap.user_map.clone(),
         })
     }
 
@@ -166,6 +174,7 @@ impl GuestMemory {
         )
         .map_err(map_err(self.size))?;
         self.snapshot = Some(snap.clone());
+        self.user_map = snap.user_map.clone();
         Ok(())
     }
 
@@ -180,6 +189,7 @@ impl GuestMemory {
             return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
         };
         let base = self.base.as_ptr() as u64;
+        self.user_map = snap.user_map.clone();
         let private = pagemap::scan(base, base + self.size, PAGE_IS_PRESENT, PAGE_IS_FILE)?;
         let pages: u64 = private.iter().map(|(s, e)| (e - s) / PAGE_SIZE).sum();
         let mut stats = ResetStats::default();

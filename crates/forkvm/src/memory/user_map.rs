@@ -1,0 +1,130 @@
+//! Which guest addresses the program has mapped, and with what rights, as
+//! Linux would see them: the ELF segments, the stack, the brk heap and the
+//! mmap regions. The page tables map all of RAM (PVM cannot change them
+//! later), so this map is what makes a system call given an address the
+//! program never mapped, or a read-only one to write into, fail with EFAULT
+//! as on Linux.
+
+use crate::abi::PAGE_SIZE;
+use std::collections::BTreeMap;
+
+/// Access rights of a mapped range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rights {
+    /// Readable (not PROT_NONE).
+    pub read: bool,
+    /// Writable.
+    pub write: bool,
+}
+
+/// Page-granular ranges: start → (end, rights); never overlapping.
+#[derive(Debug, Clone, Default)]
+pub struct UserMap {
+    ranges: BTreeMap<u64, (u64, Rights)>,
+}
+
+fn down(v: u64) -> u64 {
+    v & !(PAGE_SIZE - 1)
+}
+
+fn up(v: u64) -> u64 {
+    v.saturating_add(PAGE_SIZE - 1) & !(PAGE_SIZE - 1)
+}
+
+impl UserMap {
+    /// Maps `start..end` (rounded out to pages) with `rights`, replacing what was there.
+    pub fn insert(&mut self, start: u64, end: u64, rights: Rights) {
+        let (start, end) = (down(start), up(end));
+        if end <= start {
+            return;
+        }
+        self.remove(start, end);
+        self.ranges.insert(start, (end, rights));
+    }
+
+    /// Unmaps `start..end` (rounded out to pages).
+    pub fn remove(&mut self, start: u64, end: u64) {
+        let (start, end) = (down(start), up(end));
+        let hit: Vec<(u64, u64, Rights)> = self
+            .ranges
+            .range(..end)
+            .filter(|(_, (e, _))| *e > start)
+            .map(|(&s, &(e, r))| (s, e, r))
+            .collect();
+        for (s, e, r) in hit {
+            self.ranges.remove(&s);
+            if s < start {
+                self.ranges.insert(s, (start, r));
+            }
+            if e > end {
+                self.ranges.insert(end, (e, r));
+            }
+        }
+    }
+
+    /// Changes the rights of the mapped parts of `start..end`.
+    pub fn protect(&mut self, start: u64, end: u64, rights: Rights) {
+        let (start, end) = (down(start), up(end));
+        let hit: Vec<(u64, u64)> = self
+            .ranges
+            .range(..end)
+            .filter(|(_, (e, _))| *e > start)
+            .map(|(&s, &(e, _))| (s.max(start), e.min(end)))
+            .collect();
+        for (s, e) in hit {
+            self.insert(s, e, rights);
+        }
+    }
+
+    /// Bytes from `addr` that are mapped with the wanted rights, without a gap.
+    pub fn run(&self, addr: u64, write: bool) -> u64 {
+        let mut at = addr;
+        loop {
+            let Some((_, &(end, r))) = self.ranges.range(..=at).next_back() else {
+                break;
+            };
+            if end <= at || !r.read || (write && !r.write) {
+                break;
+            }
+            at = end;
+        }
+        at - addr
+    }
+
+    /// Whether `addr..addr+len` is mapped with the wanted rights.
+    pub fn covers(&self, addr: u64, len: u64, write: bool) -> bool {
+        len == 0 || self.run(addr, write) >= len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RW: Rights = Rights {
+        read: true,
+        write: true,
+    };
+    const RO: Rights = Rights {
+        read: true,
+        write: false,
+    };
+
+    #[test]
+    fn covers_follows_rights_and_gaps() {
+        let mut m = UserMap::default();
+        m.insert(0x40_0000, 0x40_2000, RO);
+        m.insert(0x40_2000, 0x40_4000, RW);
+        assert!(m.covers(0x40_0000, 0x4000, false));
+        assert!(!m.covers(0x40_0000, 0x4000, true), "text is read-only");
+        assert!(m.covers(0x40_2000, 0x2000, true));
+        assert!(!m.covers(0x40_3000, 0x2000, false), "runs past the end");
+        m.remove(0x40_1000, 0x40_3000);
+        assert!(!m.covers(0x40_1800, 1, false));
+        assert!(m.covers(0x40_0000, 0x1000, false));
+        assert!(m.covers(0x40_3000, 0x1000, true));
+        m.protect(0x40_3000, 0x40_4000, RO);
+        assert!(!m.covers(0x40_3000, 1, true));
+        assert!(m.covers(0x40_3000, 1, false));
+    }
+}
