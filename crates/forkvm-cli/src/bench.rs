@@ -363,9 +363,16 @@ impl Drop for Silence {
     }
 }
 
+/// A guest program for the lifecycle rows: image, name, and the addresses
+/// of `noop` and `write_pages` when it has no symbol table.
+struct Callee {
+    image: Vec<u8>,
+    name: String,
+    addrs: Option<(u64, u64)>,
+}
+
 /// A guest with `noop` and `write_pages(n)`: the musl API demo if built, else the built-in one.
-fn callee(args: &BenchArgs) -> anyhow::Result<(Vec<u8>, String, Option<(u64, u64)>)> {
-    let _ = args;
+fn callee() -> anyhow::Result<Callee> {
     let built = PathBuf::from("tests/guests/out/api_demo.musl");
     if built.exists() {
         return Ok((std::fs::read(&built)?, built.display().to_string(), None));
@@ -386,7 +393,8 @@ fn lifecycle(
 ) -> anyhow::Result<Lifecycle> {
     use forkvm::machine::{Arg, ReadyAt};
     use forkvm::master::Master;
-    let (image, name, addrs) = callee(args)?;
+    let _ = args;
+    let Callee { image, name, addrs } = callee()?;
     let timeout = Duration::from_secs(10);
     let cfg = || Config {
         memory: 64 << 20,

@@ -32,7 +32,7 @@ fn page_up(v: u64) -> Result<u64, Errno> {
 }
 
 fn aligned(v: u64) -> Result<(), Errno> {
-    if v % PAGE_SIZE == 0 {
+    if v.is_multiple_of(PAGE_SIZE) {
         Ok(())
     } else {
         Err(Errno::EINVAL)

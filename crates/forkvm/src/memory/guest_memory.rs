@@ -49,7 +49,7 @@ unsafe impl Send for GuestMemory {}
 impl GuestMemory {
     /// Reserves `size` bytes (a multiple of 2 MiB) of zeroed guest memory.
     pub fn new(size: u64) -> Result<Self, MapError> {
-        assert!(size % abi::HUGE_PAGE_SIZE == 0 && size > abi::USER_BASE);
+        assert!(size.is_multiple_of(abi::HUGE_PAGE_SIZE) && size > abi::USER_BASE);
         let len = usize::try_from(size).map_err(|_| MapError {
             size,
             source: std::io::Error::from_raw_os_error(libc::ENOMEM),
@@ -261,7 +261,7 @@ impl GuestMemory {
     pub fn discard(&mut self, addr: u64, len: u64) -> Result<(), Fault> {
         let start = self.check(abi::USER_BASE, addr, len)?;
         // In a fork, MADV_DONTNEED would bring back the master's bytes, not zeroes.
-        let aligned = addr % abi::PAGE_SIZE == 0 && len % abi::PAGE_SIZE == 0;
+        let aligned = addr.is_multiple_of(abi::PAGE_SIZE) && len.is_multiple_of(abi::PAGE_SIZE);
         if self.snapshot.is_some() || !aligned {
             self.kernel_slice_mut(addr, len)?.fill(0);
             return Ok(());

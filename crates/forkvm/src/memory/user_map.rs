@@ -79,10 +79,7 @@ impl UserMap {
     /// Bytes from `addr` that are mapped with the wanted rights, without a gap.
     pub fn run(&self, addr: u64, write: bool) -> u64 {
         let mut at = addr;
-        loop {
-            let Some((_, &(end, r))) = self.ranges.range(..=at).next_back() else {
-                break;
-            };
+        while let Some((_, &(end, r))) = self.ranges.range(..=at).next_back() {
             if end <= at || !r.read || (write && !r.write) {
                 break;
             }
