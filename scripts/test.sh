@@ -33,13 +33,22 @@ for tool in cargo rustc gcc g++; do
         exit 1
     fi
 done
-if ! command -v musl-gcc >/dev/null 2>&1; then
+# Debian packages the tests use: musl-gcc for guests, nginx/curl for the HTTP tests,
+# python3/lua/busybox as real-world guests.
+need=()
+command -v musl-gcc >/dev/null 2>&1 || need+=(musl-tools)
+command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || need+=(nginx-light)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v lua5.4 >/dev/null 2>&1 || need+=(lua5.4)
+[[ -x /bin/busybox ]] || need+=(busybox-static)
+if ((${#need[@]})); then
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        echo "musl-gcc not found; installing musl-tools"
+        echo "installing: ${need[*]}"
         export DEBIAN_FRONTEND=noninteractive
-        apt-get -y -q install musl-tools || { apt-get -q update && apt-get -y -q install musl-tools; }
+        apt-get -y -q install "${need[@]}" || { apt-get -q update && apt-get -y -q install "${need[@]}"; }
     else
-        echo "error: musl-gcc is missing; install it with: sudo apt-get install -y musl-tools" >&2
+        echo "error: missing packages; install them with: sudo apt-get install -y ${need[*]}" >&2
         exit 1
     fi
 fi
@@ -49,6 +58,7 @@ fi
 echo "$(cargo --version); $(rustc --version); $(gcc --version | head -n1); musl-gcc: $(command -v musl-gcc)"
 
 step "Build guest programs (tests/guests/build.sh)" tests/guests/build.sh
+step "Build example programs (examples/build.sh)" examples/build.sh
 step "cargo fmt --check" cargo fmt --all -- --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test" cargo test --workspace

@@ -27,12 +27,12 @@ if [[ "${1:-}" == "-f" ]]; then
 fi
 
 C_PROGRAMS=(hello args_env read_file refused_file malloc_big sort floats time_random
-    null_write infinite_loop memory_bomb hostile cat_stdin cat)
+    null_write infinite_loop memory_bomb hostile cat_stdin cat sigsegv_recover pthreads)
 CPP_PROGRAMS=(hello_cpp sort_cpp exceptions_cpp)
-RUST_PROGRAMS=(hello_rs panic_rs)
+RUST_PROGRAMS=(hello_rs panic_rs threads_rs)
 
 CFLAGS=(-static -O2 -Wall -Wextra -g0)
-LIBS=(-lm)
+LIBS=(-lm -pthread)
 
 log() { echo "build.sh: $*" >&2; }
 
@@ -96,6 +96,17 @@ fi
 for p in "${CPP_PROGRAMS[@]}"; do
     if needs_build "$OUT/$p.glibc" "$HERE/$p.cpp" "${COMMON_DEPS[@]}"; then
         compile g++ "$OUT/$p.glibc" "$HERE/$p.cpp"
+    fi
+done
+
+# Guests of the machine API (forkvm_ready and exported functions), with the C API header.
+API_HEADER="$HERE/../../guest/include/forkvm.h"
+for p in api_demo; do
+    if needs_build "$OUT/$p.musl" "$HERE/api/$p.c" "$API_HEADER" "$HERE/build.sh"; then
+        ensure_musl_gcc
+        log "musl-gcc api/$p.c -> out/$p.musl"
+        musl-gcc "${CFLAGS[@]}" -I "$(dirname "$API_HEADER")" -o "$OUT/$p.musl.tmp" "$HERE/api/$p.c"
+        mv -f "$OUT/$p.musl.tmp" "$OUT/$p.musl"
     fi
 done
 

@@ -375,14 +375,18 @@ struct Callee {
 fn callee() -> anyhow::Result<Callee> {
     let built = PathBuf::from("tests/guests/out/api_demo.musl");
     if built.exists() {
-        return Ok((std::fs::read(&built)?, built.display().to_string(), None));
+        return Ok(Callee {
+            image: std::fs::read(&built)?,
+            name: built.display().to_string(),
+            addrs: None,
+        });
     }
     let c = builtin::callee()?;
-    Ok((
-        c.image,
-        "built-in callee".into(),
-        Some((c.noop, c.write_pages)),
-    ))
+    Ok(Callee {
+        image: c.image,
+        name: "built-in callee".into(),
+        addrs: Some((c.noop, c.write_pages)),
+    })
 }
 
 fn lifecycle(

@@ -1,0 +1,136 @@
+//! Real programs nobody wrote for forkvm, run natively and under `forkvm run`:
+//! threads, signal handlers, and dynamically linked programs from Debian.
+
+mod common;
+
+use common::{check, differential, Case};
+use std::path::Path;
+
+#[test]
+fn pthreads_mutex_and_condvar_glibc() {
+    differential("pthreads.glibc", &[], &[]);
+}
+
+#[test]
+fn pthreads_mutex_and_condvar_musl() {
+    differential("pthreads.musl", &[], &[]);
+}
+
+#[test]
+fn rust_threads_and_channels() {
+    differential("threads_rs", &[], &[]);
+}
+
+#[test]
+fn sigsegv_handler_recovers_with_siglongjmp_glibc() {
+    differential("sigsegv_recover.glibc", &[], &[]);
+}
+
+#[test]
+fn sigsegv_handler_recovers_with_siglongjmp_musl() {
+    differential("sigsegv_recover.musl", &[], &[]);
+}
+
+/// The --allow-read roots a dynamically linked Debian program needs.
+const LIBS: &[&str] = &[
+    "--allow-read",
+    "/lib",
+    "--allow-read",
+    "/usr/lib",
+    "--allow-read",
+    "/lib64",
+    "--allow-read",
+    "/etc/ld.so.cache",
+];
+
+fn installed(p: &str) -> bool {
+    let ok = Path::new(p).exists();
+    if !ok {
+        eprintln!("skipped: {p} is not installed (scripts/test.sh installs it)");
+    }
+    ok
+}
+
+#[test]
+fn python3_script_with_stdlib_and_an_allowed_file() {
+    if !installed("/usr/bin/python3") {
+        return;
+    }
+    let dir = common::scratch_dir("python3");
+    let data = dir.join("data.json");
+    std::fs::write(
+        &data,
+        r#"{"words": ["forkvm", "runs", "python", "runs"], "n": 7}"#,
+    )
+    .expect("write data");
+    let script = r#"
+import json, re, hashlib, math, datetime, collections, sys
+d = json.load(open(sys.argv[1]))
+c = collections.Counter(d["words"])
+print(sorted(c.items()))
+print(re.sub(r"[aeiou]", "_", " ".join(d["words"])))
+print(hashlib.sha256(b"forkvm").hexdigest())
+print(math.factorial(d["n"]), round(math.sqrt(2), 12))
+print(datetime.date(2026, 11, 21).isoformat(), datetime.timedelta(days=3))
+"#;
+    let mut flags: Vec<String> = LIBS.iter().map(|s| s.to_string()).collect();
+    flags.extend(["--allow-read".into(), dir.display().to_string()]);
+    check(
+        &Case::new("/usr/bin/python3")
+            .args(["-S", "-c", script, data.to_str().expect("utf-8 path")])
+            .flags(flags),
+    );
+}
+
+#[test]
+fn lua_script() {
+    if !installed("/usr/bin/lua5.4") {
+        return;
+    }
+    let script = "local t = {} for i = 1, 10 do t[#t+1] = i * i end print(table.concat(t, ',')) \
+                  print(string.format('%.3f', math.pi), #'forkvm')";
+    check(
+        &Case::new("/usr/bin/lua5.4")
+            .args(["-e", script])
+            .flags(LIBS.to_vec()),
+    );
+}
+
+fn busybox() -> Option<&'static str> {
+    installed("/bin/busybox").then_some("/bin/busybox")
+}
+
+#[test]
+fn busybox_text_tools() {
+    let Some(bb) = busybox() else { return };
+    let dir = common::scratch_dir("busybox");
+    let f = dir.join("words.txt");
+    std::fs::write(&f, "pear\napple\nfig\napple\nbanana\n").expect("write");
+    let file = f.to_str().expect("utf-8 path");
+    let allow = ["--allow-read", dir.to_str().expect("utf-8 path")];
+    for args in [
+        vec!["sha256sum", file],
+        vec!["sort", file],
+        vec!["wc", file],
+        vec!["awk", "{ n += length($0) } END { print n, NR }", file],
+        vec!["sed", "s/a/A/g", file],
+    ] {
+        check(&Case::new(bb).args(args).flags(allow));
+    }
+}
+
+#[test]
+fn busybox_ls_of_an_allowed_directory() {
+    let Some(bb) = busybox() else { return };
+    let dir = common::scratch_dir("busybox-ls");
+    for (name, body) in [("a.txt", "1"), ("b.txt", "22"), ("c.txt", "333")] {
+        std::fs::write(dir.join(name), body).expect("write");
+    }
+    let d = dir.to_str().expect("utf-8 path");
+    // Sizes and names only: times and owners differ by nature.
+    check(
+        &Case::new(bb)
+            .args(["ls", "-1s", d])
+            .flags(["--allow-read", d, "--env", "TZ=UTC"]),
+    );
+}
