@@ -1,0 +1,1293 @@
+//! Data-transfer syscalls: read/write and their vector and positional forms,
+//! lseek, ioctl, poll/ppoll, pipe/pipe2, sendfile, fsync, fadvise64.
+//!
+//! Transfers go straight between guest memory and the host descriptor (or
+//! the in-process pipe buffer). Guest lengths are validated against guest
+//! memory before anything happens and capped at Linux's MAX_RW_COUNT; host
+//! buffers are never sized by the guest beyond a fixed chunk.
+
+use super::fdtable::{
+    lock, oflags::*, FileKind, FileRef, OpenFile, PipeEnd, MAX_FDS, PIPE_CAPACITY,
+};
+use super::table::{Support, SyscallEntry};
+use super::{Args, Errno, Process, SysResult};
+use crate::memory::GuestMemory;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest single transfer, as Linux's MAX_RW_COUNT.
+pub const MAX_RW: u64 = 0x7fff_f000;
+/// Bounce-buffer size for vectored and copying transfers.
+const CHUNK: u64 = 64 * 1024;
+/// Most iovec entries per call (UIO_MAXIOV).
+const MAX_IOV: u64 = 1024;
+/// Pipe writes up to this size are atomic.
+const PIPE_BUF: usize = 4096;
+
+const POLLIN: i16 = 0x1;
+const POLLOUT: i16 = 0x4;
+const POLLERR: i16 = 0x8;
+const POLLHUP: i16 = 0x10;
+const POLLNVAL: i16 = 0x20;
+const POLLRDNORM: i16 = 0x40;
+const POLLWRNORM: i16 = 0x100;
+const READABLE: i16 = POLLIN | POLLRDNORM;
+const WRITABLE: i16 = POLLOUT | POLLWRNORM;
+
+const SEEK_SET: u64 = 0;
+const SEEK_CUR: u64 = 1;
+const SEEK_END: u64 = 2;
+const SEEK_DATA: u64 = 3;
+const SEEK_HOLE: u64 = 4;
+
+const TCGETS: u32 = 0x5401;
+const TCSETS: u32 = 0x5402;
+const TCSETSW: u32 = 0x5403;
+const TCSETSF: u32 = 0x5404;
+const TIOCGWINSZ: u32 = 0x5413;
+const TIOCSWINSZ: u32 = 0x5414;
+const FIONREAD: u32 = 0x541b;
+const FIONBIO: u32 = 0x5421;
+const FIONCLEX: u32 = 0x5450;
+const FIOCLEX: u32 = 0x5451;
+/// Kernel `struct termios` on x86-64.
+const TERMIOS_SIZE: usize = 36;
+/// `struct winsize`.
+const WINSIZE_SIZE: usize = 8;
+
+/// A handle on one of the host's standard streams.
+pub(super) enum HostStd {
+    In(std::io::Stdin),
+    Out(std::io::Stdout),
+    Err(std::io::Stderr),
+}
+
+impl AsFd for HostStd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            HostStd::In(s) => s.as_fd(),
+            HostStd::Out(s) => s.as_fd(),
+            HostStd::Err(s) => s.as_fd(),
+        }
+    }
+}
+
+/// The host stream a stdio kind passes through to.
+pub(super) fn host_std(kind: &FileKind) -> Option<HostStd> {
+    match kind {
+        FileKind::Stdin => Some(HostStd::In(std::io::stdin())),
+        FileKind::Stdout => Some(HostStd::Out(std::io::stdout())),
+        FileKind::Stderr => Some(HostStd::Err(std::io::stderr())),
+        _ => None,
+    }
+}
+
+/// Polls host descriptors; `timeout_ms` < 0 waits forever. EINTR when a signal (the watchdog) arrives.
+fn host_poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> Result<usize, Errno> {
+    // SAFETY: `fds` is a valid, exclusively borrowed array of `fds.len()`
+    // pollfd structs; the kernel writes only their revents fields.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    Ok(rc as usize)
+}
+
+/// Whether a host stream has any of `events` ready right now.
+fn host_ready(fd: BorrowedFd<'_>, events: i16) -> Result<bool, Errno> {
+    let mut pfd = [libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    }];
+    host_poll(&mut pfd, 0)?;
+    Ok(pfd[0].revents != 0)
+}
+
+/// Guest memory `addr..addr+len` for writing; a zero length needs no valid address.
+pub(super) fn guest_buf_mut(
+    mem: &mut GuestMemory,
+    addr: u64,
+    len: u64,
+) -> Result<&mut [u8], Errno> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    Ok(mem.slice_mut(addr, len)?)
+}
+
+/// Guest memory `addr..addr+len` for reading; a zero length needs no valid address.
+pub(super) fn guest_buf(mem: &GuestMemory, addr: u64, len: u64) -> Result<&[u8], Errno> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    Ok(mem.read(addr, len)?)
+}
+
+fn pipe_read(end: &PipeEnd, buf: &mut [u8]) -> Result<usize, Errno> {
+    if end.write {
+        return Err(Errno::EBADF);
+    }
+    let mut p = lock(&end.pipe);
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    if p.buf.is_empty() {
+        // One guest thread: a live writer can only be this process, so
+        // waiting would never end.
+        return if p.writers == 0 {
+            Ok(0)
+        } else {
+            Err(Errno::EAGAIN)
+        };
+    }
+    Ok(p.buf.read(buf).unwrap_or(0))
+}
+
+fn pipe_write(end: &PipeEnd, buf: &[u8]) -> Result<usize, Errno> {
+    if !end.write {
+        return Err(Errno::EBADF);
+    }
+    let mut p = lock(&end.pipe);
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    if p.readers == 0 {
+        return Err(Errno::EPIPE);
+    }
+    let space = PIPE_CAPACITY.saturating_sub(p.buf.len());
+    if space == 0 || (buf.len() <= PIPE_BUF && space < buf.len()) {
+        return Err(Errno::EAGAIN);
+    }
+    let n = space.min(buf.len());
+    p.buf.write_all(&buf[..n]).map_err(|_| Errno::EIO)?;
+    Ok(n)
+}
+
+/// Whether a read may return less than asked while more would come later
+/// (so vectored reads must stop after one transfer).
+fn is_stream(f: &OpenFile) -> bool {
+    matches!(f.kind, FileKind::Stdin | FileKind::Pipe(_))
+}
+
+/// Reads into `buf` at the file position, or at `at` (pread).
+pub(super) fn read_file(f: &mut OpenFile, buf: &mut [u8], at: Option<u64>) -> Result<usize, Errno> {
+    if matches!(f.kind, FileKind::Dir { .. }) && !f.path_only() {
+        return Err(Errno::EISDIR);
+    }
+    if !f.readable() {
+        return Err(Errno::EBADF);
+    }
+    let nonblocking = f.nonblocking();
+    match &f.kind {
+        FileKind::Stdin => {
+            let h = std::io::stdin();
+            match at {
+                Some(off) => Ok(rustix::io::pread(h.as_fd(), buf, off)?),
+                None => {
+                    if nonblocking && !buf.is_empty() && !host_ready(h.as_fd(), POLLIN)? {
+                        return Err(Errno::EAGAIN);
+                    }
+                    Ok(rustix::io::read(h.as_fd(), buf)?)
+                }
+            }
+        }
+        FileKind::File { fd, .. } => {
+            let off = at.unwrap_or(f.offset);
+            let n = rustix::io::pread(fd.as_fd(), buf, off)?;
+            if at.is_none() {
+                f.offset = off.saturating_add(n as u64);
+            }
+            Ok(n)
+        }
+        FileKind::Pipe(end) => match at {
+            Some(_) => Err(Errno::ESPIPE),
+            None => pipe_read(end, buf),
+        },
+        FileKind::Null => Ok(0),
+        FileKind::Zero => {
+            buf.fill(0);
+            Ok(buf.len())
+        }
+        FileKind::Urandom => {
+            getrandom::fill(buf).map_err(|_| Errno::EIO)?;
+            Ok(buf.len())
+        }
+        FileKind::Stdout | FileKind::Stderr | FileKind::Dir { .. } | FileKind::PathOnly { .. } => {
+            Err(Errno::EBADF)
+        }
+    }
+}
+
+/// Writes `buf` at the file position, or at `at` (pwrite).
+pub(super) fn write_file(f: &mut OpenFile, buf: &[u8], at: Option<u64>) -> Result<usize, Errno> {
+    if !f.writable() {
+        return Err(Errno::EBADF);
+    }
+    match &f.kind {
+        FileKind::Stdout | FileKind::Stderr => {
+            let Some(h) = host_std(&f.kind) else {
+                return Err(Errno::EBADF);
+            };
+            Ok(match at {
+                Some(off) => rustix::io::pwrite(h.as_fd(), buf, off)?,
+                None => rustix::io::write(h.as_fd(), buf)?,
+            })
+        }
+        FileKind::Pipe(end) => match at {
+            Some(_) => Err(Errno::ESPIPE),
+            None => pipe_write(end, buf),
+        },
+        FileKind::Null | FileKind::Zero | FileKind::Urandom => Ok(buf.len()),
+        FileKind::Stdin
+        | FileKind::File { .. }
+        | FileKind::Dir { .. }
+        | FileKind::PathOnly { .. } => Err(Errno::EBADF),
+    }
+}
+
+/// A positional offset argument: negative is EINVAL.
+fn position(v: u64) -> Result<u64, Errno> {
+    if (v as i64) < 0 {
+        Err(Errno::EINVAL)
+    } else {
+        Ok(v)
+    }
+}
+
+/// How many of `len` bytes a read from `f` can transfer right now. Only
+/// those must be valid guest memory: Linux copies lazily, so a huge length
+/// with 5 bytes left in the file is no error, while a copy that would run off
+/// the end of guest memory is EFAULT.
+fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> u64 {
+    match &f.kind {
+        FileKind::File { fd, .. } => match rustix::fs::fstat(fd.as_fd()) {
+            Ok(st) => {
+                let pos = at.unwrap_or(f.offset);
+                len.min((st.st_size.max(0) as u64).saturating_sub(pos))
+            }
+            Err(_) => len,
+        },
+        // At least one byte, so an empty pipe still answers EAGAIN or EOF.
+        FileKind::Pipe(end) if !end.write => len.min(lock(&end.pipe).buf.len().max(1) as u64),
+        FileKind::Null => 0,
+        _ => len,
+    }
+}
+
+fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
+    let file = p.fds.get(a[0] as i32)?;
+    let mut f = lock(&file);
+    if !f.readable() {
+        return Err(Errno::EBADF);
+    }
+    let need = read_need(&f, a[2].min(MAX_RW), at);
+    let buf = guest_buf_mut(mem, a[1], need)?;
+    Ok(read_file(&mut f, buf, at)? as u64)
+}
+
+fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
+    let file = p.fds.get(a[0] as i32)?;
+    let buf = guest_buf(mem, a[1], a[2].min(MAX_RW))?;
+    let mut f = lock(&file);
+    Ok(write_file(&mut f, buf, at)? as u64)
+}
+
+/// Implements read(2).
+fn sys_read(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_read(p, mem, a, None)
+}
+
+/// Implements write(2).
+fn sys_write(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_write(p, mem, a, None)
+}
+
+/// Implements pread64(2).
+fn sys_pread64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let at = position(a[3])?;
+    do_read(p, mem, a, Some(at))
+}
+
+/// Implements pwrite64(2).
+fn sys_pwrite64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let at = position(a[3])?;
+    do_write(p, mem, a, Some(at))
+}
+
+/// Reads and checks an iovec array; the total is capped at [`MAX_RW`] like Linux.
+fn iovecs(mem: &GuestMemory, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
+    if count > MAX_IOV {
+        return Err(Errno::EINVAL);
+    }
+    let raw = guest_buf(mem, addr, count * 16)?;
+    let mut out = Vec::with_capacity(count as usize);
+    let mut total = 0u64;
+    for chunk in raw.chunks_exact(16) {
+        let mut base = [0u8; 8];
+        let mut len = [0u8; 8];
+        base.copy_from_slice(&chunk[..8]);
+        len.copy_from_slice(&chunk[8..]);
+        let (base, len) = (u64::from_le_bytes(base), u64::from_le_bytes(len));
+        if (len as i64) < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let len = len.min(MAX_RW - total);
+        total += len;
+        out.push((base, len));
+    }
+    Ok(out)
+}
+
+/// Checks that the first `limit` bytes described by the iovecs are guest memory.
+fn check_iovecs(mem: &GuestMemory, iovs: &[(u64, u64)], mut limit: u64) -> Result<(), Errno> {
+    for &(base, len) in iovs {
+        let n = len.min(limit);
+        guest_buf(mem, base, n)?;
+        limit -= n;
+    }
+    Ok(())
+}
+
+/// Copies `data` into the iovecs starting `skip` bytes into them.
+fn scatter(
+    mem: &mut GuestMemory,
+    iovs: &[(u64, u64)],
+    mut skip: u64,
+    mut data: &[u8],
+) -> Result<(), Errno> {
+    for &(base, len) in iovs {
+        if data.is_empty() {
+            break;
+        }
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = (len - skip).min(data.len() as u64);
+        mem.write(base + skip, &data[..n as usize])?;
+        data = &data[n as usize..];
+        skip = 0;
+    }
+    Ok(())
+}
+
+/// Copies bytes out of the iovecs starting `skip` bytes into them, filling `out`.
+fn gather(
+    mem: &GuestMemory,
+    iovs: &[(u64, u64)],
+    mut skip: u64,
+    out: &mut [u8],
+) -> Result<(), Errno> {
+    let mut filled = 0usize;
+    for &(base, len) in iovs {
+        if filled == out.len() {
+            break;
+        }
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = (len - skip).min((out.len() - filled) as u64);
+        out[filled..filled + n as usize].copy_from_slice(mem.read(base + skip, n)?);
+        filled += n as usize;
+        skip = 0;
+    }
+    Ok(())
+}
+
+fn do_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
+    let file = p.fds.get(a[0] as i32)?;
+    let iovs = iovecs(mem, a[1], a[2])?;
+    let mut f = lock(&file);
+    if !f.readable() {
+        return Err(Errno::EBADF);
+    }
+    let total = read_need(&f, iovs.iter().map(|v| v.1).sum(), at);
+    check_iovecs(mem, &iovs, total)?;
+    let stream = is_stream(&f);
+    let mut bounce = vec![0u8; total.min(CHUNK) as usize];
+    let mut done = 0u64;
+    loop {
+        let want = (total - done).min(CHUNK) as usize;
+        let pos = at
+            .map(|o| o.checked_add(done).ok_or(Errno::EINVAL))
+            .transpose()?;
+        let n = match read_file(&mut f, &mut bounce[..want], pos) {
+            Ok(n) => n,
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        };
+        scatter(mem, &iovs, done, &bounce[..n])?;
+        done += n as u64;
+        if n < want || want == 0 || stream || done == total {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
+    let file = p.fds.get(a[0] as i32)?;
+    let iovs = iovecs(mem, a[1], a[2])?;
+    let total: u64 = iovs.iter().map(|v| v.1).sum();
+    check_iovecs(mem, &iovs, total)?;
+    let mut f = lock(&file);
+    let mut bounce = vec![0u8; total.min(CHUNK) as usize];
+    let mut done = 0u64;
+    loop {
+        let want = (total - done).min(CHUNK) as usize;
+        gather(mem, &iovs, done, &mut bounce[..want])?;
+        let pos = at
+            .map(|o| o.checked_add(done).ok_or(Errno::EINVAL))
+            .transpose()?;
+        let n = match write_file(&mut f, &bounce[..want], pos) {
+            Ok(n) => n,
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        };
+        done += n as u64;
+        if n < want || want == 0 || done == total {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+/// Implements readv(2).
+fn sys_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_readv(p, mem, a, None)
+}
+
+/// Implements writev(2).
+fn sys_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_writev(p, mem, a, None)
+}
+
+/// Implements preadv(2).
+fn sys_preadv(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let at = position(a[3])?;
+    do_readv(p, mem, a, Some(at))
+}
+
+/// Implements pwritev(2).
+fn sys_pwritev(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let at = position(a[3])?;
+    do_writev(p, mem, a, Some(at))
+}
+
+/// Implements lseek(2).
+fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    use rustix::fs::SeekFrom;
+    let file = p.fds.get(a[0] as i32)?;
+    let (off, whence) = (a[1] as i64, a[2] as u32 as u64);
+    if whence > SEEK_HOLE {
+        return Err(Errno::EINVAL);
+    }
+    let host_from = || -> Result<SeekFrom, Errno> {
+        Ok(match whence {
+            SEEK_SET => SeekFrom::Start(position(off as u64)?),
+            SEEK_CUR => SeekFrom::Current(off),
+            SEEK_END => SeekFrom::End(off),
+            SEEK_DATA => SeekFrom::Data(position(off as u64)?),
+            _ => SeekFrom::Hole(position(off as u64)?),
+        })
+    };
+    let mut f = lock(&file);
+    if f.path_only() {
+        return Err(Errno::EBADF);
+    }
+    let cur = f.offset;
+    match &f.kind {
+        FileKind::Stdin | FileKind::Stdout | FileKind::Stderr => {
+            let Some(h) = host_std(&f.kind) else {
+                return Err(Errno::EBADF);
+            };
+            Ok(rustix::fs::seek(h.as_fd(), host_from()?)?)
+        }
+        FileKind::Dir { fd, .. } => Ok(rustix::fs::seek(fd.as_fd(), host_from()?)?),
+        FileKind::File { fd, .. } => {
+            let new = match whence {
+                SEEK_SET => off,
+                SEEK_CUR => (cur as i64).checked_add(off).ok_or(Errno::EOVERFLOW)?,
+                // END/DATA/HOLE need the host's view; its fd offset is otherwise unused.
+                _ => rustix::fs::seek(fd.as_fd(), host_from()?)? as i64,
+            };
+            if new < 0 {
+                return Err(Errno::EINVAL);
+            }
+            f.offset = new as u64;
+            Ok(new as u64)
+        }
+        FileKind::Pipe(_) => Err(Errno::ESPIPE),
+        FileKind::Null | FileKind::Zero | FileKind::Urandom => Ok(0),
+        FileKind::PathOnly { .. } => Err(Errno::EBADF),
+    }
+}
+
+/// Host ioctl that copies a fixed-size result out of the host kernel.
+fn host_ioctl_out(fd: BorrowedFd<'_>, request: u32, out: &mut [u8; 64]) -> Result<(), Errno> {
+    // SAFETY: `request` is TCGETS or TIOCGWINSZ, which write at most 36
+    // bytes into the pointed-to buffer; `out` is 64 bytes and borrowed
+    // exclusively for the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, out.as_mut_ptr()) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    Ok(())
+}
+
+/// Implements ioctl(2).
+fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let fd = a[0] as i32;
+    let file = p.fds.get(fd)?;
+    let (req, arg) = (a[1] as u32, a[2]);
+    if lock(&file).path_only() {
+        return Err(Errno::EBADF);
+    }
+    match req {
+        FIOCLEX | FIONCLEX => {
+            p.fds.set_cloexec(fd, req == FIOCLEX)?;
+            Ok(0)
+        }
+        FIONBIO => {
+            let on = mem.read_u32(arg)? != 0;
+            let mut f = lock(&file);
+            f.flags = if on {
+                f.flags | O_NONBLOCK
+            } else {
+                f.flags & !O_NONBLOCK
+            };
+            Ok(0)
+        }
+        FIONREAD => {
+            let f = lock(&file);
+            let n = match &f.kind {
+                FileKind::Pipe(end) if !end.write => lock(&end.pipe).buf.len() as u64,
+                FileKind::File { fd, .. } => {
+                    let size = rustix::fs::fstat(fd.as_fd())?.st_size.max(0) as u64;
+                    size.saturating_sub(f.offset)
+                }
+                FileKind::Stdin => rustix::io::ioctl_fionread(std::io::stdin().as_fd())?,
+                _ => return Err(Errno::ENOTTY),
+            };
+            mem.write_u32(arg, n.min(i32::MAX as u64) as u32)?;
+            Ok(0)
+        }
+        TCGETS | TIOCGWINSZ | TCSETS | TCSETSW | TCSETSF | TIOCSWINSZ => {
+            let Some(h) = host_std(&lock(&file).kind) else {
+                return Err(Errno::ENOTTY);
+            };
+            // Queries go to the host terminal; changing it is refused so a
+            // guest cannot leave the user's terminal in raw mode.
+            let mut out = [0u8; 64];
+            host_ioctl_out(h.as_fd(), TCGETS, &mut out)?;
+            let len = match req {
+                TCGETS => TERMIOS_SIZE,
+                TIOCGWINSZ => {
+                    host_ioctl_out(h.as_fd(), TIOCGWINSZ, &mut out)?;
+                    WINSIZE_SIZE
+                }
+                _ => return Err(Errno::EPERM),
+            };
+            mem.write(arg, &out[..len])?;
+            Ok(0)
+        }
+        _ => Err(Errno::ENOTTY),
+    }
+}
+
+enum PollSrc {
+    /// Negative fd: ignored.
+    Skip,
+    /// Readiness known now (already masked).
+    Now(i16),
+    /// A host stream, polled on the host (index into the host set).
+    Host(usize),
+}
+
+fn readiness(f: &OpenFile) -> i16 {
+    if f.path_only() {
+        return POLLNVAL;
+    }
+    match &f.kind {
+        FileKind::Pipe(end) => {
+            let p = lock(&end.pipe);
+            if end.write {
+                let mut r = 0;
+                if p.buf.len() < PIPE_CAPACITY {
+                    r |= WRITABLE;
+                }
+                if p.readers == 0 {
+                    r |= POLLERR;
+                }
+                r
+            } else {
+                let mut r = 0;
+                if !p.buf.is_empty() {
+                    r |= READABLE;
+                }
+                if p.writers == 0 {
+                    r |= POLLHUP;
+                }
+                r
+            }
+        }
+        _ => READABLE | WRITABLE,
+    }
+}
+
+fn do_poll(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    addr: u64,
+    nfds: u64,
+    timeout: Option<Duration>,
+) -> SysResult {
+    if nfds > MAX_FDS as u64 {
+        return Err(Errno::EINVAL);
+    }
+    let raw = guest_buf(mem, addr, nfds * 8)?.to_vec();
+    let mut entries = Vec::with_capacity(nfds as usize);
+    let mut host: Vec<libc::pollfd> = Vec::new();
+    for e in raw.chunks_exact(8) {
+        let fd = i32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+        let events = i16::from_le_bytes([e[4], e[5]]);
+        let mask = events | POLLERR | POLLHUP;
+        let src = if fd < 0 {
+            PollSrc::Skip
+        } else {
+            match p.fds.get(fd) {
+                Err(_) => PollSrc::Now(POLLNVAL),
+                Ok(file) => {
+                    let f = lock(&file);
+                    match host_std(&f.kind) {
+                        Some(h) if !f.path_only() => {
+                            host.push(libc::pollfd {
+                                fd: h.as_fd().as_raw_fd(),
+                                events,
+                                revents: 0,
+                            });
+                            PollSrc::Host(host.len() - 1)
+                        }
+                        _ => {
+                            let r = readiness(&f);
+                            PollSrc::Now(if r == POLLNVAL { r } else { r & mask })
+                        }
+                    }
+                }
+            }
+        };
+        entries.push((src, mask));
+    }
+    let count = |entries: &[(PollSrc, i16)], host: &[libc::pollfd]| -> (Vec<i16>, u64) {
+        let rev: Vec<i16> = entries
+            .iter()
+            .map(|(s, mask)| match s {
+                PollSrc::Skip => 0,
+                PollSrc::Now(r) => *r,
+                PollSrc::Host(i) => host[*i].revents & (mask | POLLNVAL),
+            })
+            .collect();
+        let n = rev.iter().filter(|&&r| r != 0).count() as u64;
+        (rev, n)
+    };
+    if !host.is_empty() {
+        host_poll(&mut host, 0)?;
+    }
+    let (mut revents, mut ready) = count(&entries, &host);
+    if ready == 0 && timeout != Some(Duration::ZERO) {
+        // Nothing in-process can change while we wait (one guest thread), so
+        // only the host streams matter; with none, this is a plain sleep.
+        let ms = match timeout {
+            None => -1,
+            Some(d) => d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32,
+        };
+        host_poll(&mut host, ms)?;
+        (revents, ready) = count(&entries, &host);
+    }
+    let out = guest_buf_mut(mem, addr, nfds * 8)?;
+    for (i, r) in revents.iter().enumerate() {
+        out[i * 8 + 6..i * 8 + 8].copy_from_slice(&r.to_le_bytes());
+    }
+    Ok(ready)
+}
+
+/// Implements poll(2).
+fn sys_poll(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let ms = a[2] as i32;
+    let timeout = (ms >= 0).then(|| Duration::from_millis(ms as u64));
+    do_poll(p, mem, a[0], a[1], timeout)
+}
+
+/// Reads a `struct timespec` relative timeout.
+pub(super) fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Duration, Errno> {
+    let sec = mem.read_u64(addr)? as i64;
+    let nsec = mem.read_u64(addr + 8)? as i64;
+    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Duration::new(sec as u64, nsec as u32))
+}
+
+/// Implements ppoll(2).
+fn sys_ppoll(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [fds, nfds, tsp, sigmask, sigsetsize, _] = *a;
+    let timeout = if tsp == 0 {
+        None
+    } else {
+        Some(read_timespec(mem, tsp)?)
+    };
+    if sigmask != 0 {
+        if sigsetsize != 8 {
+            return Err(Errno::EINVAL);
+        }
+        mem.read_u64(sigmask)?;
+    }
+    do_poll(p, mem, fds, nfds, timeout)
+}
+
+fn do_pipe(p: &mut Process, mem: &mut GuestMemory, addr: u64, flags: u64) -> SysResult {
+    let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
+    if flags & !(O_CLOEXEC | O_NONBLOCK) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    mem.slice_mut(addr, 8)?;
+    let cloexec = flags & O_CLOEXEC != 0;
+    let nb = flags & O_NONBLOCK;
+    let (r, w) = PipeEnd::pair();
+    let rfd = p
+        .fds
+        .insert(OpenFile::new(FileKind::Pipe(r), O_RDONLY | nb), cloexec)?;
+    let wfd = match p
+        .fds
+        .insert(OpenFile::new(FileKind::Pipe(w), O_WRONLY | nb), cloexec)
+    {
+        Ok(fd) => fd,
+        Err(e) => {
+            p.fds.close(rfd)?;
+            return Err(e);
+        }
+    };
+    mem.write_u32(addr, rfd as u32)?;
+    mem.write_u32(addr + 4, wfd as u32)?;
+    Ok(0)
+}
+
+/// Implements pipe(2).
+fn sys_pipe(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_pipe(p, mem, a[0], 0)
+}
+
+/// Implements pipe2(2).
+fn sys_pipe2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_pipe(p, mem, a[0], a[1])
+}
+
+/// Implements sendfile(2).
+fn sys_sendfile(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [out_fd, in_fd, off_ptr, count, ..] = *a;
+    let output = p.fds.get(out_fd as i32)?;
+    let input = p.fds.get(in_fd as i32)?;
+    if Arc::ptr_eq(&input, &output) {
+        return Err(Errno::EINVAL);
+    }
+    let mut pos = if off_ptr == 0 {
+        None
+    } else {
+        Some(position(mem.read_u64(off_ptr)?)?)
+    };
+    let mut inf = lock(&input);
+    let mut outf = lock(&output);
+    if !inf.readable() || !outf.writable() {
+        return Err(Errno::EBADF);
+    }
+    // Only inputs whose consumed bytes can be un-consumed on a short write.
+    if !matches!(
+        inf.kind,
+        FileKind::File { .. } | FileKind::Null | FileKind::Zero | FileKind::Urandom
+    ) {
+        return Err(Errno::EINVAL);
+    }
+    let total = count.min(MAX_RW);
+    let mut bounce = vec![0u8; total.min(CHUNK) as usize];
+    let mut done = 0u64;
+    let mut err = None;
+    while done < total {
+        let want = (total - done).min(CHUNK) as usize;
+        let at = pos.unwrap_or(inf.offset);
+        let n = match read_file(&mut inf, &mut bounce[..want], Some(at)) {
+            Ok(n) => n,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        let w = match write_file(&mut outf, &bounce[..n], None) {
+            Ok(w) => w,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        };
+        let next = at.saturating_add(w as u64);
+        match &mut pos {
+            Some(p) => *p = next,
+            None => inf.offset = next,
+        }
+        done += w as u64;
+        if w < n {
+            break;
+        }
+    }
+    if let Some(p) = pos {
+        mem.write_u64(off_ptr, p)?;
+    }
+    match err {
+        Some(e) if done == 0 => Err(e),
+        _ => Ok(done),
+    }
+}
+
+fn sync_check(file: &FileRef) -> Result<(), Errno> {
+    let f = lock(file);
+    if f.path_only() {
+        return Err(Errno::EBADF);
+    }
+    match &f.kind {
+        FileKind::File { .. } | FileKind::Dir { .. } => Ok(()),
+        k => match host_std(k) {
+            Some(h) => Ok(rustix::fs::fsync(h.as_fd())?),
+            None => Err(Errno::EINVAL),
+        },
+    }
+}
+
+/// Implements fsync(2): read-only files have nothing to flush.
+fn sys_fsync(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    sync_check(&p.fds.get(a[0] as i32)?)?;
+    Ok(0)
+}
+
+/// Implements fadvise64(2): advice is accepted and ignored.
+fn sys_fadvise64(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    let file = p.fds.get(a[0] as i32)?;
+    let f = lock(&file);
+    if f.path_only() {
+        return Err(Errno::EBADF);
+    }
+    if matches!(f.kind, FileKind::Pipe(_)) {
+        return Err(Errno::ESPIPE);
+    }
+    if a[3] as u32 > 5 || (a[2] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+#[rustfmt::skip]
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 0, name: "read", handler: sys_read, support: Support::Full, note: "" },
+    SyscallEntry { nr: 1, name: "write", handler: sys_write, support: Support::Partial,
+        note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE" },
+    SyscallEntry { nr: 7, name: "poll", handler: sys_poll, support: Support::Partial,
+        note: "only host stdio can become ready while waiting; in-process pipes and files report their state at once" },
+    SyscallEntry { nr: 8, name: "lseek", handler: sys_lseek, support: Support::Full, note: "" },
+    SyscallEntry { nr: 16, name: "ioctl", handler: sys_ioctl, support: Support::Partial,
+        note: "FIONBIO, FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); others ENOTTY" },
+    SyscallEntry { nr: 17, name: "pread64", handler: sys_pread64, support: Support::Full, note: "" },
+    SyscallEntry { nr: 18, name: "pwrite64", handler: sys_pwrite64, support: Support::Partial,
+        note: "host files are read-only (EBADF)" },
+    SyscallEntry { nr: 19, name: "readv", handler: sys_readv, support: Support::Full, note: "" },
+    SyscallEntry { nr: 20, name: "writev", handler: sys_writev, support: Support::Partial,
+        note: "transfers of more than 64 KiB are split into several host writes" },
+    SyscallEntry { nr: 22, name: "pipe", handler: sys_pipe, support: Support::Partial,
+        note: "in-process 64 KiB buffer; reads of an empty pipe with writers return EAGAIN instead of blocking (one guest thread)" },
+    SyscallEntry { nr: 40, name: "sendfile", handler: sys_sendfile, support: Support::Partial,
+        note: "input must be a regular file or /dev/{null,zero,urandom}" },
+    SyscallEntry { nr: 74, name: "fsync", handler: sys_fsync, support: Support::Full, note: "" },
+    SyscallEntry { nr: 75, name: "fdatasync", handler: sys_fsync, support: Support::Full, note: "" },
+    SyscallEntry { nr: 221, name: "fadvise64", handler: sys_fadvise64, support: Support::Partial,
+        note: "advice is accepted and ignored" },
+    SyscallEntry { nr: 271, name: "ppoll", handler: sys_ppoll, support: Support::Partial,
+        note: "as poll; the signal mask is checked but not applied; the remaining time is not written back" },
+    SyscallEntry { nr: 293, name: "pipe2", handler: sys_pipe2, support: Support::Partial,
+        note: "as pipe; O_CLOEXEC and O_NONBLOCK only (O_DIRECT packet mode is EINVAL)" },
+    SyscallEntry { nr: 295, name: "preadv", handler: sys_preadv, support: Support::Full, note: "" },
+    SyscallEntry { nr: 296, name: "pwritev", handler: sys_pwritev, support: Support::Partial,
+        note: "host files are read-only (EBADF)" },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::USER_BASE;
+    use crate::linux::{Handler, Policy};
+    use crate::memory::AddressSpace;
+
+    const BAD: [u64; 4] = [0, 0xffff_8000_0000_0000, 8 << 20, u64::MAX - 7];
+
+    fn setup() -> (Process, GuestMemory) {
+        let p = Process::new(
+            Policy::default(),
+            AddressSpace::new(0x40_0000, 0x70_0000),
+            "/".into(),
+            "/prog".into(),
+        );
+        (p, GuestMemory::new(8 << 20).unwrap())
+    }
+
+    fn call(p: &mut Process, m: &mut GuestMemory, h: Handler, a: &[u64]) -> SysResult {
+        let mut args = [0u64; 6];
+        args[..a.len()].copy_from_slice(a);
+        h(p, m, &args)
+    }
+
+    fn open_dev(p: &mut Process, kind: FileKind, flags: u32) -> u64 {
+        p.fds.insert(OpenFile::new(kind, flags), false).unwrap() as u64
+    }
+
+    #[test]
+    fn pipe_round_trip() {
+        let (mut p, mut m) = setup();
+        let fds = USER_BASE;
+        assert_eq!(
+            call(&mut p, &mut m, sys_pipe2, &[fds, u64::from(O_CLOEXEC)]),
+            Ok(0)
+        );
+        let (r, w) = (
+            u64::from(m.read_u32(fds).unwrap()),
+            u64::from(m.read_u32(fds + 4).unwrap()),
+        );
+        assert_eq!((r, w), (3, 4));
+        assert_eq!(p.fds.cloexec(3), Ok(true));
+        let buf = USER_BASE + 0x1000;
+        m.write(buf, b"hello pipe").unwrap();
+        assert_eq!(call(&mut p, &mut m, sys_write, &[w, buf, 10]), Ok(10));
+        // Empty read with a live writer would block forever: EAGAIN.
+        let out = USER_BASE + 0x2000;
+        assert_eq!(call(&mut p, &mut m, sys_read, &[r, out, 4]), Ok(4));
+        assert_eq!(m.read(out, 4).unwrap(), b"hell");
+        assert_eq!(call(&mut p, &mut m, sys_read, &[r, out, 100]), Ok(6));
+        assert_eq!(m.read(out, 6).unwrap(), b"o pipe");
+        assert_eq!(
+            call(&mut p, &mut m, sys_read, &[r, out, 100]),
+            Err(Errno::EAGAIN)
+        );
+        // Wrong directions.
+        assert_eq!(
+            call(&mut p, &mut m, sys_read, &[w, out, 1]),
+            Err(Errno::EBADF)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_write, &[r, buf, 1]),
+            Err(Errno::EBADF)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_lseek, &[r, 0, 0]),
+            Err(Errno::ESPIPE)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_pread64, &[r, out, 1, 0]),
+            Err(Errno::ESPIPE)
+        );
+        // Poll: writable, not readable; then readable.
+        let pfd = USER_BASE + 0x3000;
+        let mut ent = Vec::new();
+        ent.extend_from_slice(&(r as i32).to_le_bytes());
+        ent.extend_from_slice(&(POLLIN).to_le_bytes());
+        ent.extend_from_slice(&0i16.to_le_bytes());
+        ent.extend_from_slice(&(w as i32).to_le_bytes());
+        ent.extend_from_slice(&(POLLOUT).to_le_bytes());
+        ent.extend_from_slice(&0i16.to_le_bytes());
+        m.write(pfd, &ent).unwrap();
+        assert_eq!(call(&mut p, &mut m, sys_poll, &[pfd, 2, 0]), Ok(1));
+        assert_eq!(m.read(pfd + 6, 2).unwrap(), &0i16.to_le_bytes());
+        assert_eq!(m.read(pfd + 14, 2).unwrap(), &POLLOUT.to_le_bytes());
+        call(&mut p, &mut m, sys_write, &[w, buf, 3]).unwrap();
+        assert_eq!(call(&mut p, &mut m, sys_poll, &[pfd, 2, 0]), Ok(2));
+        // Closing the writer: remaining data, then EOF and POLLHUP.
+        p.fds.close(w as i32).unwrap();
+        assert_eq!(call(&mut p, &mut m, sys_read, &[r, out, 100]), Ok(3));
+        assert_eq!(call(&mut p, &mut m, sys_read, &[r, out, 100]), Ok(0));
+        assert_eq!(call(&mut p, &mut m, sys_poll, &[pfd, 1, 0]), Ok(1));
+        assert_eq!(m.read(pfd + 6, 2).unwrap(), &POLLHUP.to_le_bytes());
+    }
+
+    #[test]
+    fn pipe_full_and_broken() {
+        let (mut p, mut m) = setup();
+        call(&mut p, &mut m, sys_pipe, &[USER_BASE]).unwrap();
+        let buf = USER_BASE + 0x1000;
+        assert_eq!(
+            call(&mut p, &mut m, sys_write, &[4, buf, 100_000]),
+            Ok(PIPE_CAPACITY as u64)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_write, &[4, buf, 1]),
+            Err(Errno::EAGAIN)
+        );
+        p.fds.close(3).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_write, &[4, buf, 1]),
+            Err(Errno::EPIPE)
+        );
+        // pipe() with a bad pointer allocates nothing.
+        for bad in BAD {
+            assert_eq!(call(&mut p, &mut m, sys_pipe, &[bad]), Err(Errno::EFAULT));
+        }
+        assert_eq!(p.fds.open_fds(), vec![0, 1, 2, 4]);
+        assert_eq!(
+            call(&mut p, &mut m, sys_pipe2, &[USER_BASE, 0x1]),
+            Err(Errno::EINVAL)
+        );
+    }
+
+    #[test]
+    fn devices_and_vectors() {
+        let (mut p, mut m) = setup();
+        let zero = open_dev(&mut p, FileKind::Zero, O_RDWR);
+        let null = open_dev(&mut p, FileKind::Null, O_RDWR);
+        let rnd = open_dev(&mut p, FileKind::Urandom, O_RDONLY);
+        let buf = USER_BASE + 0x1000;
+        m.write(buf, &[0xaa; 64]).unwrap();
+        assert_eq!(call(&mut p, &mut m, sys_read, &[zero, buf, 64]), Ok(64));
+        assert_eq!(m.read(buf, 64).unwrap(), &[0u8; 64]);
+        assert_eq!(call(&mut p, &mut m, sys_read, &[null, buf, 64]), Ok(0));
+        assert_eq!(call(&mut p, &mut m, sys_write, &[null, buf, 64]), Ok(64));
+        assert_eq!(call(&mut p, &mut m, sys_read, &[rnd, buf, 64]), Ok(64));
+        assert_eq!(
+            call(&mut p, &mut m, sys_write, &[rnd, buf, 1]),
+            Err(Errno::EBADF)
+        );
+        // A zero-length transfer needs no buffer.
+        assert_eq!(call(&mut p, &mut m, sys_read, &[zero, 0, 0]), Ok(0));
+        // readv of /dev/zero into two iovecs.
+        let iov = USER_BASE + 0x2000;
+        let (b1, b2) = (USER_BASE + 0x3000, USER_BASE + 0x4000);
+        m.write(b1, &[1; 8]).unwrap();
+        m.write(b2, &[1; 8]).unwrap();
+        for (i, v) in [b1, 3, b2, 5].iter().enumerate() {
+            m.write_u64(iov + 8 * i as u64, *v).unwrap();
+        }
+        assert_eq!(call(&mut p, &mut m, sys_readv, &[zero, iov, 2]), Ok(8));
+        assert_eq!(m.read(b1, 4).unwrap(), &[0, 0, 0, 1]);
+        assert_eq!(m.read(b2, 6).unwrap(), &[0, 0, 0, 0, 0, 1]);
+        assert_eq!(call(&mut p, &mut m, sys_writev, &[null, iov, 2]), Ok(8));
+        assert_eq!(
+            call(&mut p, &mut m, sys_readv, &[zero, iov, 1025]),
+            Err(Errno::EINVAL)
+        );
+        // Bad iovec entries and arrays.
+        for bad in BAD {
+            assert_eq!(
+                call(&mut p, &mut m, sys_readv, &[zero, bad, 2]),
+                Err(Errno::EFAULT)
+            );
+            assert_eq!(
+                call(&mut p, &mut m, sys_writev, &[null, bad, 2]),
+                Err(Errno::EFAULT)
+            );
+            m.write_u64(iov + 16, bad).unwrap();
+            assert_eq!(
+                call(&mut p, &mut m, sys_readv, &[zero, iov, 2]),
+                Err(Errno::EFAULT)
+            );
+            assert_eq!(
+                call(&mut p, &mut m, sys_writev, &[null, iov, 2]),
+                Err(Errno::EFAULT)
+            );
+        }
+        m.write_u64(iov + 16, b2).unwrap();
+        m.write_u64(iov + 24, 1 << 63).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_readv, &[zero, iov, 2]),
+            Err(Errno::EINVAL)
+        );
+        m.write_u64(iov + 24, 1 << 40).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_readv, &[zero, iov, 2]),
+            Err(Errno::EFAULT)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_lseek, &[zero, 100, SEEK_SET]),
+            Ok(0)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_lseek, &[zero, 0, 9]),
+            Err(Errno::EINVAL)
+        );
+    }
+
+    #[test]
+    fn bad_buffers_and_fds() {
+        let (mut p, mut m) = setup();
+        let zero = open_dev(&mut p, FileKind::Zero, O_RDWR);
+        for bad in BAD {
+            for h in [sys_read as Handler, sys_write] {
+                assert_eq!(
+                    call(&mut p, &mut m, h, &[zero, bad, 16]),
+                    Err(Errno::EFAULT)
+                );
+            }
+            for h in [sys_pread64 as Handler, sys_pwrite64] {
+                assert_eq!(
+                    call(&mut p, &mut m, h, &[zero, bad, 16, 0]),
+                    Err(Errno::EFAULT)
+                );
+            }
+            assert_eq!(
+                call(&mut p, &mut m, sys_poll, &[bad, 1, 0]),
+                Err(Errno::EFAULT)
+            );
+            assert_eq!(
+                call(&mut p, &mut m, sys_ppoll, &[bad, 1, 0, 0, 8]),
+                Err(Errno::EFAULT)
+            );
+            if bad != 0 {
+                // NULL timeout/sigmask are valid (and would wait forever).
+                let ts = USER_BASE + 0x100;
+                assert_eq!(
+                    call(&mut p, &mut m, sys_ppoll, &[USER_BASE, 0, bad, 0, 8]),
+                    Err(Errno::EFAULT)
+                );
+                assert_eq!(
+                    call(&mut p, &mut m, sys_ppoll, &[USER_BASE, 0, ts, bad, 8]),
+                    Err(Errno::EFAULT)
+                );
+            }
+            assert_eq!(
+                call(&mut p, &mut m, sys_ioctl, &[zero, u64::from(FIONBIO), bad]),
+                Err(Errno::EFAULT)
+            );
+            assert_eq!(
+                call(&mut p, &mut m, sys_sendfile, &[zero, zero, bad, 1]),
+                Err(Errno::EINVAL)
+            );
+        }
+        // Huge lengths within the table are EFAULT, never a host allocation.
+        let buf = USER_BASE + 0x1000;
+        for len in [1u64 << 40, u64::MAX, 8 << 20] {
+            assert_eq!(
+                call(&mut p, &mut m, sys_read, &[zero, buf, len]),
+                Err(Errno::EFAULT)
+            );
+            assert_eq!(
+                call(&mut p, &mut m, sys_write, &[zero, buf, len]),
+                Err(Errno::EFAULT)
+            );
+        }
+        assert_eq!(
+            call(&mut p, &mut m, sys_poll, &[buf, 1025, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_pread64, &[zero, buf, 1, u64::MAX]),
+            Err(Errno::EINVAL)
+        );
+        for fd in [99u64, u64::MAX, 1 << 32 | 99, 5000] {
+            for h in [
+                sys_read as Handler,
+                sys_write,
+                sys_readv,
+                sys_writev,
+                sys_lseek,
+                sys_fsync,
+            ] {
+                assert_eq!(call(&mut p, &mut m, h, &[fd, buf, 1]), Err(Errno::EBADF));
+            }
+            assert_eq!(
+                call(&mut p, &mut m, sys_ioctl, &[fd, u64::from(TCGETS), buf]),
+                Err(Errno::EBADF)
+            );
+            assert_eq!(
+                call(&mut p, &mut m, sys_sendfile, &[1, fd, 0, 1]),
+                Err(Errno::EBADF)
+            );
+        }
+        // Bad fds in poll are POLLNVAL, negative ones ignored.
+        m.write(
+            buf,
+            &[99, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0],
+        )
+        .unwrap();
+        assert_eq!(call(&mut p, &mut m, sys_poll, &[buf, 2, 0]), Ok(1));
+        assert_eq!(m.read(buf + 6, 2).unwrap(), &POLLNVAL.to_le_bytes());
+        assert_eq!(m.read(buf + 14, 2).unwrap(), &[0, 0]);
+        // A pure sleep.
+        assert_eq!(call(&mut p, &mut m, sys_poll, &[0, 0, 1]), Ok(0));
+    }
+
+    #[test]
+    fn ioctl_basics() {
+        let (mut p, mut m) = setup();
+        let zero = open_dev(&mut p, FileKind::Zero, O_RDWR);
+        let buf = USER_BASE;
+        m.write_u32(buf, 1).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_ioctl, &[zero, u64::from(FIONBIO), buf]),
+            Ok(0)
+        );
+        assert!(lock(&p.fds.get(zero as i32).unwrap()).nonblocking());
+        assert_eq!(
+            call(&mut p, &mut m, sys_ioctl, &[zero, u64::from(TCGETS), buf]),
+            Err(Errno::ENOTTY)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_ioctl, &[zero, 0x1234, buf]),
+            Err(Errno::ENOTTY)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_ioctl, &[zero, u64::from(FIOCLEX), 0]),
+            Ok(0)
+        );
+        assert_eq!(p.fds.cloexec(zero as i32), Ok(true));
+        // On stdio the answer comes from the host (ENOTTY when not a terminal).
+        let r = call(&mut p, &mut m, sys_ioctl, &[1, u64::from(TCSETS), buf]);
+        assert!(r == Err(Errno::ENOTTY) || r == Err(Errno::EPERM), "{r:?}");
+        call(&mut p, &mut m, sys_pipe, &[buf]).unwrap();
+        let w = m.read_u32(buf + 4).unwrap();
+        let r = m.read_u32(buf).unwrap();
+        m.write(buf + 0x100, b"abc").unwrap();
+        call(&mut p, &mut m, sys_write, &[u64::from(w), buf + 0x100, 3]).unwrap();
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_ioctl,
+                &[u64::from(r), u64::from(FIONREAD), buf + 0x200]
+            ),
+            Ok(0)
+        );
+        assert_eq!(m.read_u32(buf + 0x200), Ok(3));
+    }
+
+    #[test]
+    fn sendfile_between_devices() {
+        let (mut p, mut m) = setup();
+        let zero = open_dev(&mut p, FileKind::Zero, O_RDONLY);
+        let null = open_dev(&mut p, FileKind::Null, O_WRONLY);
+        let off = USER_BASE;
+        m.write_u64(off, 10).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_sendfile, &[null, zero, off, 200_000]),
+            Ok(200_000)
+        );
+        assert_eq!(m.read_u64(off), Ok(200_010));
+        assert_eq!(
+            call(&mut p, &mut m, sys_sendfile, &[zero, null, 0, 1]),
+            Err(Errno::EBADF)
+        );
+        for bad in BAD.into_iter().filter(|&b| b != 0) {
+            assert_eq!(
+                call(&mut p, &mut m, sys_sendfile, &[null, zero, bad, 1]),
+                Err(Errno::EFAULT)
+            );
+        }
+    }
+}
