@@ -124,4 +124,14 @@ mod tests {
         assert!(lookup(1).is_some(), "write is handled");
         assert!(lookup(10_000).is_none());
     }
+
+    #[test]
+    fn committed_doc_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/syscalls.md");
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == render_markdown(),
+            "docs/syscalls.md is stale: run `forkvm syscalls > docs/syscalls.md`"
+        );
+    }
 }
