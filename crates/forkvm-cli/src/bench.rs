@@ -178,7 +178,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
 
     let mut rows = vec![
         Row {
-            name: "construct",
+            name: "vm_construct",
             what: format!("VM construct (create VM, load {})", short(&hello_path)),
             s: stats(construct),
             floor_name: "vm_create",
@@ -479,7 +479,10 @@ fn lifecycle(
     let mut rows = vec![
         Row {
             name: "construct",
-            what: format!("construct master (load + init) of {}", shorten(&name)),
+            what: format!(
+                "construct master (load + init) of {}",
+                short(Path::new(&name))
+            ),
             s: stats(construct),
             floor_name: "vm_create",
             floor: create_floor,
@@ -626,11 +629,4 @@ fn memory_per_fork(
     let (rss1, k1) = (rss_kib(), meminfo_kib(&kernel));
     drop(forks);
     Ok((rss1.saturating_sub(rss0) + k1.saturating_sub(k0)) as f64 / count as f64)
-}
-
-fn shorten(s: &str) -> String {
-    Path::new(s)
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| s.to_string())
 }

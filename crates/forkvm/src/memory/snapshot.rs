@@ -5,12 +5,12 @@
 //! write to a page gets the fork a private copy (host-level copy-on-write,
 //! no guest page-table edits, which PVM could not see anyway).
 //!
-//! Reset finds the private pages with `PAGEMAP_SCAN` and copies the
-//! master's contents back over them. The pages stay mapped, so the next use
-//! of the fork writes them without another copy-on-write fault (a VM exit
-//! each, 28 µs on PVM). When a fork has accumulated more than
-//! [`KEEP_PRIVATE_PAGES`] private pages, reset drops them instead
-//! (MADV_DONTNEED) so the working set stays bounded.
+//! Reset finds the private pages with `PAGEMAP_SCAN`. Those the last use
+//! changed get the master's contents copied back and stay mapped, so the
+//! next use writes them without another copy-on-write fault (a VM exit
+//! each, 28 µs on PVM); those it left equal to the master's are returned
+//! (MADV_DONTNEED). The kept set therefore follows what each use writes.
+//! Beyond [`KEEP_PRIVATE_PAGES`] private pages, reset returns them all.
 
 use super::guest_memory::{GuestMemory, MapError};
 use super::pagemap::{self, PAGE_IS_FILE, PAGE_IS_PRESENT};
@@ -193,23 +193,42 @@ impl GuestMemory {
         let private = pagemap::scan(base, base + self.size, PAGE_IS_PRESENT, PAGE_IS_FILE)?;
         let pages: u64 = private.iter().map(|(s, e)| (e - s) / PAGE_SIZE).sum();
         let mut stats = ResetStats::default();
+        let mut drop: Vec<(u64, u64)> = Vec::new();
         for (s, e) in private {
             let (off, len) = (s - base, e - s);
             if off + len > self.size {
                 continue;
             }
             if pages > KEEP_PRIVATE_PAGES {
-                // SAFETY: the range lies in our private mapping; DONTNEED
-                // reverts it to the snapshot's contents.
-                unsafe { libc::madvise(s as *mut libc::c_void, len as usize, libc::MADV_DONTNEED) };
+                drop.push((s, len));
                 stats.dropped += len / PAGE_SIZE;
-            } else {
-                let src = snap.bytes(off, len);
-                if let Ok(dst) = self.kernel_slice_mut(off, len) {
-                    dst.copy_from_slice(src);
-                }
-                stats.copied += len / PAGE_SIZE;
+                continue;
             }
+            // Pages this use wrote are copied back and kept (no copy-on-write
+            // fault next time); private pages it did not write are equal to
+            // the master's and are returned, so the kept set follows what
+            // each use writes rather than everything ever written.
+            for page in (0..len).step_by(PAGE_SIZE as usize) {
+                let src = snap.bytes(off + page, PAGE_SIZE);
+                let Ok(dst) = self.kernel_slice_mut(off + page, PAGE_SIZE) else {
+                    continue;
+                };
+                if dst == src {
+                    match drop.last_mut() {
+                        Some((ds, dl)) if *ds + *dl == s + page => *dl += PAGE_SIZE,
+                        _ => drop.push((s + page, PAGE_SIZE)),
+                    }
+                    stats.dropped += 1;
+                } else {
+                    dst.copy_from_slice(src);
+                    stats.copied += 1;
+                }
+            }
+        }
+        for (s, len) in drop {
+            // SAFETY: the range lies in our private mapping; DONTNEED reverts
+            // it to the snapshot's contents (which it equals or must equal).
+            unsafe { libc::madvise(s as *mut libc::c_void, len as usize, libc::MADV_DONTNEED) };
         }
         Ok(stats)
     }
