@@ -58,6 +58,9 @@ pub struct ServeArgs {
     /// Log less (only warnings and errors).
     #[arg(short, long)]
     quiet: bool,
+    /// Print one line per guest syscall (stderr).
+    #[arg(long)]
+    trace_syscalls: bool,
     /// The program to serve (default: a built-in example), then its arguments.
     #[arg(value_name = "PROGRAM [ARGS]...", num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -105,7 +108,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         env: args.env.clone(),
         cwd: "/".into(),
         allow_read: args.allow_read.clone(),
-        trace_syscalls: false,
+        trace_syscalls: args.trace_syscalls,
     };
     let mut machine =
         Machine::new(&image, &name, config).with_context(|| format!("cannot start {name}"))?;

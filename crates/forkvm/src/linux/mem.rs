@@ -23,7 +23,8 @@ const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
 const MREMAP_MAYMOVE: u64 = 1;
 const MREMAP_FIXED: u64 = 2;
 const MADV_DONTNEED: u64 = 4;
-const MADV_FREE: u64 = 8;
+/// Freed ranges up to this size keep their pages (zeroed when reused).
+const KEEP_FREED: u64 = 256 << 10;
 
 fn page_up(v: u64) -> Result<u64, Errno> {
     v.checked_add(PAGE_SIZE - 1)
@@ -59,6 +60,13 @@ fn check_mappable(p: &Process, fd: u64) -> Result<(), Errno> {
 fn read_file_into(p: &mut Process, fd: u64, buf: &mut [u8], off: u64) -> Result<(), Errno> {
     p.fds
         .read_at_for_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?, buf, off)
+}
+
+/// Zeroes pages in place, keeping them mapped (no fault on the next touch).
+fn zero_kept(mem: &mut GuestMemory, addr: u64, len: u64) {
+    if let Ok(b) = mem.kernel_slice_mut(addr, len) {
+        b.fill(0);
+    }
 }
 
 /// Implements brk(2).
@@ -123,6 +131,9 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if flags & MAP_FIXED != 0 || !anonymous {
         discard(mem, start, len);
     }
+    for (s, l) in p.mm.take_dirty(start, len) {
+        zero_kept(mem, s, l);
+    }
     if !anonymous {
         let buf = mem.slice_mut(start, len)?;
         if let Err(e) = read_file_into(p, fd, buf, off) {
@@ -151,7 +162,11 @@ fn sys_munmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     for (s, l) in overlapping {
         let from = s.max(addr);
         let to = (s + l).min(addr + len);
-        discard(mem, from, to - from);
+        if to - from <= KEEP_FREED {
+            p.mm.add_dirty(from, to - from);
+        } else {
+            discard(mem, from, to - from);
+        }
     }
     p.mm.remove(addr, len);
     mem.unmap_user(addr, addr + len);
@@ -181,6 +196,9 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     if p.mm.mapping_at(old) == Some(old_len) && p.mm.grow_in_place(old, new_len) {
         mem.map_user(old, old + new_len, RW);
+        for (s, l) in p.mm.take_dirty(old + old_len, new_len - old_len) {
+            zero_kept(mem, s, l);
+        }
         return Ok(old);
     }
     if flags & MREMAP_MAYMOVE == 0 {
@@ -188,6 +206,9 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     let new = p.mm.alloc(new_len).ok_or(Errno::ENOMEM)?;
     mem.map_user(new, new + new_len, RW);
+    for (s, l) in p.mm.take_dirty(new, new_len) {
+        zero_kept(mem, s, l);
+    }
     let data = mem.read(old, old_len)?.to_vec();
     mem.write(new, &data)?;
     discard(mem, old, old_len);
@@ -229,11 +250,16 @@ fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if end > mem.size() {
         return Err(Errno::ENOMEM);
     }
-    if advice == MADV_DONTNEED || advice == MADV_FREE {
+    // MADV_FREE lets the kernel keep the contents: keeping them is cheapest.
+    if advice == MADV_DONTNEED {
         let in_heap = addr >= p.mm.brk_start && end <= page_up(p.mm.brk)?;
         let mapped = p.mm.mappings().any(|(s, l)| addr >= s && end <= s + l);
         if in_heap || mapped {
-            discard(mem, addr, len);
+            if len <= KEEP_FREED {
+                zero_kept(mem, addr, len);
+            } else {
+                discard(mem, addr, len);
+            }
         }
     }
     Ok(0)
@@ -256,7 +282,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "MREMAP_FIXED is refused" },
     SyscallEntry { nr: 26, name: "msync", handler: sys_nop, support: Support::Full, note: "" },
     SyscallEntry { nr: 28, name: "madvise", handler: sys_madvise, support: Support::Partial,
-        note: "MADV_DONTNEED/MADV_FREE zero the range; other advice is accepted and ignored" },
+        note: "MADV_DONTNEED zeroes the range; MADV_FREE and other advice are accepted and ignored" },
     SyscallEntry { nr: 149, name: "mlock", handler: sys_nop, support: Support::Full, note: "" },
     SyscallEntry { nr: 150, name: "munlock", handler: sys_nop, support: Support::Full, note: "" },
 ];

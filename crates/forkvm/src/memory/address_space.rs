@@ -24,6 +24,10 @@ pub struct AddressSpace {
     pub mmap_top: u64,
     /// Live mappings: start → length (page multiples).
     maps: BTreeMap<u64, u64>,
+    /// Freed ranges whose old contents are still there: zeroed when handed
+    /// out again instead of when freed, so their pages stay mapped (a fault
+    /// each on PVM when dropped).
+    dirty: BTreeMap<u64, u64>,
 }
 
 impl AddressSpace {
@@ -36,6 +40,7 @@ impl AddressSpace {
             mmap_floor_min: brk_start,
             mmap_top,
             maps: BTreeMap::new(),
+            dirty: BTreeMap::new(),
         }
     }
 
@@ -152,6 +157,38 @@ impl AddressSpace {
         mem_size.saturating_sub(self.mmap_top)
     }
 
+    /// Records `start..start+len` as freed but not zeroed.
+    pub fn add_dirty(&mut self, start: u64, len: u64) {
+        if len > 0 {
+            self.take_dirty(start, len);
+            self.dirty.insert(start, len);
+        }
+    }
+
+    /// Removes and returns the parts of `start..start+len` that were freed but not zeroed.
+    pub fn take_dirty(&mut self, start: u64, len: u64) -> Vec<(u64, u64)> {
+        let end = start.saturating_add(len);
+        let hit: Vec<(u64, u64)> = self
+            .dirty
+            .range(..end)
+            .filter(|(&s, &l)| s + l > start)
+            .map(|(&s, &l)| (s, l))
+            .collect();
+        let mut out = Vec::new();
+        for (s, l) in hit {
+            self.dirty.remove(&s);
+            let (from, to) = (s.max(start), (s + l).min(end));
+            out.push((from, to - from));
+            if s < from {
+                self.dirty.insert(s, from - s);
+            }
+            if s + l > to {
+                self.dirty.insert(to, s + l - to);
+            }
+        }
+        out
+    }
+
     /// Live mappings, lowest first.
     pub fn mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.maps.iter().map(|(&s, &l)| (s, l))
@@ -185,5 +222,14 @@ mod tests {
         assert_eq!(v, vec![(m, 0x1000), (m + 0x2000, 0x1000)]);
         // The hole can be reused.
         assert_eq!(a.alloc(0x1000).unwrap(), m + 0x1000);
+    }
+
+    #[test]
+    fn dirty_ranges_are_split_and_taken_once() {
+        let mut a = AddressSpace::new(0x50_0000, 0x100_0000);
+        a.add_dirty(0x60_0000, 0x3000);
+        assert_eq!(a.take_dirty(0x60_1000, 0x1000), vec![(0x60_1000, 0x1000)]);
+        assert_eq!(a.take_dirty(0x5f_f000, 0x5000), vec![(0x60_0000, 0x1000), (0x60_2000, 0x1000)]);
+        assert!(a.take_dirty(0x60_0000, 0x3000).is_empty());
     }
 }

@@ -39,6 +39,8 @@ pub struct GuestMemory {
     /// What the program has mapped; `None` until tracking is enabled (then
     /// user accesses outside it fault, as they would on Linux).
     pub(super) user_map: Option<super::UserMap>,
+    /// For a fork: kept private pages (by offset) equal to the master's, and for how many resets.
+    pub(super) idle: std::collections::HashMap<u64, u8>,
 }
 
 // SAFETY: GuestMemory owns its mapping exclusively; the raw pointer is not
@@ -85,6 +87,7 @@ impl GuestMemory {
             size,
             snapshot: None,
             user_map: None,
+            idle: Default::default(),
         })
     }
 

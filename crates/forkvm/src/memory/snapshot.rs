@@ -23,6 +23,9 @@ use std::sync::Arc;
 /// this, reset returns them to the host.
 pub const KEEP_PRIVATE_PAGES: u64 = 2048;
 
+/// Resets a kept private page may stay equal to the master's before it is returned.
+const IDLE_RESETS: u8 = 8;
+
 /// An immutable image of guest RAM in a memfd.
 pub struct Snapshot {
     /// What the program had mapped at the snapshot.
@@ -153,6 +156,7 @@ impl GuestMemory {
             size: snap.size,
             snapshot: Some(snap.clone()),
             user_map: snap.user_map.clone(),
+            idle: Default::default(),
         })
     }
 
@@ -175,6 +179,7 @@ impl GuestMemory {
         .map_err(map_err(self.size))?;
         self.snapshot = Some(snap.clone());
         self.user_map = snap.user_map.clone();
+        self.idle.clear();
         Ok(())
     }
 
@@ -204,16 +209,22 @@ impl GuestMemory {
                 stats.dropped += len / PAGE_SIZE;
                 continue;
             }
-            // Pages this use wrote are copied back and kept (no copy-on-write
-            // fault next time); private pages it did not write are equal to
-            // the master's and are returned, so the kept set follows what
-            // each use writes rather than everything ever written.
+            // Pages this use changed are copied back and kept (no copy-on-write
+            // fault next time). Pages left equal to the master's are kept for a
+            // few resets (a request may have written and freed them), then
+            // returned, so the kept set follows what recent uses write.
             for page in (0..len).step_by(PAGE_SIZE as usize) {
                 let src = snap.bytes(off + page, PAGE_SIZE);
                 let Ok(dst) = self.kernel_slice_mut(off + page, PAGE_SIZE) else {
                     continue;
                 };
                 if dst == src {
+                    let idle = self.idle.entry(off + page).or_insert(0);
+                    *idle += 1;
+                    if *idle <= IDLE_RESETS {
+                        continue;
+                    }
+                    self.idle.remove(&(off + page));
                     match drop.last_mut() {
                         Some((ds, dl)) if *ds + *dl == s + page => *dl += PAGE_SIZE,
                         _ => drop.push((s + page, PAGE_SIZE)),
@@ -221,6 +232,7 @@ impl GuestMemory {
                     stats.dropped += 1;
                 } else {
                     dst.copy_from_slice(src);
+                    self.idle.remove(&(off + page));
                     stats.copied += 1;
                 }
             }
