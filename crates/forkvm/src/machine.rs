@@ -204,6 +204,8 @@ pub struct Machine {
     mode: Mode,
     /// The program's stack pointer at the last trap.
     trap_rsp: u64,
+    /// The syscall number of the last syscall trap.
+    trap_nr: u64,
     /// Handler registered with the ready call.
     ready_handler: u64,
     /// Bytes staged below the call stack for the next call (lowest address so far).
@@ -345,6 +347,7 @@ impl Machine {
             stalled: false,
             mode: Mode::Program,
             trap_rsp: 0,
+            trap_nr: 0,
             at_random: None,
             ready_handler: 0,
             stage_sp: None,
@@ -380,6 +383,7 @@ impl Machine {
             stalled: false,
             mode: Mode::Program,
             trap_rsp: 0,
+            trap_nr: 0,
             at_random,
             ready_handler: ready.handler,
             stage_sp: None,
@@ -653,6 +657,7 @@ impl Machine {
                     .rsp
             }
         };
+        self.trap_nr = regs.rax;
         match (regs.rax, self.mode) {
             (abi::hypercall::READY, Mode::UntilReady) => {
                 self.ready_handler = regs.rdi;
@@ -696,6 +701,9 @@ impl Machine {
         let result = linux::dispatch(&mut self.proc, &mut self.mem, regs.rax, &args);
         if let Some(status) = self.proc.exit_status {
             return Ok(Some(Outcome::Exited(status)));
+        }
+        if !matches!(self.proc.sched, Some(Sched::Retry(_))) {
+            self.proc.waiting = None;
         }
         if let Some(req) = self.proc.sched.take() {
             let ctx = kvm_bindings::kvm_regs {
@@ -829,12 +837,14 @@ impl Machine {
             sigmask: self.proc.sigmask,
             pending_signal: None,
             wait,
+            waiting: self.proc.waiting,
         }
     }
 
     /// Makes `t` the running thread (its registers are loaded by the caller).
     fn adopt(&mut self, t: &ThreadCtx) {
         self.proc.tid = t.tid;
+        self.proc.waiting = t.waiting;
         self.proc.clear_child_tid = t.clear_child_tid;
         self.proc.sigmask = t.sigmask;
         if t.fs_base != self.proc.fs_base || self.vcpu_fs_base != t.fs_base {
@@ -866,6 +876,7 @@ impl Machine {
                     sigmask: self.proc.sigmask,
                     pending_signal: None,
                     wait: Wait::Runnable,
+                    waiting: None,
                 };
                 self.proc.threads.others.push_back(child);
                 Ok(false)
@@ -883,6 +894,19 @@ impl Machine {
                 Ok(true)
             }
             Sched::Exit => {
+                self.stalled = !self.switch_thread()?;
+                Ok(true)
+            }
+            Sched::Retry(until) => {
+                // Put the thread back before its `syscall` instruction (2 bytes),
+                // with the syscall number, so it asks again when it next runs.
+                let again = kvm_bindings::kvm_regs {
+                    rip: ctx.rip.wrapping_sub(2),
+                    rax: self.trap_nr,
+                    ..ctx
+                };
+                let me = self.save_current(again, Wait::Retry(until));
+                self.proc.threads.others.push_back(me);
                 self.stalled = !self.switch_thread()?;
                 Ok(true)
             }

@@ -153,6 +153,8 @@ pub enum FileKind {
     Zero,
     /// /dev/urandom (and /dev/random).
     Urandom,
+    /// eventfd, timerfd or epoll.
+    Event(super::event::EventObj),
 }
 
 /// An open file description: shared by every fd `dup`ed from the same open.
@@ -575,6 +577,7 @@ fn copy_file(
         FileKind::Null => FileKind::Null,
         FileKind::Zero => FileKind::Zero,
         FileKind::Urandom => FileKind::Urandom,
+        FileKind::Event(e) => FileKind::Event(e.clone()),
         FileKind::File { fd, path } => FileKind::File {
             fd: dup(fd)?,
             path: path.clone(),

@@ -181,7 +181,11 @@ pub(super) fn read_file(f: &mut OpenFile, buf: &mut [u8], at: Option<u64>) -> Re
         return Err(Errno::EBADF);
     }
     let nonblocking = f.nonblocking();
+    if let FileKind::Event(e) = &mut f.kind {
+        return super::event::read(e, buf);
+    }
     match &f.kind {
+        FileKind::Event(_) => Err(Errno::EINVAL),
         FileKind::Stdin => {
             let h = std::io::stdin();
             match at {
@@ -226,7 +230,11 @@ pub(super) fn write_file(f: &mut OpenFile, buf: &[u8], at: Option<u64>) -> Resul
     if !f.writable() {
         return Err(Errno::EBADF);
     }
+    if let FileKind::Event(e) = &mut f.kind {
+        return super::event::write(e, buf);
+    }
     match &f.kind {
+        FileKind::Event(_) => Err(Errno::EINVAL),
         FileKind::Stdout | FileKind::Stderr => {
             let Some(h) = host_std(&f.kind) else {
                 return Err(Errno::EBADF);
@@ -285,14 +293,32 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
     }
     let need = read_need(&f, a[2].min(MAX_RW), at);
     let buf = guest_buf_mut(mem, a[1], need)?;
-    Ok(read_file(&mut f, buf, at)? as u64)
+    let nonblocking = f.nonblocking();
+    let r = read_file(&mut f, buf, at);
+    drop(f);
+    or_wait(p, nonblocking, r.map(|n| n as u64))
+}
+
+/// A blocking descriptor with nothing to transfer yet: the thread waits and
+/// the call is made again (other threads run meanwhile).
+fn or_wait(p: &mut Process, nonblocking: bool, r: SysResult) -> SysResult {
+    match r {
+        Err(Errno::EAGAIN) if !nonblocking => {
+            let _ = super::thread::wait(p, None, None);
+            Ok(0)
+        }
+        other => other,
+    }
 }
 
 fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
     let file = p.fds.get(a[0] as i32)?;
     let buf = guest_buf(mem, a[1], a[2].min(MAX_RW))?;
     let mut f = lock(&file);
-    Ok(write_file(&mut f, buf, at)? as u64)
+    let nonblocking = f.nonblocking();
+    let r = write_file(&mut f, buf, at);
+    drop(f);
+    or_wait(p, nonblocking, r.map(|n| n as u64))
 }
 
 /// Implements read(2).
@@ -501,6 +527,7 @@ fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     }
     let cur = f.offset;
     match &f.kind {
+        FileKind::Event(_) => Err(Errno::ESPIPE),
         FileKind::Stdin | FileKind::Stdout | FileKind::Stderr => {
             let Some(h) = host_std(&f.kind) else {
                 return Err(Errno::EBADF);
@@ -608,11 +635,33 @@ enum PollSrc {
     Host(usize),
 }
 
+/// poll(2) bits of an open file now, host stdio included (for epoll and select).
+pub(super) fn readiness_of(f: &mut OpenFile, now: std::time::Instant) -> i16 {
+    if let FileKind::Event(e) = &mut f.kind {
+        return super::event::readiness(e, now);
+    }
+    match host_std(&f.kind) {
+        Some(h) if !f.path_only() => {
+            let mut pfd = [libc::pollfd {
+                fd: h.as_fd().as_raw_fd(),
+                events: READABLE | WRITABLE,
+                revents: 0,
+            }];
+            match host_poll(&mut pfd, 0) {
+                Ok(_) => pfd[0].revents,
+                Err(_) => POLLERR,
+            }
+        }
+        _ => readiness(f),
+    }
+}
+
 fn readiness(f: &OpenFile) -> i16 {
     if f.path_only() {
         return POLLNVAL;
     }
     match &f.kind {
+        FileKind::Event(_) => 0,
         FileKind::Pipe(end) => {
             let p = lock(&end.pipe);
             if end.write {
@@ -699,13 +748,10 @@ fn do_poll(
     }
     let (mut revents, mut ready) = count(&entries, &host);
     if ready == 0 && timeout != Some(Duration::ZERO) {
-        // Nothing in-process can change while we wait (one guest thread), so
-        // only the host streams matter; with none, this is a plain sleep.
-        let ms = match timeout {
-            None => -1,
-            Some(d) => d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32,
-        };
-        host_poll(&mut host, ms)?;
+        // Nothing ready: this thread waits (others run) and asks again.
+        if let super::thread::Waited::Retry = super::thread::wait(p, timeout, None) {
+            return Ok(0);
+        }
         (revents, ready) = count(&entries, &host);
     }
     let out = guest_buf_mut(mem, addr, nfds * 8)?;
@@ -896,7 +942,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 1, name: "write", handler: sys_write, support: Support::Partial,
         note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE" },
     SyscallEntry { nr: 7, name: "poll", handler: sys_poll, support: Support::Partial,
-        note: "only host stdio can become ready while waiting; in-process pipes and files report their state at once" },
+        note: "waiting re-checks readiness every 1 ms (20 ms with one thread); other threads run meanwhile" },
     SyscallEntry { nr: 8, name: "lseek", handler: sys_lseek, support: Support::Full, note: "" },
     SyscallEntry { nr: 16, name: "ioctl", handler: sys_ioctl, support: Support::Partial,
         note: "FIONBIO, FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); others ENOTTY" },
@@ -907,7 +953,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 20, name: "writev", handler: sys_writev, support: Support::Partial,
         note: "transfers of more than 64 KiB are split into several host writes" },
     SyscallEntry { nr: 22, name: "pipe", handler: sys_pipe, support: Support::Partial,
-        note: "in-process 64 KiB buffer; reads of an empty pipe with writers return EAGAIN instead of blocking (one guest thread)" },
+        note: "in-process 64 KiB buffer; blocking reads and writes wait for the other end" },
     SyscallEntry { nr: 40, name: "sendfile", handler: sys_sendfile, support: Support::Partial,
         note: "input must be a regular file or /dev/{null,zero,urandom}" },
     SyscallEntry { nr: 74, name: "fsync", handler: sys_fsync, support: Support::Full, note: "" },
@@ -969,16 +1015,18 @@ mod tests {
         let buf = USER_BASE + 0x1000;
         m.write(buf, b"hello pipe").unwrap();
         assert_eq!(call(&mut p, &mut m, sys_write, &[w, buf, 10]), Ok(10));
-        // Empty read with a live writer would block forever: EAGAIN.
         let out = USER_BASE + 0x2000;
         assert_eq!(call(&mut p, &mut m, sys_read, &[r, out, 4]), Ok(4));
         assert_eq!(m.read(out, 4).unwrap(), b"hell");
         assert_eq!(call(&mut p, &mut m, sys_read, &[r, out, 100]), Ok(6));
         assert_eq!(m.read(out, 6).unwrap(), b"o pipe");
-        assert_eq!(
-            call(&mut p, &mut m, sys_read, &[r, out, 100]),
-            Err(Errno::EAGAIN)
-        );
+        // Empty with a live writer: a blocking read waits (the call is made again later).
+        assert_eq!(call(&mut p, &mut m, sys_read, &[r, out, 100]), Ok(0));
+        assert!(matches!(
+            p.sched.take(),
+            Some(crate::linux::thread::Sched::Retry(_))
+        ));
+        p.waiting = None;
         // Wrong directions.
         assert_eq!(
             call(&mut p, &mut m, sys_read, &[w, out, 1]),
@@ -1028,10 +1076,13 @@ mod tests {
             call(&mut p, &mut m, sys_write, &[4, buf, 100_000]),
             Ok(PIPE_CAPACITY as u64)
         );
-        assert_eq!(
-            call(&mut p, &mut m, sys_write, &[4, buf, 1]),
-            Err(Errno::EAGAIN)
-        );
+        // Full: a blocking write waits.
+        assert_eq!(call(&mut p, &mut m, sys_write, &[4, buf, 1]), Ok(0));
+        assert!(matches!(
+            p.sched.take(),
+            Some(crate::linux::thread::Sched::Retry(_))
+        ));
+        p.waiting = None;
         p.fds.close(3).unwrap();
         assert_eq!(
             call(&mut p, &mut m, sys_write, &[4, buf, 1]),

@@ -4,6 +4,7 @@
 //! [`GuestMemory`], so it can be tested without a VM.
 
 pub mod errno;
+pub mod event;
 pub mod fdtable;
 pub mod fs;
 pub mod io;
@@ -86,6 +87,8 @@ pub struct Process {
     pub threads: thread::Threads,
     /// What the run loop must do when the current syscall returns.
     pub sched: Option<thread::Sched>,
+    /// The running thread is waiting in a syscall until this deadline (None inside: forever).
+    pub waiting: Option<Option<std::time::Instant>>,
     /// Signals sent while blocked, waiting to be unblocked (bit n-1 for signal n).
     pub blocked_pending: u64,
     /// set_tid_address pointer.
@@ -124,6 +127,7 @@ impl Process {
             tid: process::PID,
             threads: thread::Threads::default(),
             sched: None,
+            waiting: None,
             clear_child_tid: 0,
             robust_list: 0,
             sigactions: [SigAction::default(); 64],
@@ -154,6 +158,7 @@ impl Process {
             tid: self.tid,
             threads: self.threads.clone(),
             sched: None,
+            waiting: None,
             clear_child_tid: self.clear_child_tid,
             robust_list: self.robust_list,
             sigactions: self.sigactions,

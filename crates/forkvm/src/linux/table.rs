@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 8] {
+fn families() -> [&'static [SyscallEntry]; 9] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -44,6 +44,7 @@ fn families() -> [&'static [SyscallEntry]; 8] {
         super::time::SYSCALLS,
         super::fdtable::SYSCALLS,
         super::thread::SYSCALLS,
+        super::event::SYSCALLS,
     ]
 }
 

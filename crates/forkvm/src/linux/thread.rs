@@ -71,6 +71,8 @@ pub enum Wait {
     },
     /// In nanosleep until then.
     Sleep(Instant),
+    /// About to make its syscall again (nothing was ready) at this time.
+    Retry(Instant),
 }
 
 /// A thread that is not on the vCPU: its saved user context.
@@ -90,6 +92,8 @@ pub struct ThreadCtx {
     pub pending_signal: Option<i32>,
     /// Why it is not running.
     pub wait: Wait,
+    /// The deadline of a syscall it is waiting in (see [`wait`]).
+    pub waiting: Option<Option<Instant>>,
 }
 
 /// What the run loop must do after a syscall returns.
@@ -112,6 +116,49 @@ pub enum Sched {
     Yield,
     /// The caller exited (exit(2) of one thread).
     Exit,
+    /// The caller found nothing ready: run its syscall again at this time
+    /// (or when other threads have had their turn).
+    Retry(Instant),
+}
+
+/// What [`wait`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The timeout has passed: the syscall returns its timeout result now.
+    TimedOut,
+    /// The syscall will be made again; what it returns now is discarded.
+    Retry,
+}
+
+/// How often a waiting syscall looks again when other threads could make it ready.
+const RECHECK: Duration = Duration::from_millis(1);
+/// ... and when only time or the host (stdin) could.
+const RECHECK_ALONE: Duration = Duration::from_millis(20);
+
+/// A syscall found nothing ready. Starts (or continues) the calling
+/// thread's wait: the first call fixes the deadline from `timeout` (None:
+/// forever); `wake` is a moment something becomes ready by itself (a timer).
+pub fn wait(p: &mut Process, timeout: Option<Duration>, wake: Option<Instant>) -> Waited {
+    let now = Instant::now();
+    let deadline = *p.waiting.get_or_insert_with(|| timeout.map(|t| now + t));
+    if deadline.is_some_and(|d| now >= d) {
+        p.waiting = None;
+        return Waited::TimedOut;
+    }
+    let step = if p.threads.others.is_empty() {
+        RECHECK_ALONE
+    } else {
+        RECHECK
+    };
+    let mut until = now + step;
+    if let Some(d) = deadline {
+        until = until.min(d);
+    }
+    if let Some(w) = wake {
+        until = until.min(w.max(now));
+    }
+    p.sched = Some(Sched::Retry(until));
+    Waited::Retry
 }
 
 /// The threads of the process other than the running one.
@@ -129,7 +176,7 @@ impl Threads {
         self.others.iter().any(|t| match t.wait {
             Wait::Runnable => true,
             Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
-            Wait::Sleep(until) => until <= now,
+            Wait::Sleep(until) | Wait::Retry(until) => until <= now,
         })
     }
 
@@ -139,7 +186,7 @@ impl Threads {
             .iter()
             .filter_map(|t| match t.wait {
                 Wait::Futex { deadline, .. } => deadline,
-                Wait::Sleep(until) => Some(until),
+                Wait::Sleep(until) | Wait::Retry(until) => Some(until),
                 Wait::Runnable => None,
             })
             .min()
@@ -150,13 +197,13 @@ impl Threads {
         let i = self.others.iter().position(|t| match t.wait {
             Wait::Runnable => true,
             Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
-            Wait::Sleep(until) => until <= now,
+            Wait::Sleep(until) | Wait::Retry(until) => until <= now,
         })?;
         let mut t = self.others.remove(i)?;
         match t.wait {
             Wait::Futex { .. } => t.regs.rax = (-(Errno::ETIMEDOUT.0 as i64)) as u64,
             Wait::Sleep(_) => t.regs.rax = 0,
-            Wait::Runnable => {}
+            Wait::Runnable | Wait::Retry(_) => {}
         }
         t.wait = Wait::Runnable;
         Some(t)

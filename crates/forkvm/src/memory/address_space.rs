@@ -229,7 +229,10 @@ mod tests {
         let mut a = AddressSpace::new(0x50_0000, 0x100_0000);
         a.add_dirty(0x60_0000, 0x3000);
         assert_eq!(a.take_dirty(0x60_1000, 0x1000), vec![(0x60_1000, 0x1000)]);
-        assert_eq!(a.take_dirty(0x5f_f000, 0x5000), vec![(0x60_0000, 0x1000), (0x60_2000, 0x1000)]);
+        assert_eq!(
+            a.take_dirty(0x5f_f000, 0x5000),
+            vec![(0x60_0000, 0x1000), (0x60_2000, 0x1000)]
+        );
         assert!(a.take_dirty(0x60_0000, 0x3000).is_empty());
     }
 }

@@ -1,0 +1,668 @@
+//! Event loops: eventfd, timerfd, epoll and select, so runtimes with an
+//! event loop (Go's netpoller, tokio, libuv) start and wait as they would
+//! on Linux.
+//!
+//! All three are in-process objects behind ordinary descriptors. A wait that
+//! finds nothing ready blocks the calling thread (see
+//! [`super::thread::wait`]), so other guest threads run meanwhile; a timerfd
+//! becomes readable by the passage of time alone.
+
+use super::fdtable::{lock, FileKind, OpenFile};
+use super::table::{Support, SyscallEntry};
+use super::thread;
+use super::{Args, Errno, Process, SysResult};
+use crate::memory::GuestMemory;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const EFD_SEMAPHORE: u64 = 1;
+const O_NONBLOCK: u64 = 0o4000;
+const O_CLOEXEC: u64 = 0o2000000;
+const EPOLL_CTL_ADD: u64 = 1;
+const EPOLL_CTL_DEL: u64 = 2;
+const EPOLL_CTL_MOD: u64 = 3;
+const EPOLLIN: u32 = 0x001;
+const EPOLLOUT: u32 = 0x004;
+const EPOLLERR: u32 = 0x008;
+const EPOLLHUP: u32 = 0x010;
+const EPOLLONESHOT: u32 = 1 << 30;
+const EPOLLET: u32 = 1 << 31;
+const TFD_TIMER_ABSTIME: u64 = 1;
+/// Most events one epoll_wait may return.
+const MAX_EVENTS: u64 = 1 << 16;
+
+/// An in-process event object behind a descriptor.
+#[derive(Debug, Clone)]
+pub enum EventObj {
+    /// eventfd(2): a counter.
+    EventFd {
+        /// The counter.
+        count: u64,
+        /// EFD_SEMAPHORE: reads take 1.
+        semaphore: bool,
+    },
+    /// timerfd_create(2).
+    TimerFd(Timer),
+    /// epoll_create1(2): the interest list, by fd.
+    Epoll(BTreeMap<i32, Interest>),
+}
+
+/// A timerfd's state.
+#[derive(Debug, Clone, Default)]
+pub struct Timer {
+    /// The clock (CLOCK_REALTIME, MONOTONIC or BOOTTIME), for gettime.
+    pub clock: u64,
+    /// Next expiry, if armed.
+    pub next: Option<Instant>,
+    /// Period (zero: one shot).
+    pub interval: Duration,
+    /// Expirations not yet read.
+    pub expired: u64,
+}
+
+impl Timer {
+    /// Counts the expirations up to now.
+    fn update(&mut self, now: Instant) {
+        let Some(next) = self.next else { return };
+        if now < next {
+            return;
+        }
+        if self.interval.is_zero() {
+            self.expired += 1;
+            self.next = None;
+        } else {
+            let n = (now - next).as_nanos() / self.interval.as_nanos() + 1;
+            self.expired = self.expired.saturating_add(n as u64);
+            self.next = next.checked_add(self.interval * n as u32);
+        }
+    }
+}
+
+/// One entry of an epoll interest list.
+#[derive(Debug, Clone, Copy)]
+pub struct Interest {
+    /// EPOLL* events asked for.
+    pub events: u32,
+    /// The user's data, returned with each event.
+    pub data: u64,
+    /// Disabled by EPOLLONESHOT after firing.
+    pub disabled: bool,
+}
+
+/// poll(2) bits of an event object (POLLIN = 1, POLLOUT = 4).
+pub fn readiness(obj: &mut EventObj, now: Instant) -> i16 {
+    match obj {
+        EventObj::EventFd { count, .. } => {
+            let mut r = 0;
+            if *count > 0 {
+                r |= 1;
+            }
+            if *count < u64::MAX - 1 {
+                r |= 4;
+            }
+            r
+        }
+        EventObj::TimerFd(t) => {
+            t.update(now);
+            if t.expired > 0 {
+                1
+            } else {
+                0
+            }
+        }
+        // Nested epoll readiness is not tracked.
+        EventObj::Epoll(_) => 0,
+    }
+}
+
+/// The next moment an event object becomes ready by itself (a timer).
+fn next_change(obj: &EventObj) -> Option<Instant> {
+    match obj {
+        EventObj::TimerFd(t) => t.next,
+        _ => None,
+    }
+}
+
+/// read(2) on an event object: Ok(n) or EAGAIN when nothing is there yet.
+pub fn read(obj: &mut EventObj, buf: &mut [u8]) -> Result<usize, Errno> {
+    if buf.len() < 8 {
+        return Err(Errno::EINVAL);
+    }
+    let v = match obj {
+        EventObj::EventFd { count, semaphore } => {
+            if *count == 0 {
+                return Err(Errno::EAGAIN);
+            }
+            if *semaphore {
+                *count -= 1;
+                1
+            } else {
+                std::mem::take(count)
+            }
+        }
+        EventObj::TimerFd(t) => {
+            t.update(Instant::now());
+            if t.expired == 0 {
+                return Err(Errno::EAGAIN);
+            }
+            std::mem::take(&mut t.expired)
+        }
+        EventObj::Epoll(_) => return Err(Errno::EINVAL),
+    };
+    buf[..8].copy_from_slice(&v.to_le_bytes());
+    Ok(8)
+}
+
+/// write(2) on an event object.
+pub fn write(obj: &mut EventObj, buf: &[u8]) -> Result<usize, Errno> {
+    match obj {
+        EventObj::EventFd { count, .. } => {
+            let b: [u8; 8] = buf
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .ok_or(Errno::EINVAL)?;
+            let v = u64::from_le_bytes(b);
+            if v == u64::MAX {
+                return Err(Errno::EINVAL);
+            }
+            if count.checked_add(v).is_none_or(|c| c > u64::MAX - 1) {
+                return Err(Errno::EAGAIN);
+            }
+            *count += v;
+            Ok(8)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn new_fd(p: &mut Process, obj: EventObj, flags: u64) -> SysResult {
+    let mut fl = super::fdtable::oflags::O_RDWR;
+    if flags & O_NONBLOCK != 0 {
+        fl |= super::fdtable::oflags::O_NONBLOCK;
+    }
+    let fd = p.fds.insert(
+        OpenFile::new(FileKind::Event(obj), fl),
+        flags & O_CLOEXEC != 0,
+    )?;
+    Ok(fd as u64)
+}
+
+/// Implements eventfd2(2).
+fn sys_eventfd2(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    let [initval, flags, ..] = *a;
+    if flags & !(EFD_SEMAPHORE | O_NONBLOCK | O_CLOEXEC) != 0 || initval > u64::from(u32::MAX) {
+        return Err(Errno::EINVAL);
+    }
+    new_fd(
+        p,
+        EventObj::EventFd {
+            count: initval,
+            semaphore: flags & EFD_SEMAPHORE != 0,
+        },
+        flags,
+    )
+}
+
+/// Implements eventfd(2).
+fn sys_eventfd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    sys_eventfd2(p, mem, &[a[0], 0, 0, 0, 0, 0])
+}
+
+/// Implements epoll_create1(2).
+fn sys_epoll_create1(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] & !O_CLOEXEC != 0 {
+        return Err(Errno::EINVAL);
+    }
+    new_fd(p, EventObj::Epoll(BTreeMap::new()), a[0])
+}
+
+/// Implements epoll_create(2).
+fn sys_epoll_create(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] as i32 <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    sys_epoll_create1(p, mem, &[0; 6])
+}
+
+/// Runs `f` on the epoll set behind `epfd`.
+fn with_epoll<T>(
+    p: &Process,
+    epfd: u64,
+    f: impl FnOnce(&mut BTreeMap<i32, Interest>) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let file = p.fds.get(epfd as i32)?;
+    let mut of = lock(&file);
+    match &mut of.kind {
+        FileKind::Event(EventObj::Epoll(set)) => f(set),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Implements epoll_ctl(2).
+fn sys_epoll_ctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [epfd, op, fd, event, ..] = *a;
+    let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+    if fd as u64 == epfd {
+        return Err(Errno::EINVAL);
+    }
+    p.fds.get(fd)?; // must be open
+    let ev = if op == EPOLL_CTL_DEL {
+        None
+    } else {
+        let b = mem.read(event, 12)?;
+        let events = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let mut d = [0u8; 8];
+        d.copy_from_slice(&b[4..12]);
+        Some(Interest {
+            events: events | EPOLLERR | EPOLLHUP,
+            data: u64::from_le_bytes(d),
+            disabled: false,
+        })
+    };
+    with_epoll(p, epfd, |set| {
+        match (op, ev) {
+            (EPOLL_CTL_ADD, Some(i)) => {
+                if set.contains_key(&fd) {
+                    return Err(Errno::EEXIST);
+                }
+                set.insert(fd, i);
+            }
+            (EPOLL_CTL_MOD, Some(i)) => {
+                let e = set.get_mut(&fd).ok_or(Errno::ENOENT)?;
+                *e = i;
+            }
+            (EPOLL_CTL_DEL, None) => {
+                set.remove(&fd).ok_or(Errno::ENOENT)?;
+            }
+            _ => return Err(Errno::EINVAL),
+        }
+        Ok(0)
+    })
+}
+
+/// Implements epoll_wait(2), epoll_pwait(2) and epoll_pwait2(2).
+fn epoll_wait(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    epfd: u64,
+    events: u64,
+    max: u64,
+    timeout: Option<Duration>,
+) -> SysResult {
+    if max == 0 || max > MAX_EVENTS {
+        return Err(Errno::EINVAL);
+    }
+    mem.slice_mut(events, max * 12)?;
+    let interests: Vec<(i32, Interest)> = with_epoll(p, epfd, |set| {
+        Ok(set.iter().map(|(k, v)| (*k, *v)).collect())
+    })?;
+    let now = Instant::now();
+    let mut ready = Vec::new();
+    let mut wake: Option<Instant> = None;
+    let mut gone = Vec::new();
+    for (fd, i) in interests {
+        if i.disabled {
+            continue;
+        }
+        let Ok(file) = p.fds.get(fd) else {
+            gone.push(fd);
+            continue;
+        };
+        let mut f = lock(&file);
+        let r = super::io::readiness_of(&mut f, now);
+        if let FileKind::Event(obj) = &f.kind {
+            if let Some(t) = next_change(obj) {
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+            }
+        }
+        let mut bits = 0u32;
+        if r & 1 != 0 {
+            bits |= EPOLLIN;
+        }
+        if r & 4 != 0 {
+            bits |= EPOLLOUT;
+        }
+        if r & 8 != 0 {
+            bits |= EPOLLERR;
+        }
+        if r & 16 != 0 {
+            bits |= EPOLLHUP;
+        }
+        let bits = bits & i.events;
+        if bits != 0 && (ready.len() as u64) < max {
+            ready.push((fd, bits, i.data, i.events & EPOLLONESHOT != 0));
+        }
+    }
+    with_epoll(p, epfd, |set| {
+        for fd in &gone {
+            set.remove(fd);
+        }
+        for (fd, _, _, oneshot) in &ready {
+            if *oneshot {
+                if let Some(e) = set.get_mut(fd) {
+                    e.disabled = true;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if ready.is_empty() && timeout != Some(Duration::ZERO) {
+        return match thread::wait(p, timeout, wake) {
+            thread::Waited::TimedOut => Ok(0),
+            thread::Waited::Retry => Ok(0),
+        };
+    }
+    let mut out = vec![0u8; ready.len() * 12];
+    for (i, (_, bits, data, _)) in ready.iter().enumerate() {
+        out[i * 12..i * 12 + 4].copy_from_slice(&bits.to_le_bytes());
+        out[i * 12 + 4..i * 12 + 12].copy_from_slice(&data.to_le_bytes());
+    }
+    let _ = EPOLLET; // edge-triggered interests are served as level-triggered
+    mem.write(events, &out)?;
+    Ok(ready.len() as u64)
+}
+
+fn ms_timeout(ms: u64) -> Option<Duration> {
+    let ms = ms as i32;
+    (ms >= 0).then(|| Duration::from_millis(ms as u64))
+}
+
+fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Duration, Errno> {
+    let s = mem.read_u64(addr)? as i64;
+    let ns = mem.read_u64(addr + 8)? as i64;
+    if s < 0 || !(0..1_000_000_000).contains(&ns) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Duration::new(s as u64, ns as u32))
+}
+
+/// Implements epoll_wait(2).
+fn sys_epoll_wait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    epoll_wait(p, mem, a[0], a[1], a[2], ms_timeout(a[3]))
+}
+
+/// Implements epoll_pwait(2) (the signal mask is not applied while waiting).
+fn sys_epoll_pwait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    epoll_wait(p, mem, a[0], a[1], a[2], ms_timeout(a[3]))
+}
+
+/// Implements epoll_pwait2(2).
+fn sys_epoll_pwait2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = if a[3] == 0 {
+        None
+    } else {
+        Some(read_timespec(mem, a[3])?)
+    };
+    epoll_wait(p, mem, a[0], a[1], a[2], t)
+}
+
+/// Implements timerfd_create(2).
+fn sys_timerfd_create(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    let [clock, flags, ..] = *a;
+    if !matches!(clock, 0 | 1 | 7 | 8 | 9) || flags & !(O_NONBLOCK | O_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    new_fd(
+        p,
+        EventObj::TimerFd(Timer {
+            clock,
+            ..Timer::default()
+        }),
+        flags,
+    )
+}
+
+fn with_timer<T>(
+    p: &Process,
+    fd: u64,
+    f: impl FnOnce(&mut Timer) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let file = p.fds.get(fd as i32)?;
+    let mut of = lock(&file);
+    match &mut of.kind {
+        FileKind::Event(EventObj::TimerFd(t)) => f(t),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn write_itimerspec(
+    mem: &mut GuestMemory,
+    addr: u64,
+    t: &Timer,
+    now: Instant,
+) -> Result<(), Errno> {
+    let left = t
+        .next
+        .map_or(Duration::ZERO, |n| n.saturating_duration_since(now));
+    let mut b = [0u8; 32];
+    b[0..8].copy_from_slice(&t.interval.as_secs().to_le_bytes());
+    b[8..16].copy_from_slice(&u64::from(t.interval.subsec_nanos()).to_le_bytes());
+    b[16..24].copy_from_slice(&left.as_secs().to_le_bytes());
+    b[24..32].copy_from_slice(&u64::from(left.subsec_nanos()).to_le_bytes());
+    mem.write(addr, &b)?;
+    Ok(())
+}
+
+/// Implements timerfd_settime(2).
+fn sys_timerfd_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [fd, flags, new, old, ..] = *a;
+    if flags & !(TFD_TIMER_ABSTIME | 2) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let interval = read_timespec(mem, new)?;
+    let value = read_timespec(mem, new + 16)?;
+    let now = Instant::now();
+    let clock = with_timer(p, fd, |t| Ok(t.clock))?;
+    let first = if value.is_zero() {
+        None
+    } else if flags & TFD_TIMER_ABSTIME != 0 {
+        let id = if clock == 0 || clock == 8 {
+            rustix::time::ClockId::Realtime
+        } else {
+            rustix::time::ClockId::Monotonic
+        };
+        let c = rustix::time::clock_gettime(id);
+        let cur = Duration::new(c.tv_sec as u64, c.tv_nsec as u32);
+        Some(now + value.saturating_sub(cur))
+    } else {
+        Some(now + value)
+    };
+    if old != 0 {
+        let t = with_timer(p, fd, |t| Ok(t.clone()))?;
+        write_itimerspec(mem, old, &t, now)?;
+    }
+    with_timer(p, fd, |t| {
+        t.next = first;
+        t.interval = interval;
+        t.expired = 0;
+        Ok(0)
+    })
+}
+
+/// Implements timerfd_gettime(2).
+fn sys_timerfd_gettime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let now = Instant::now();
+    let t = with_timer(p, a[0], |t| {
+        t.update(now);
+        Ok(t.clone())
+    })?;
+    write_itimerspec(mem, a[1], &t, now)?;
+    Ok(0)
+}
+
+/// select(2)/pselect6(2) on top of poll: converts the fd sets.
+fn select(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    nfds: u64,
+    sets: [u64; 3],
+    timeout: Option<Duration>,
+) -> SysResult {
+    if nfds > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    let bytes = nfds.div_ceil(64) * 8;
+    let mut inp = [
+        vec![0u8; bytes as usize],
+        vec![0u8; bytes as usize],
+        vec![0u8; bytes as usize],
+    ];
+    for (k, &addr) in sets.iter().enumerate() {
+        if addr != 0 {
+            inp[k].copy_from_slice(mem.read(addr, bytes)?);
+        }
+    }
+    let bit = |v: &[u8], fd: u64| v[(fd / 8) as usize] & (1 << (fd % 8)) != 0;
+    let now = Instant::now();
+    let mut out = [
+        vec![0u8; bytes as usize],
+        vec![0u8; bytes as usize],
+        vec![0u8; bytes as usize],
+    ];
+    let mut count = 0;
+    for fd in 0..nfds {
+        let want = [bit(&inp[0], fd), bit(&inp[1], fd), bit(&inp[2], fd)];
+        if !want.iter().any(|w| *w) {
+            continue;
+        }
+        let file = p.fds.get(fd as i32)?;
+        let r = super::io::readiness_of(&mut lock(&file), now);
+        let got = [r & (1 | 16) != 0, r & 4 != 0, r & 8 != 0];
+        for k in 0..3 {
+            if want[k] && got[k] {
+                out[k][(fd / 8) as usize] |= 1 << (fd % 8);
+                count += 1;
+            }
+        }
+    }
+    if count == 0 && timeout != Some(Duration::ZERO) {
+        if let thread::Waited::Retry = thread::wait(p, timeout, None) {
+            return Ok(0);
+        }
+    }
+    for (k, &addr) in sets.iter().enumerate() {
+        if addr != 0 {
+            mem.write(addr, &out[k])?;
+        }
+    }
+    Ok(count)
+}
+
+/// Implements select(2).
+fn sys_select(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = if a[4] == 0 {
+        None
+    } else {
+        let s = mem.read_u64(a[4])? as i64;
+        let us = mem.read_u64(a[4] + 8)? as i64;
+        if s < 0 || !(0..1_000_000).contains(&us) {
+            return Err(Errno::EINVAL);
+        }
+        Some(Duration::new(s as u64, us as u32 * 1000))
+    };
+    select(p, mem, a[0], [a[1], a[2], a[3]], t)
+}
+
+/// Implements pselect6(2) (the signal mask is not applied while waiting).
+fn sys_pselect6(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = if a[4] == 0 {
+        None
+    } else {
+        Some(read_timespec(mem, a[4])?)
+    };
+    select(p, mem, a[0], [a[1], a[2], a[3]], t)
+}
+
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry {
+        nr: 23,
+        name: "select",
+        handler: sys_select,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 213,
+        name: "epoll_create",
+        handler: sys_epoll_create,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 232,
+        name: "epoll_wait",
+        handler: sys_epoll_wait,
+        support: Support::Partial,
+        note: "level-triggered; EPOLLET is served as level-triggered",
+    },
+    SyscallEntry {
+        nr: 233,
+        name: "epoll_ctl",
+        handler: sys_epoll_ctl,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 270,
+        name: "pselect6",
+        handler: sys_pselect6,
+        support: Support::Partial,
+        note: "the signal mask is not swapped while waiting",
+    },
+    SyscallEntry {
+        nr: 281,
+        name: "epoll_pwait",
+        handler: sys_epoll_pwait,
+        support: Support::Partial,
+        note: "as epoll_wait; the signal mask is not swapped while waiting",
+    },
+    SyscallEntry {
+        nr: 283,
+        name: "timerfd_create",
+        handler: sys_timerfd_create,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 284,
+        name: "eventfd",
+        handler: sys_eventfd,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 286,
+        name: "timerfd_settime",
+        handler: sys_timerfd_settime,
+        support: Support::Partial,
+        note: "TFD_TIMER_CANCEL_ON_SET is accepted and ignored",
+    },
+    SyscallEntry {
+        nr: 287,
+        name: "timerfd_gettime",
+        handler: sys_timerfd_gettime,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 290,
+        name: "eventfd2",
+        handler: sys_eventfd2,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 291,
+        name: "epoll_create1",
+        handler: sys_epoll_create1,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 441,
+        name: "epoll_pwait2",
+        handler: sys_epoll_pwait2,
+        support: Support::Partial,
+        note: "as epoll_wait",
+    },
+];
