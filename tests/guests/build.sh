@@ -110,6 +110,17 @@ for p in api_demo; do
     fi
 done
 
+# Go guest (static, CGO_ENABLED=0), when Go is installed.
+if command -v go >/dev/null 2>&1; then
+    if needs_build "$OUT/goroutines" "$HERE/go/main.go" "$HERE/go/go.mod" "$HERE/build.sh"; then
+        log "go build go/ -> out/goroutines"
+        (cd "$HERE/go" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -o "$OUT/goroutines.tmp" .)
+        mv -f "$OUT/goroutines.tmp" "$OUT/goroutines"
+    fi
+else
+    log "go not found: the Go guest is skipped (install Go to test it)"
+fi
+
 RUST_DIR="$HERE/rust"
 RUST_DEPS=("$RUST_DIR/Cargo.toml" "$HERE/build.sh")
 while IFS= read -r -d '' f; do

@@ -52,6 +52,11 @@ struct RunArgs {
     /// Guest memory limit in MiB; beyond it brk/mmap fail with ENOMEM.
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     memory: u64,
+    /// Guest address space in MiB when larger than --memory (reservations
+    /// with PROT_NONE do not count against the limit). Default: --memory,
+    /// or 1024 for Go programs.
+    #[arg(long, value_name = "MIB")]
+    address_space: Option<u64>,
     /// Log what forkvm does (to stderr).
     #[arg(short, long)]
     verbose: bool,
@@ -99,8 +104,16 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         .context("--memory is out of range")?;
     let argv = args.command;
     let program = argv.first().cloned().unwrap_or_default();
+    let address_space = match args.address_space {
+        Some(m) => Some(
+            m.checked_mul(1 << 20)
+                .context("--address-space is out of range")?,
+        ),
+        None => None,
+    };
     let config = Config {
         memory,
+        address_space,
         timeout,
         argv,
         env: args.env,

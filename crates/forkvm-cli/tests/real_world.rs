@@ -134,3 +134,21 @@ fn busybox_ls_of_an_allowed_directory() {
             .flags(["--allow-read", d, "--env", "TZ=UTC"]),
     );
 }
+
+#[test]
+fn go_goroutines_channels_timers_gc_and_a_file() {
+    let prog = common::guests_out().join("goroutines");
+    if !prog.exists() {
+        eprintln!("skipped: Go is not installed, so tests/guests/go was not built");
+        return;
+    }
+    let dir = common::scratch_dir("go");
+    let f = dir.join("input.txt");
+    std::fs::write(&f, "forkvm runs Go\n").expect("write");
+    let d = dir.to_str().expect("utf-8 path").to_string();
+    check(
+        &Case::new(prog)
+            .args([f.to_str().expect("utf-8 path")])
+            .flags(["--allow-read", d.as_str()]),
+    );
+}

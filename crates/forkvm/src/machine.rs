@@ -17,8 +17,13 @@ use std::time::{Duration, Instant};
 /// How to run a program.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Guest RAM in bytes (rounded up to 2 MiB); the program's memory limit.
+    /// The program's memory limit in bytes: what it may map accessible.
     pub memory: u64,
+    /// Guest address space (RAM) in bytes, if larger than `memory`: room for
+    /// reservations (PROT_NONE mappings) that do not count against the limit.
+    /// Default: `memory`, or at least 1 GiB for Go programs, whose runtime
+    /// reserves 512 MiB up front.
+    pub address_space: Option<u64>,
     /// Wall-clock limit for the whole run.
     pub timeout: Duration,
     /// argv, including argv[0].
@@ -37,6 +42,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             memory: 256 << 20,
+            address_space: None,
             timeout: Duration::from_secs(10),
             argv: Vec::new(),
             env: Vec::new(),
@@ -246,11 +252,22 @@ impl Machine {
     /// Builds a VM for the ELF image `bytes`, which the guest knows as `exe_path`.
     pub fn new(bytes: &[u8], exe_path: &str, config: Config) -> Result<Self, MachineError> {
         let image = loader::parse(bytes)?;
-        let memory = config
+        let limit = config
             .memory
             .checked_next_multiple_of(abi::HUGE_PAGE_SIZE)
             .filter(|m| (8 << 20..=abi::MAX_GUEST_MEMORY).contains(m))
             .ok_or(MachineError::MemoryLimit(config.memory >> 20))?;
+        let symbols = image.symbols();
+        let is_go = ["runtime.rt0_go.abi0", "runtime.rt0_go", "_rt0_amd64_linux"]
+            .iter()
+            .any(|s| symbols.address_of(s).is_some());
+        let wanted = config
+            .address_space
+            .unwrap_or(if is_go { GO_ADDRESS_SPACE } else { 0 });
+        let memory = wanted
+            .checked_next_multiple_of(abi::HUGE_PAGE_SIZE)
+            .map_or(limit, |w| w.max(limit))
+            .min(abi::MAX_GUEST_MEMORY);
         let hv = Hypervisor::get()?;
         let mut mem = GuestMemory::new(memory)?;
         guest_kernel::install(&mut mem)?;
@@ -275,6 +292,7 @@ impl Machine {
 
         // From here on, system calls see only what the program has mapped.
         mem.track_mappings();
+        mem.set_commit_limit(limit);
         for r in image.regions() {
             mem.map_user(
                 r.start,
@@ -338,7 +356,7 @@ impl Machine {
             vcpu,
             mem,
             proc,
-            symbols: Arc::new(image.symbols()),
+            symbols: Arc::new(symbols),
             timeout: config.timeout,
             ready: None,
             poisoned: false,
@@ -1078,6 +1096,9 @@ fn load_interpreter(
     }
     Ok((loaded.entry, base))
 }
+
+/// Address space given to Go programs (their runtime reserves 512 MiB of it).
+const GO_ADDRESS_SPACE: u64 = 1 << 30;
 
 /// How often guest threads are preempted when more than one can run.
 const PREEMPT_TICK: Duration = Duration::from_millis(10);

@@ -99,6 +99,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     let mut argv = vec![name.clone()];
     argv.extend(args.command.iter().skip(1).cloned());
     let config = Config {
+        address_space: None,
         memory: args
             .memory
             .checked_mul(1 << 20)

@@ -72,6 +72,9 @@ fn zero_kept(mem: &mut GuestMemory, addr: u64, len: u64) {
 /// Implements brk(2).
 fn sys_brk(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let old = p.mm.brk;
+    if a[0] > old && !mem.may_commit(page_up(a[0])?.saturating_sub(page_up(old)?)) {
+        return Ok(old); // over the memory limit: brk fails as on Linux (unchanged break)
+    }
     let new = p.mm.set_brk(a[0]);
     let (from, to) = (page_up(new.min(old))?, page_up(new.max(old))?);
     if new < old {
@@ -97,6 +100,9 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     let len = page_up(len)?;
     if len > mem.size() {
+        return Err(Errno::ENOMEM);
+    }
+    if prot != 0 && !mem.may_commit(len) {
         return Err(Errno::ENOMEM);
     }
     let anonymous = flags & MAP_ANONYMOUS != 0;
@@ -188,6 +194,9 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if p.mm.mapping_at(old).is_none() {
         return Err(Errno::EFAULT);
     }
+    if new_len > old_len && !mem.may_commit(new_len - old_len) {
+        return Err(Errno::ENOMEM);
+    }
     if new_len <= old_len {
         discard(mem, old + new_len, old_len - new_len);
         p.mm.remove(old + new_len, old_len - new_len);
@@ -226,6 +235,9 @@ fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     let end = addr.checked_add(page_up(len)?).ok_or(Errno::ENOMEM)?;
     if end > mem.size() {
+        return Err(Errno::ENOMEM);
+    }
+    if prot != 0 && !mem.may_commit(mem.reserved_in(addr, end)) {
         return Err(Errno::ENOMEM);
     }
     // The guest's own accesses keep the rights it was loaded with; system

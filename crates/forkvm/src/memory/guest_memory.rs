@@ -41,6 +41,8 @@ pub struct GuestMemory {
     pub(super) user_map: Option<super::UserMap>,
     /// For a fork: kept private pages (by offset) equal to the master's, and for how many resets.
     pub(super) idle: std::collections::HashMap<u64, u8>,
+    /// Most bytes the program may have mapped accessible (its memory limit).
+    pub(super) commit_limit: u64,
 }
 
 // SAFETY: GuestMemory owns its mapping exclusively; the raw pointer is not
@@ -88,6 +90,7 @@ impl GuestMemory {
             snapshot: None,
             user_map: None,
             idle: Default::default(),
+            commit_limit: size,
         })
     }
 
@@ -139,6 +142,26 @@ impl GuestMemory {
         if let Some(m) = &mut self.user_map {
             m.remove(start, end);
         }
+    }
+
+    /// Whether the program may map `more` accessible bytes within its memory limit.
+    pub fn may_commit(&self, more: u64) -> bool {
+        match &self.user_map {
+            Some(m) => m.committed().saturating_add(more) <= self.commit_limit,
+            None => true,
+        }
+    }
+
+    /// Bytes of `start..end` mapped PROT_NONE (which mprotect would make count).
+    pub fn reserved_in(&self, start: u64, end: u64) -> u64 {
+        self.user_map
+            .as_ref()
+            .map_or(0, |m| m.reserved_in(start, end))
+    }
+
+    /// Sets the memory limit (accessible mappings), which may be below the RAM size.
+    pub fn set_commit_limit(&mut self, limit: u64) {
+        self.commit_limit = limit;
     }
 
     /// Records new rights for the mapped parts of `start..end`.

@@ -30,6 +30,8 @@ const IDLE_RESETS: u8 = 8;
 pub struct Snapshot {
     /// What the program had mapped at the snapshot.
     user_map: Option<super::UserMap>,
+    /// Its memory limit.
+    commit_limit: u64,
     fd: OwnedFd,
     size: u64,
     /// A read-only shared view, the source for restoring pages.
@@ -96,6 +98,7 @@ impl Snapshot {
         .map_err(&err)?;
         Ok(Arc::new(Self {
             user_map: mem.user_map.clone(),
+            commit_limit: mem.commit_limit,
             fd,
             size,
             view,
@@ -157,6 +160,7 @@ impl GuestMemory {
             snapshot: Some(snap.clone()),
             user_map: snap.user_map.clone(),
             idle: Default::default(),
+            commit_limit: snap.commit_limit,
         })
     }
 
@@ -179,6 +183,7 @@ impl GuestMemory {
         .map_err(map_err(self.size))?;
         self.snapshot = Some(snap.clone());
         self.user_map = snap.user_map.clone();
+        self.commit_limit = snap.commit_limit;
         self.idle.clear();
         Ok(())
     }

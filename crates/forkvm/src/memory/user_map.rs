@@ -21,6 +21,8 @@ pub struct Rights {
 #[derive(Debug, Clone, Default)]
 pub struct UserMap {
     ranges: BTreeMap<u64, (u64, Rights)>,
+    /// Bytes mapped accessible (not PROT_NONE): what counts against the memory limit.
+    committed: u64,
 }
 
 fn down(v: u64) -> u64 {
@@ -39,7 +41,25 @@ impl UserMap {
             return;
         }
         self.remove(start, end);
+        if rights.read {
+            self.committed += end - start;
+        }
         self.ranges.insert(start, (end, rights));
+    }
+
+    /// Bytes mapped accessible.
+    pub fn committed(&self) -> u64 {
+        self.committed
+    }
+
+    /// Bytes of `start..end` that are mapped but not accessible (PROT_NONE).
+    pub fn reserved_in(&self, start: u64, end: u64) -> u64 {
+        let (start, end) = (down(start), up(end));
+        self.ranges
+            .range(..end)
+            .filter(|(_, (e, r))| *e > start && !r.read)
+            .map(|(&s, &(e, _))| e.min(end) - s.max(start))
+            .sum()
     }
 
     /// Unmaps `start..end` (rounded out to pages).
@@ -53,6 +73,9 @@ impl UserMap {
             .collect();
         for (s, e, r) in hit {
             self.ranges.remove(&s);
+            if r.read {
+                self.committed -= e.min(end) - s.max(start);
+            }
             if s < start {
                 self.ranges.insert(s, (start, r));
             }
@@ -120,6 +143,17 @@ mod tests {
         assert!(!m.covers(0x40_1800, 1, false));
         assert!(m.covers(0x40_0000, 0x1000, false));
         assert!(m.covers(0x40_3000, 0x1000, true));
+        assert_eq!(m.committed(), 0x2000);
+        m.protect(0x40_3000, 0x40_4000, RO);
+        m.protect(
+            0x40_3000,
+            0x40_4000,
+            Rights {
+                read: false,
+                write: false,
+            },
+        );
+        assert_eq!(m.committed(), 0x1000);
         m.protect(0x40_3000, 0x40_4000, RO);
         assert!(!m.covers(0x40_3000, 1, true));
         assert!(m.covers(0x40_3000, 1, false));

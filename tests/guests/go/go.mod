@@ -1,0 +1,3 @@
+module forkvm.test/goguest
+
+go 1.21
