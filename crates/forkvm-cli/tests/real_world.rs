@@ -152,3 +152,27 @@ fn go_goroutines_channels_timers_gc_and_a_file() {
             .flags(["--allow-read", d.as_str()]),
     );
 }
+
+#[test]
+fn synthetic_proc_shows_the_guest_not_the_host() {
+    let Some(bb) = busybox() else { return };
+    let run = common::forkvm(&[
+        "run",
+        bb,
+        "cat",
+        "/proc/self/maps",
+        "/proc/meminfo",
+        "/proc/self/status",
+    ]);
+    common::assert_host_exited_normally(&run);
+    let out = run.stdout_str();
+    assert!(
+        out.contains("[stack]") && out.contains("MemTotal:"),
+        "{out}"
+    );
+    assert!(out.contains("Name:\tbusybox"), "{out}");
+    // The host's own mappings (its libc, the forkvm binary) never appear.
+    assert!(!out.contains(".so") && !out.contains("forkvm-cli"), "{out}");
+    let exe = common::forkvm(&["run", bb, "head", "-c", "4", "/proc/self/exe"]);
+    assert_eq!(&exe.stdout[..], b"\x7fELF");
+}

@@ -594,6 +594,25 @@ fn do_open(p: &mut Process, mem: &GuestMemory, dirfd: i32, addr: u64, flags: u64
         }
         Some(Ok(Target::Host(_))) | None => {}
     }
+    let abs = lexical(&absolute(p, dirfd, &path)?);
+    if let Some(data) = super::procfs::synthesize(p, mem, &abs) {
+        if acc != O_RDONLY || flags & (O_CREAT | O_TRUNC) != 0 {
+            return Err(Errno::EACCES);
+        }
+        let fd = super::procfs::memory_file(&data)?;
+        let kind = FileKind::File { fd, path: abs };
+        return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
+    }
+    if abs == b"/proc/self/exe" {
+        let fd = rustix::fs::open(
+            p.exe_path.as_str(),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|_| Errno::ENOENT)?;
+        let kind = FileKind::File { fd, path: abs };
+        return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
+    }
     let writes = acc != O_RDONLY || flags & (O_CREAT | O_TRUNC | O_TMPFILE) != 0;
     if writes && !path_only {
         return Err(Errno::EACCES);

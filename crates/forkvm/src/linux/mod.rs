@@ -11,6 +11,7 @@ pub mod io;
 pub mod mem;
 pub mod names;
 pub mod process;
+pub mod procfs;
 pub mod signal;
 pub mod table;
 pub mod thread;
@@ -112,6 +113,11 @@ pub struct Process {
 impl Process {
     /// A fresh process with stdio open, at `cwd`, running `exe_path`.
     pub fn new(policy: Policy, mm: AddressSpace, cwd: String, exe_path: String) -> Self {
+        // Like Linux, the thread name starts as the program's file name (15 bytes at most).
+        let mut comm = [0u8; 16];
+        let base = exe_path.rsplit('/').next().unwrap_or("").as_bytes();
+        let n = base.len().min(15);
+        comm[..n].copy_from_slice(&base[..n]);
         Self {
             policy,
             fds: fdtable::FdTable::with_stdio(),
@@ -133,7 +139,7 @@ impl Process {
             sigactions: [SigAction::default(); 64],
             sigmask: 0,
             altstack: (0, 2, 0), // SS_DISABLE
-            comm: *b"main\0\0\0\0\0\0\0\0\0\0\0\0",
+            comm,
             started: Instant::now(),
             unknown_logged: HashSet::new(),
         }

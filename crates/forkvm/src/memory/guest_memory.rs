@@ -152,6 +152,21 @@ impl GuestMemory {
         }
     }
 
+    /// What the program has mapped: (start, end, rights), lowest first.
+    pub fn user_mappings(&self) -> Vec<(u64, u64, super::Rights)> {
+        self.user_map.as_ref().map_or_else(Vec::new, |m| m.ranges())
+    }
+
+    /// Bytes the program has mapped accessible.
+    pub fn committed(&self) -> u64 {
+        self.user_map.as_ref().map_or(0, |m| m.committed())
+    }
+
+    /// The program's memory limit.
+    pub fn commit_limit(&self) -> u64 {
+        self.commit_limit
+    }
+
     /// Bytes of `start..end` mapped PROT_NONE (which mprotect would make count).
     pub fn reserved_in(&self, start: u64, end: u64) -> u64 {
         self.user_map

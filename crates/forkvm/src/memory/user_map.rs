@@ -47,6 +47,11 @@ impl UserMap {
         self.ranges.insert(start, (end, rights));
     }
 
+    /// The ranges, lowest first.
+    pub fn ranges(&self) -> Vec<(u64, u64, Rights)> {
+        self.ranges.iter().map(|(&s, &(e, r))| (s, e, r)).collect()
+    }
+
     /// Bytes mapped accessible.
     pub fn committed(&self) -> u64 {
         self.committed
