@@ -40,6 +40,9 @@ struct RunArgs {
     /// Let the guest read files and directories under PATH (repeatable).
     #[arg(long = "allow-read", value_name = "PATH")]
     allow_read: Vec<PathBuf>,
+    /// Let the guest also create, write, rename and delete files under DIR (repeatable).
+    #[arg(long = "allow-write", value_name = "DIR")]
+    allow_write: Vec<PathBuf>,
     /// Set an environment variable in the guest (repeatable; the guest environment is otherwise empty).
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     env: Vec<String>,
@@ -119,6 +122,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         env: args.env,
         cwd: args.cwd,
         allow_read: args.allow_read,
+        allow_write: args.allow_write,
         trace_syscalls: args.trace_syscalls,
     };
     let mut machine =

@@ -176,3 +176,56 @@ fn synthetic_proc_shows_the_guest_not_the_host() {
     let exe = common::forkvm(&["run", bb, "head", "-c", "4", "/proc/self/exe"]);
     assert_eq!(&exe.stdout[..], b"\x7fELF");
 }
+
+#[test]
+fn allow_write_is_a_scratch_area_and_nothing_more() {
+    let Some(bb) = busybox() else { return };
+    let base = common::scratch_dir("allow-write");
+    let (rw, ro) = (base.join("rw"), base.join("ro"));
+    std::fs::create_dir_all(&rw).expect("mkdir");
+    std::fs::create_dir_all(&ro).expect("mkdir");
+    std::fs::write(ro.join("keep.txt"), "original").expect("write");
+    std::os::unix::fs::symlink(ro.join("keep.txt"), rw.join("link")).expect("symlink");
+    let (rw_s, ro_s) = (rw.to_str().expect("utf-8"), ro.to_str().expect("utf-8"));
+    let run = |args: &[&str]| {
+        let mut all = vec!["run", "--allow-write", rw_s, "--allow-read", ro_s, bb];
+        all.extend_from_slice(args);
+        let r = common::forkvm(&all);
+        common::assert_host_exited_normally(&r);
+        r
+    };
+    let f = format!("{rw_s}/new.txt");
+    assert_eq!(run(&["cp", &format!("{ro_s}/keep.txt"), &f]).status, 0);
+    assert_eq!(std::fs::read_to_string(&f).expect("created"), "original");
+    assert_eq!(run(&["mkdir", &format!("{rw_s}/sub")]).status, 0);
+    assert_eq!(run(&["mv", &f, &format!("{rw_s}/sub/moved.txt")]).status, 0);
+    assert!(rw.join("sub/moved.txt").exists());
+    // Outside the scratch area nothing changes: read-only roots, `..`, and a
+    // symlink that points out are all refused.
+    assert_ne!(
+        run(&[
+            "cp",
+            &format!("{rw_s}/sub/moved.txt"),
+            &format!("{ro_s}/keep.txt")
+        ])
+        .status,
+        0
+    );
+    assert_ne!(run(&["touch", &format!("{rw_s}/../escaped")]).status, 0);
+    assert_ne!(
+        run(&[
+            "cp",
+            &format!("{rw_s}/sub/moved.txt"),
+            &format!("{rw_s}/link")
+        ])
+        .status,
+        0
+    );
+    assert_eq!(
+        std::fs::read_to_string(ro.join("keep.txt")).expect("read"),
+        "original"
+    );
+    assert!(!base.join("escaped").exists());
+    assert_eq!(run(&["rm", "-r", &format!("{rw_s}/sub")]).status, 0);
+    assert!(!rw.join("sub").exists());
+}

@@ -34,6 +34,8 @@ pub struct Config {
     pub cwd: String,
     /// Host paths the guest may read.
     pub allow_read: Vec<PathBuf>,
+    /// Host directories the guest may also write in (create, write, rename, delete).
+    pub allow_write: Vec<PathBuf>,
     /// Print every syscall.
     pub trace_syscalls: bool,
 }
@@ -48,6 +50,7 @@ impl Default for Config {
             env: Vec::new(),
             cwd: "/".into(),
             allow_read: Vec::new(),
+            allow_write: Vec::new(),
             trace_syscalls: false,
         }
     }
@@ -343,6 +346,11 @@ impl Machine {
             // Roots are compared with resolved paths: resolve `..` and symlinks in them once.
             allow_read: config
                 .allow_read
+                .iter()
+                .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+                .collect(),
+            allow_write: config
+                .allow_write
                 .iter()
                 .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
                 .collect(),

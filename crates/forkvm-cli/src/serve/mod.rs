@@ -49,6 +49,9 @@ pub struct ServeArgs {
     /// Let the guest read files under PATH (repeatable).
     #[arg(long = "allow-read", value_name = "PATH")]
     allow_read: Vec<PathBuf>,
+    /// Let the guest also write under DIR (repeatable; not reset between requests).
+    #[arg(long = "allow-write", value_name = "DIR")]
+    allow_write: Vec<PathBuf>,
     /// Guest environment variable (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = crate::parse_env)]
     env: Vec<String>,
@@ -109,6 +112,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         env: args.env.clone(),
         cwd: "/".into(),
         allow_read: args.allow_read.clone(),
+        allow_write: args.allow_write.clone(),
         trace_syscalls: args.trace_syscalls,
     };
     let mut machine =

@@ -104,9 +104,16 @@ impl Root {
 
 /// The usable roots of the policy: absolute paths without `..`.
 fn roots(policy: &Policy) -> Vec<Root> {
-    policy
-        .allow_read
-        .iter()
+    to_roots(policy.allow_read.iter().chain(&policy.allow_write))
+}
+
+/// The roots the guest may change things under (`--allow-write`).
+fn write_roots(policy: &Policy) -> Vec<Root> {
+    to_roots(policy.allow_write.iter())
+}
+
+fn to_roots<'a>(paths: impl Iterator<Item = &'a std::path::PathBuf>) -> Vec<Root> {
+    paths
         .filter_map(|p| {
             if !p.is_absolute() {
                 return None;
@@ -561,7 +568,14 @@ fn dev_kind(d: Dev) -> FileKind {
     }
 }
 
-fn do_open(p: &mut Process, mem: &GuestMemory, dirfd: i32, addr: u64, flags: u64) -> SysResult {
+fn do_open(
+    p: &mut Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    flags: u64,
+    mode: u64,
+) -> SysResult {
     let path = read_path(mem, addr)?;
     let flags = flags as u32;
     let path_only = flags & O_PATH != 0;
@@ -615,7 +629,7 @@ fn do_open(p: &mut Process, mem: &GuestMemory, dirfd: i32, addr: u64, flags: u64
     }
     let writes = acc != O_RDONLY || flags & (O_CREAT | O_TRUNC | O_TMPFILE) != 0;
     if writes && !path_only {
-        return Err(Errno::EACCES);
+        return open_for_writing(p, &abs, flags, mode, status, cloexec);
     }
     let abs = absolute(p, dirfd, &path)?;
     let r = walk_host(&roots(&p.policy), &abs, flags & O_NOFOLLOW == 0)?;
@@ -658,18 +672,200 @@ fn do_open(p: &mut Process, mem: &GuestMemory, dirfd: i32, addr: u64, flags: u64
 
 /// Implements open(2).
 fn sys_open(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    do_open(p, mem, AT_FDCWD, a[0], a[1])
+    do_open(p, mem, AT_FDCWD, a[0], a[1], a[2])
 }
 
 /// Implements openat(2).
 fn sys_openat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    do_open(p, mem, a[0] as i32, a[1], a[2])
+    do_open(p, mem, a[0] as i32, a[1], a[2], a[3])
 }
 
-/// Implements creat(2): the namespace is read-only.
-fn sys_creat(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    read_path(mem, a[0])?;
-    Err(Errno::EACCES)
+/// Implements creat(2): open(O_CREAT|O_WRONLY|O_TRUNC), under `--allow-write` roots.
+fn sys_creat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_open(
+        p,
+        mem,
+        AT_FDCWD,
+        a[0],
+        u64::from(O_CREAT | O_WRONLY | O_TRUNC),
+        a[1],
+    )
+}
+
+/// The directory that will hold `abs` (which must lie under a write root)
+/// and the new entry's name.
+fn writable_parent(p: &Process, abs: &[u8]) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
+    let roots = write_roots(&p.policy);
+    if roots.is_empty() {
+        return Err(Errno::EROFS);
+    }
+    let norm = lexical(abs);
+    let cut = norm.iter().rposition(|&b| b == b'/').ok_or(Errno::ENOENT)?;
+    let (dir, name) = (&norm[..cut.max(1)], &norm[cut + 1..]);
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(Errno::EINVAL);
+    }
+    let parent = walk(&roots, dir, true)
+        .map_err(|e| if e == Errno::ENOENT { Errno::EROFS } else { e })?
+        .ok_or(Errno::EROFS)?;
+    if parent.stat.st_mode & S_IFMT != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    let fd = reopen(&parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
+    let mut guest = parent.path.clone();
+    if guest != b"/" {
+        guest.push(b'/');
+    }
+    guest.extend_from_slice(name);
+    Ok((fd, name.to_vec(), guest))
+}
+
+/// open(2) with write access or O_CREAT/O_TRUNC: only under `--allow-write`
+/// roots; the last component is never followed if it is a symlink.
+fn open_for_writing(
+    p: &mut Process,
+    abs: &[u8],
+    flags: u32,
+    mode: u64,
+    status: u32,
+    cloexec: bool,
+) -> SysResult {
+    let (dir, name, guest) = writable_parent(p, abs).map_err(|e| match e {
+        Errno::EROFS => Errno::EACCES,
+        e => e,
+    })?;
+    let mut of = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+    of |= match flags & O_ACCMODE {
+        O_WRONLY => OFlags::WRONLY,
+        O_RDWR => OFlags::RDWR,
+        _ => OFlags::RDONLY,
+    };
+    for (bit, f) in [
+        (O_CREAT, OFlags::CREATE),
+        (O_EXCL, OFlags::EXCL),
+        (O_TRUNC, OFlags::TRUNC),
+        (O_APPEND, OFlags::APPEND),
+        (O_DIRECTORY, OFlags::DIRECTORY),
+    ] {
+        if flags & bit != 0 {
+            of |= f;
+        }
+    }
+    let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
+    let fd = rustix::fs::openat(&dir, name.as_slice(), of, mode).map_err(|e| {
+        if e == rustix::io::Errno::LOOP {
+            Errno::ELOOP
+        } else {
+            Errno::from(e)
+        }
+    })?;
+    let st = rustix::fs::fstat(&fd)?;
+    let kind = match st.st_mode & S_IFMT {
+        S_IFREG => FileKind::File { fd, path: guest },
+        S_IFDIR => FileKind::Dir { fd, path: guest },
+        _ => return Err(Errno::EACCES),
+    };
+    Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64)
+}
+
+/// A path argument resolved for a change: (parent dir fd, name).
+fn change_target(
+    p: &Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+) -> Result<(OwnedFd, Vec<u8>), Errno> {
+    let path = read_path(mem, addr)?;
+    let abs = absolute(p, dirfd, &path)?;
+    let (dir, name, _) = writable_parent(p, &abs)?;
+    Ok((dir, name))
+}
+
+/// Implements mkdir(2) under `--allow-write` roots (elsewhere EROFS).
+fn sys_mkdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mkdir(p, mem, AT_FDCWD, a[0], a[1])
+}
+
+/// Implements mkdirat(2).
+fn sys_mkdirat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mkdir(p, mem, a[0] as i32, a[1], a[2])
+}
+
+fn do_mkdir(p: &mut Process, mem: &GuestMemory, dirfd: i32, addr: u64, mode: u64) -> SysResult {
+    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
+    rustix::fs::mkdirat(&dir, name.as_slice(), mode)?;
+    Ok(0)
+}
+
+/// Implements unlink(2).
+fn sys_unlink(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_unlink(p, mem, AT_FDCWD, a[0], 0)
+}
+
+/// Implements rmdir(2).
+fn sys_rmdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_unlink(p, mem, AT_FDCWD, a[0], AT_REMOVEDIR)
+}
+
+/// Implements unlinkat(2).
+fn sys_unlinkat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[2] & !AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_unlink(p, mem, a[0] as i32, a[1], a[2])
+}
+
+const AT_REMOVEDIR: u64 = 0x200;
+
+fn do_unlink(p: &mut Process, mem: &GuestMemory, dirfd: i32, addr: u64, flags: u64) -> SysResult {
+    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    let f = if flags & AT_REMOVEDIR != 0 {
+        rustix::fs::AtFlags::REMOVEDIR
+    } else {
+        rustix::fs::AtFlags::empty()
+    };
+    rustix::fs::unlinkat(&dir, name.as_slice(), f)?;
+    Ok(0)
+}
+
+/// Implements rename(2).
+fn sys_rename(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_rename(p, mem, AT_FDCWD, a[0], AT_FDCWD, a[1], 0)
+}
+
+/// Implements renameat(2).
+fn sys_renameat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_rename(p, mem, a[0] as i32, a[1], a[2] as i32, a[3], 0)
+}
+
+/// Implements renameat2(2) (RENAME_NOREPLACE only).
+fn sys_renameat2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_rename(p, mem, a[0] as i32, a[1], a[2] as i32, a[3], a[4])
+}
+
+fn do_rename(
+    p: &mut Process,
+    mem: &GuestMemory,
+    olddir: i32,
+    old: u64,
+    newdir: i32,
+    new: u64,
+    flags: u64,
+) -> SysResult {
+    const RENAME_NOREPLACE: u64 = 1;
+    if flags & !RENAME_NOREPLACE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (od, on) = change_target(p, mem, olddir, old)?;
+    let (nd, nn) = change_target(p, mem, newdir, new)?;
+    let f = if flags & RENAME_NOREPLACE != 0 {
+        rustix::fs::RenameFlags::NOREPLACE
+    } else {
+        rustix::fs::RenameFlags::empty()
+    };
+    rustix::fs::renameat_with(&od, on.as_slice(), &nd, nn.as_slice(), f)?;
+    Ok(0)
 }
 
 /// File metadata in a layout-neutral form.
@@ -1188,13 +1384,24 @@ fn sys_refuse_fd(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     Err(Errno::EROFS)
 }
 
-/// Implements ftruncate(2): no descriptor is open for writing to a file.
+/// Implements ftruncate(2) for files opened for writing (under `--allow-write`).
 fn sys_ftruncate(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    p.fds.get(a[0] as i32)?;
-    Err(Errno::EINVAL)
+    let file = p.fds.get(a[0] as i32)?;
+    let f = lock(&file);
+    if (a[1] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    match &f.kind {
+        FileKind::File { fd, .. } if f.writable() => {
+            rustix::fs::ftruncate(fd, a[1])?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 const RO: &str = "read-only namespace: EROFS";
+const RW: &str = "under --allow-write roots; elsewhere EROFS";
 
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
@@ -1206,18 +1413,18 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 21, name: "access", handler: sys_access, support: Support::Partial,
         note: "W_OK is always EACCES (read-only namespace)" },
     SyscallEntry { nr: 76, name: "truncate", handler: sys_refuse_p0, support: Support::Refused, note: RO },
-    SyscallEntry { nr: 77, name: "ftruncate", handler: sys_ftruncate, support: Support::Refused,
-        note: "no file is open for writing: EINVAL" },
+    SyscallEntry { nr: 77, name: "ftruncate", handler: sys_ftruncate, support: Support::Partial,
+        note: "files opened for writing under --allow-write roots; others EINVAL" },
     SyscallEntry { nr: 79, name: "getcwd", handler: sys_getcwd, support: Support::Full, note: "" },
     SyscallEntry { nr: 80, name: "chdir", handler: sys_chdir, support: Support::Full, note: "" },
     SyscallEntry { nr: 81, name: "fchdir", handler: sys_fchdir, support: Support::Full, note: "" },
-    SyscallEntry { nr: 82, name: "rename", handler: sys_refuse_p01, support: Support::Refused, note: RO },
-    SyscallEntry { nr: 83, name: "mkdir", handler: sys_refuse_p0, support: Support::Refused, note: RO },
-    SyscallEntry { nr: 84, name: "rmdir", handler: sys_refuse_p0, support: Support::Refused, note: RO },
-    SyscallEntry { nr: 85, name: "creat", handler: sys_creat, support: Support::Refused,
-        note: "read-only namespace: EACCES" },
+    SyscallEntry { nr: 82, name: "rename", handler: sys_rename, support: Support::Partial, note: RW },
+    SyscallEntry { nr: 83, name: "mkdir", handler: sys_mkdir, support: Support::Partial, note: RW },
+    SyscallEntry { nr: 84, name: "rmdir", handler: sys_rmdir, support: Support::Partial, note: RW },
+    SyscallEntry { nr: 85, name: "creat", handler: sys_creat, support: Support::Partial,
+        note: "under --allow-write roots; elsewhere EACCES" },
     SyscallEntry { nr: 86, name: "link", handler: sys_refuse_p01, support: Support::Refused, note: RO },
-    SyscallEntry { nr: 87, name: "unlink", handler: sys_refuse_p0, support: Support::Refused, note: RO },
+    SyscallEntry { nr: 87, name: "unlink", handler: sys_unlink, support: Support::Partial, note: RW },
     SyscallEntry { nr: 88, name: "symlink", handler: sys_refuse_p01, support: Support::Refused, note: RO },
     SyscallEntry { nr: 89, name: "readlink", handler: sys_readlink, support: Support::Partial,
         note: "/proc/self/exe gives the program path; /proc/self/fd/N links are not emulated" },
@@ -1235,12 +1442,12 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 217, name: "getdents64", handler: sys_getdents64, support: Support::Full, note: "" },
     SyscallEntry { nr: 257, name: "openat", handler: sys_openat, support: Support::Partial,
         note: "as open" },
-    SyscallEntry { nr: 258, name: "mkdirat", handler: sys_refuse_p1, support: Support::Refused, note: RO },
+    SyscallEntry { nr: 258, name: "mkdirat", handler: sys_mkdirat, support: Support::Partial, note: RW },
     SyscallEntry { nr: 259, name: "mknodat", handler: sys_refuse_p1, support: Support::Refused, note: RO },
     SyscallEntry { nr: 260, name: "fchownat", handler: sys_refuse_p1, support: Support::Refused, note: RO },
     SyscallEntry { nr: 262, name: "newfstatat", handler: sys_newfstatat, support: Support::Full, note: "" },
-    SyscallEntry { nr: 263, name: "unlinkat", handler: sys_refuse_p1, support: Support::Refused, note: RO },
-    SyscallEntry { nr: 264, name: "renameat", handler: sys_refuse_p13, support: Support::Refused, note: RO },
+    SyscallEntry { nr: 263, name: "unlinkat", handler: sys_unlinkat, support: Support::Partial, note: RW },
+    SyscallEntry { nr: 264, name: "renameat", handler: sys_renameat, support: Support::Partial, note: RW },
     SyscallEntry { nr: 265, name: "linkat", handler: sys_refuse_p13, support: Support::Refused, note: RO },
     SyscallEntry { nr: 266, name: "symlinkat", handler: sys_symlinkat, support: Support::Refused, note: RO },
     SyscallEntry { nr: 267, name: "readlinkat", handler: sys_readlinkat, support: Support::Partial,
@@ -1249,7 +1456,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 269, name: "faccessat", handler: sys_faccessat, support: Support::Partial,
         note: "as access" },
     SyscallEntry { nr: 280, name: "utimensat", handler: sys_utimensat, support: Support::Refused, note: RO },
-    SyscallEntry { nr: 316, name: "renameat2", handler: sys_refuse_p13, support: Support::Refused, note: RO },
+    SyscallEntry { nr: 316, name: "renameat2", handler: sys_renameat2, support: Support::Partial, note: "under --allow-write roots (RENAME_NOREPLACE only); elsewhere EROFS" },
     SyscallEntry { nr: 332, name: "statx", handler: sys_statx, support: Support::Partial,
         note: "basic stats only (no birth time, mount id or attributes)" },
     SyscallEntry { nr: 439, name: "faccessat2", handler: sys_faccessat2, support: Support::Partial,

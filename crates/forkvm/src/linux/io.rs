@@ -249,10 +249,24 @@ pub(super) fn write_file(f: &mut OpenFile, buf: &[u8], at: Option<u64>) -> Resul
             None => pipe_write(end, buf),
         },
         FileKind::Null | FileKind::Zero | FileKind::Urandom => Ok(buf.len()),
-        FileKind::Stdin
-        | FileKind::File { .. }
-        | FileKind::Dir { .. }
-        | FileKind::PathOnly { .. } => Err(Errno::EBADF),
+        // Only files opened for writing under --allow-write get here (writable()).
+        FileKind::File { fd, .. } => {
+            let append = f.flags & super::fdtable::oflags::O_APPEND != 0;
+            let n = match at {
+                Some(off) => rustix::io::pwrite(fd.as_fd(), buf, off)?,
+                None if append => {
+                    let n = rustix::io::write(fd.as_fd(), buf)?;
+                    f.offset = rustix::fs::fstat(fd)?.st_size as u64;
+                    return Ok(n);
+                }
+                None => rustix::io::pwrite(fd.as_fd(), buf, f.offset)?,
+            };
+            if at.is_none() {
+                f.offset += n as u64;
+            }
+            Ok(n)
+        }
+        FileKind::Stdin | FileKind::Dir { .. } | FileKind::PathOnly { .. } => Err(Errno::EBADF),
     }
 }
 

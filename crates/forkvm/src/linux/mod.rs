@@ -43,6 +43,8 @@ impl From<Fault> for Errno {
 pub struct Policy {
     /// Host directories (or files) the guest may read, at the same path.
     pub allow_read: Vec<PathBuf>,
+    /// Host directories the guest may also create, write, rename and delete in.
+    pub allow_write: Vec<PathBuf>,
     /// Print one line per syscall to stderr.
     pub trace_syscalls: bool,
 }
