@@ -10,6 +10,7 @@ pub mod fs;
 pub mod io;
 pub mod mem;
 pub mod names;
+pub mod net;
 pub mod process;
 pub mod procfs;
 pub mod signal;

@@ -250,6 +250,126 @@ fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
 }
 
+/// Implements setuid(2)/setgid(2): only to the id the process already has.
+fn sys_setid(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] as u32 == UID as u32 {
+        Ok(0)
+    } else {
+        Err(Errno::EPERM)
+    }
+}
+
+/// Implements setreuid/setregid/setresuid/setresgid(2): each id unchanged (-1) or its own.
+fn sys_setids(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[..3]
+        .iter()
+        .all(|&v| v as u32 == u32::MAX || v as u32 == UID as u32)
+    {
+        Ok(0)
+    } else {
+        Err(Errno::EPERM)
+    }
+}
+
+/// Implements getgroups(2): no supplementary groups.
+fn sys_getgroups(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if (a[0] as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+/// Implements setgroups(2): refused (no privileges).
+fn sys_eperm(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Err(Errno::EPERM)
+}
+
+/// Implements getpriority(2): nice 0 (the kernel reports 20 - nice).
+fn sys_getpriority(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    match (a[0], a[1]) {
+        (0..=2, 0) | (0, PID) => Ok(20),
+        (0..=2, _) => Err(Errno::ESRCH),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Implements setpriority(2): accepted for the process itself, not enforced (one vCPU).
+fn sys_setpriority(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    match (a[0], a[1]) {
+        (0..=2, 0) | (0, PID) => Ok(0),
+        (0..=2, _) => Err(Errno::ESRCH),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Implements sched_setaffinity(2): the mask must include CPU 0, the only one.
+fn sys_sched_setaffinity(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [pid, len, ptr, ..] = *a;
+    if pid != 0 && pid != PID {
+        return Err(Errno::ESRCH);
+    }
+    if len == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let first = mem.read(ptr, 1)?[0];
+    if first & 1 == 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+/// Implements sched_getscheduler(2): SCHED_OTHER.
+fn sys_sched_getscheduler(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] != 0 && a[0] != PID {
+        return Err(Errno::ESRCH);
+    }
+    Ok(0)
+}
+
+/// Implements sched_getparam(2): priority 0.
+fn sys_sched_getparam(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] != 0 && a[0] != PID {
+        return Err(Errno::ESRCH);
+    }
+    mem.write_u32(a[1], 0)?;
+    Ok(0)
+}
+
+/// Implements sched_setparam(2) and sched_setscheduler(2): only normal scheduling at priority 0.
+fn sys_sched_set(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] != 0 && a[0] != PID {
+        return Err(Errno::ESRCH);
+    }
+    // setparam: (pid, param); setscheduler: (pid, policy, param).
+    let param = if a[2] != 0 { a[2] } else { a[1] };
+    if mem.read_u32(param)? != 0 {
+        return Err(Errno::EPERM);
+    }
+    Ok(0)
+}
+
+/// Implements sched_get_priority_max(2) and sched_get_priority_min(2) for SCHED_OTHER (0).
+fn sys_sched_prio(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    match a[0] {
+        0 | 3 | 5 => Ok(0),
+        1 | 2 => Ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Implements personality(2): only PER_LINUX.
+fn sys_personality(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    match a[0] as u32 {
+        0 | 0xffff_ffff => Ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Implements wait4(2) and waitid(2): there are no children.
+fn sys_no_children(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Err(Errno::ECHILD)
+}
+
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry {
         nr: 39,
@@ -257,6 +377,174 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         handler: sys_getpid,
         support: Support::Full,
         note: "",
+    },
+    SyscallEntry {
+        nr: 57,
+        name: "fork",
+        handler: sys_enosys,
+        support: Support::Refused,
+        note: "ENOSYS: one process per VM; a second would need a second address space",
+    },
+    SyscallEntry {
+        nr: 58,
+        name: "vfork",
+        handler: sys_enosys,
+        support: Support::Refused,
+        note: "ENOSYS: as fork",
+    },
+    SyscallEntry {
+        nr: 59,
+        name: "execve",
+        handler: sys_enosys,
+        support: Support::Refused,
+        note: "ENOSYS: the VM runs the program it was built for",
+    },
+    SyscallEntry {
+        nr: 61,
+        name: "wait4",
+        handler: sys_no_children,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 105,
+        name: "setuid",
+        handler: sys_setid,
+        support: Support::Partial,
+        note: "only to its own id",
+    },
+    SyscallEntry {
+        nr: 106,
+        name: "setgid",
+        handler: sys_setid,
+        support: Support::Partial,
+        note: "only to its own id",
+    },
+    SyscallEntry {
+        nr: 113,
+        name: "setreuid",
+        handler: sys_setids,
+        support: Support::Partial,
+        note: "only to its own id",
+    },
+    SyscallEntry {
+        nr: 114,
+        name: "setregid",
+        handler: sys_setids,
+        support: Support::Partial,
+        note: "only to its own id",
+    },
+    SyscallEntry {
+        nr: 115,
+        name: "getgroups",
+        handler: sys_getgroups,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 116,
+        name: "setgroups",
+        handler: sys_eperm,
+        support: Support::Refused,
+        note: "EPERM: no privileges",
+    },
+    SyscallEntry {
+        nr: 117,
+        name: "setresuid",
+        handler: sys_setids,
+        support: Support::Partial,
+        note: "only to its own id",
+    },
+    SyscallEntry {
+        nr: 119,
+        name: "setresgid",
+        handler: sys_setids,
+        support: Support::Partial,
+        note: "only to its own id",
+    },
+    SyscallEntry {
+        nr: 135,
+        name: "personality",
+        handler: sys_personality,
+        support: Support::Partial,
+        note: "PER_LINUX only",
+    },
+    SyscallEntry {
+        nr: 140,
+        name: "getpriority",
+        handler: sys_getpriority,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 141,
+        name: "setpriority",
+        handler: sys_setpriority,
+        support: Support::Partial,
+        note: "accepted for itself; one vCPU, so not enforced",
+    },
+    SyscallEntry {
+        nr: 142,
+        name: "sched_setparam",
+        handler: sys_sched_set,
+        support: Support::Partial,
+        note: "priority 0 only (EPERM otherwise)",
+    },
+    SyscallEntry {
+        nr: 143,
+        name: "sched_getparam",
+        handler: sys_sched_getparam,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 144,
+        name: "sched_setscheduler",
+        handler: sys_sched_set,
+        support: Support::Partial,
+        note: "normal policies at priority 0 only",
+    },
+    SyscallEntry {
+        nr: 145,
+        name: "sched_getscheduler",
+        handler: sys_sched_getscheduler,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 146,
+        name: "sched_get_priority_max",
+        handler: sys_sched_prio,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 147,
+        name: "sched_get_priority_min",
+        handler: sys_sched_prio,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 203,
+        name: "sched_setaffinity",
+        handler: sys_sched_setaffinity,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 247,
+        name: "waitid",
+        handler: sys_no_children,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 322,
+        name: "execveat",
+        handler: sys_enosys,
+        support: Support::Refused,
+        note: "ENOSYS: as execve",
     },
     SyscallEntry {
         nr: 63,
@@ -428,3 +716,101 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
             "ENOSYS: restartable sequences need preemption notification; glibc and musl fall back",
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::Policy;
+    use crate::memory::{AddressSpace, Rights};
+
+    fn setup() -> (Process, GuestMemory, u64) {
+        let mut m = GuestMemory::new(8 << 20).unwrap();
+        m.track_mappings();
+        let buf = crate::abi::USER_BASE;
+        m.map_user(
+            buf,
+            buf + 0x1000,
+            Rights {
+                read: true,
+                write: true,
+            },
+        );
+        let p = Process::new(
+            Policy::default(),
+            AddressSpace::new(0x40_0000, 0x70_0000),
+            "/".into(),
+            "/bin/prog".into(),
+        );
+        (p, m, buf)
+    }
+
+    #[test]
+    fn identity_and_scheduling_answers() {
+        let (mut p, mut m, buf) = setup();
+        let mut call = |h: crate::linux::Handler, a: [u64; 6]| h(&mut p, &mut m, &a);
+        assert_eq!(call(sys_setid, [UID, 0, 0, 0, 0, 0]), Ok(0));
+        assert_eq!(
+            call(sys_setid, [0, 0, 0, 0, 0, 0]),
+            Err(Errno::EPERM),
+            "no root"
+        );
+        assert_eq!(call(sys_setids, [u64::MAX, UID, u64::MAX, 0, 0, 0]), Ok(0));
+        assert_eq!(call(sys_setids, [0, UID, UID, 0, 0, 0]), Err(Errno::EPERM));
+        assert_eq!(call(sys_getgroups, [0, 0, 0, 0, 0, 0]), Ok(0));
+        assert_eq!(call(sys_eperm, [1, buf, 0, 0, 0, 0]), Err(Errno::EPERM));
+        assert_eq!(call(sys_getpriority, [0, 0, 0, 0, 0, 0]), Ok(20));
+        assert_eq!(
+            call(sys_getpriority, [0, 99, 0, 0, 0, 0]),
+            Err(Errno::ESRCH)
+        );
+        assert_eq!(call(sys_setpriority, [0, 0, 5, 0, 0, 0]), Ok(0));
+        assert_eq!(call(sys_sched_getscheduler, [0, 0, 0, 0, 0, 0]), Ok(0));
+        assert_eq!(call(sys_sched_prio, [9, 0, 0, 0, 0, 0]), Err(Errno::EINVAL));
+        assert_eq!(call(sys_personality, [0xffff_ffff, 0, 0, 0, 0, 0]), Ok(0));
+        assert_eq!(
+            call(sys_personality, [0x0040_0000, 0, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            call(sys_no_children, [u64::MAX, 0, 0, 0, 0, 0]),
+            Err(Errno::ECHILD)
+        );
+        assert_eq!(call(sys_enosys, [0; 6]), Err(Errno::ENOSYS));
+    }
+
+    #[test]
+    fn affinity_and_params_check_their_pointers() {
+        let (mut p, mut m, buf) = setup();
+        m.write(buf, &[1]).unwrap();
+        assert_eq!(
+            sys_sched_setaffinity(&mut p, &mut m, &[0, 8, buf, 0, 0, 0]),
+            Ok(0)
+        );
+        m.write(buf, &[2]).unwrap();
+        assert_eq!(
+            sys_sched_setaffinity(&mut p, &mut m, &[0, 8, buf, 0, 0, 0]),
+            Err(Errno::EINVAL),
+            "no CPU 0"
+        );
+        assert_eq!(
+            sys_sched_setaffinity(&mut p, &mut m, &[0, 8, 0, 0, 0, 0]),
+            Err(Errno::EFAULT)
+        );
+        assert_eq!(
+            sys_sched_getparam(&mut p, &mut m, &[0, buf, 0, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(m.read_u32(buf).unwrap(), 0);
+        assert_eq!(
+            sys_sched_getparam(&mut p, &mut m, &[0, 0, 0, 0, 0, 0]),
+            Err(Errno::EFAULT)
+        );
+        m.write_u32(buf, 10).unwrap();
+        assert_eq!(
+            sys_sched_set(&mut p, &mut m, &[0, 1, buf, 0, 0, 0]),
+            Err(Errno::EPERM),
+            "no real-time"
+        );
+        assert_eq!(p.comm[..4], *b"prog", "comm starts as the program name");
+    }
+}

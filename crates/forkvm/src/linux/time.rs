@@ -176,7 +176,45 @@ fn sys_clock_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
     }
 }
 
+/// CPU time of the vCPU thread (the guest's user + system time).
+fn cpu_time() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(ClockId::ThreadCPUTime);
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Implements times(2): guest CPU time as user time, in clock ticks (100 Hz).
+fn sys_times(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let ticks = |d: std::time::Duration| (d.as_millis() / 10) as u64;
+    if a[0] != 0 {
+        let mut b = [0u8; 32];
+        b[0..8].copy_from_slice(&ticks(cpu_time()).to_le_bytes());
+        mem.write(a[0], &b)?;
+    }
+    Ok(ticks(p.started.elapsed()) + 1)
+}
+
+/// Implements getrusage(2): CPU time and peak memory of the guest.
+fn sys_getrusage(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let who = a[0] as i64;
+    if !(-1..=1).contains(&who) {
+        return Err(Errno::EINVAL);
+    }
+    let mut b = [0u8; 144];
+    if who != -1 {
+        let t = cpu_time();
+        b[0..8].copy_from_slice(&t.as_secs().to_le_bytes());
+        b[8..16].copy_from_slice(&u64::from(t.subsec_micros()).to_le_bytes());
+        b[32..40].copy_from_slice(&(mem.committed() >> 10).to_le_bytes()); // ru_maxrss, KiB
+    }
+    mem.write(a[1], &b)?;
+    Ok(0)
+}
+
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 98, name: "getrusage", handler: sys_getrusage, support: Support::Partial,
+        note: "CPU time and peak mapped memory; other fields 0" },
+    SyscallEntry { nr: 100, name: "times", handler: sys_times, support: Support::Partial,
+        note: "guest CPU time reported as user time" },
     SyscallEntry { nr: 35, name: "nanosleep", handler: sys_nanosleep, support: Support::Full, note: "" },
     SyscallEntry { nr: 96, name: "gettimeofday", handler: sys_gettimeofday, support: Support::Full, note: "" },
     SyscallEntry { nr: 201, name: "time", handler: sys_time, support: Support::Full, note: "" },
@@ -186,3 +224,47 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 230, name: "clock_nanosleep", handler: sys_clock_nanosleep, support: Support::Partial,
         note: "REALTIME, MONOTONIC and BOOTTIME clocks" },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::Policy;
+    use crate::memory::{AddressSpace, Rights};
+
+    #[test]
+    fn times_and_rusage_write_their_structs() {
+        let mut m = GuestMemory::new(8 << 20).unwrap();
+        m.track_mappings();
+        let buf = crate::abi::USER_BASE;
+        m.map_user(
+            buf,
+            buf + 0x1000,
+            Rights {
+                read: true,
+                write: true,
+            },
+        );
+        let mut p = Process::new(
+            Policy::default(),
+            AddressSpace::new(0x40_0000, 0x70_0000),
+            "/".into(),
+            "/p".into(),
+        );
+        m.write(buf, &[0xff; 144]).unwrap();
+        assert!(sys_times(&mut p, &mut m, &[buf, 0, 0, 0, 0, 0]).unwrap() > 0);
+        assert_eq!(m.read_u64(buf + 8).unwrap(), 0, "system time");
+        assert_eq!(
+            sys_times(&mut p, &mut m, &[0, 0, 0, 0, 0, 0]).map(|_| ()),
+            Ok(())
+        );
+        assert_eq!(sys_getrusage(&mut p, &mut m, &[0, buf, 0, 0, 0, 0]), Ok(0));
+        assert_eq!(
+            sys_getrusage(&mut p, &mut m, &[7, buf, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            sys_getrusage(&mut p, &mut m, &[0, 0, 0, 0, 0, 0]),
+            Err(Errno::EFAULT)
+        );
+    }
+}
