@@ -967,9 +967,11 @@ impl Machine {
             return Ok(());
         }
         let regs = self.vcpu.regs();
-        let stub = abi::SYSCALL_STUB_ADDR..abi::SYSCALL_STUB_ADDR + abi::PAGE_SIZE;
-        if regs.rip < abi::USER_BASE && !stub.contains(&regs.rip) {
-            return Ok(()); // inside the guest kernel: next tick
+        // Only plain program code: not the guest kernel, not the syscall
+        // stubs, and not while an exception is being delivered (its frame
+        // would land in the next thread's context).
+        if regs.rip < abi::USER_BASE || self.vcpu.event_in_flight()? {
+            return Ok(()); // next tick
         }
         let Some(next) = self.proc.threads.take_next(Instant::now()) else {
             return Ok(());

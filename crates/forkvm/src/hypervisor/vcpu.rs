@@ -332,6 +332,18 @@ impl Vcpu {
         Ok(())
     }
 
+    /// Whether an exception or interrupt is on its way into the guest (an
+    /// ioctl): the vCPU stopped in the middle of delivering it, so its
+    /// registers must not be swapped for another thread's.
+    pub fn event_in_flight(&self) -> Result<bool, KvmError> {
+        let ev = ioctl("GET_VCPU_EVENTS", self.vcpu.get_vcpu_events())?;
+        Ok(ev.exception.injected != 0
+            || ev.exception.pending != 0
+            || ev.interrupt.injected != 0
+            || ev.nmi.injected != 0
+            || ev.nmi.pending != 0)
+    }
+
     /// The FPU/SSE/AVX state in XSAVE format (an ioctl).
     pub fn xsave(&self) -> Result<[u8; 4096], KvmError> {
         let x = ioctl("GET_XSAVE", self.vcpu.get_xsave())?;

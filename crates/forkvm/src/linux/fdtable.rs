@@ -367,6 +367,21 @@ impl FdTable {
     }
 
     /// Fills `buf` with the file's bytes from `off`; bytes past EOF are left untouched.
+    /// A duplicate of the host descriptor behind `fd` and the file's size,
+    /// when it is a regular host file that can be mapped directly.
+    pub fn host_file_for_mmap(&self, fd: i32) -> Option<(OwnedFd, u64)> {
+        self.check_mappable(fd).ok()?;
+        let f = self.get(fd).ok()?;
+        let f = lock(&f);
+        match &f.kind {
+            FileKind::File { fd, .. } => {
+                let size = rustix::fs::fstat(fd).ok()?.st_size as u64;
+                Some((fd.try_clone().ok()?, size))
+            }
+            _ => None,
+        }
+    }
+
     pub fn read_at_for_mmap(&self, fd: i32, buf: &mut [u8], off: u64) -> Result<(), Errno> {
         self.check_mappable(fd)?;
         let f = self.get(fd)?;

@@ -9,6 +9,7 @@ use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::abi::PAGE_SIZE;
 use crate::memory::{GuestMemory, Rights};
+use std::os::fd::AsFd;
 
 const PROT_EXEC_READ_WRITE: u64 = 0x7;
 const RW: Rights = Rights {
@@ -141,8 +142,20 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         zero_kept(mem, s, l);
     }
     if !anonymous {
-        let buf = mem.slice_mut(start, len)?;
-        if let Err(e) = read_file_into(p, fd, buf, off) {
+        // Whole pages inside the file are mapped from the host's page cache
+        // (shared between VMs); what lies past the end of the file is copied
+        // (zero-filled), as the kernel would.
+        let direct = p
+            .fds
+            .host_file_for_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?)
+            .map(|(hfd, size)| {
+                let inside = size.saturating_sub(off).min(len) & !(PAGE_SIZE - 1);
+                (inside > 0 && mem.map_file(start, inside, hfd.as_fd(), off)).then_some(inside)
+            })
+            .flatten()
+            .unwrap_or(0);
+        let buf = mem.kernel_slice_mut(start + direct, len - direct)?;
+        if let Err(e) = read_file_into(p, fd, buf, off + direct) {
             p.mm.remove(start, len);
             mem.unmap_user(start, start + len);
             return Err(e);

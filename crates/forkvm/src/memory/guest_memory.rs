@@ -8,6 +8,7 @@
 //! host uses to build and drive the guest kernel.
 
 use crate::abi;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 
 /// A guest address the guest passed that does not name guest user memory.
@@ -43,6 +44,9 @@ pub struct GuestMemory {
     pub(super) idle: std::collections::HashMap<u64, u8>,
     /// Most bytes the program may have mapped accessible (its memory limit).
     pub(super) commit_limit: u64,
+    /// Ranges where a host file is mapped directly (start → end), shared
+    /// with every other mapping of that file until written.
+    pub(super) file_mapped: std::collections::BTreeMap<u64, u64>,
 }
 
 // SAFETY: GuestMemory owns its mapping exclusively; the raw pointer is not
@@ -91,6 +95,7 @@ impl GuestMemory {
             user_map: None,
             idle: Default::default(),
             commit_limit: size,
+            file_mapped: Default::default(),
         })
     }
 
@@ -298,9 +303,79 @@ impl GuestMemory {
         self.kernel_write(addr, &v.to_le_bytes())
     }
 
+    /// Maps `len` bytes of the host file `fd` from `offset` at guest `addr`,
+    /// private and copy-on-write, sharing the host's page cache with every
+    /// other VM that maps it (libraries are not copied per VM). Only for
+    /// page-aligned ranges of plain guest RAM (not a fork's snapshot view);
+    /// returns false when the caller must copy instead.
+    pub fn map_file(&mut self, addr: u64, len: u64, fd: BorrowedFd<'_>, offset: u64) -> bool {
+        let aligned = addr.is_multiple_of(abi::PAGE_SIZE)
+            && len.is_multiple_of(abi::PAGE_SIZE)
+            && offset.is_multiple_of(abi::PAGE_SIZE);
+        if self.snapshot.is_some() || !aligned || len == 0 {
+            return false;
+        }
+        let Ok(start) = self.check(abi::USER_BASE, addr, len) else {
+            return false;
+        };
+        // SAFETY: the target range lies inside our own mapping (checked above),
+        // which MAP_FIXED replaces in place; the fd is a readable host file.
+        let ptr = unsafe {
+            libc::mmap(
+                self.base.as_ptr().add(start).cast(),
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                fd.as_raw_fd(),
+                offset as libc::off_t,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return false;
+        }
+        self.file_mapped.insert(addr, addr + len);
+        true
+    }
+
+    /// Puts plain anonymous memory back over file-mapped parts of `addr..addr+len`.
+    fn unmap_files(&mut self, addr: u64, len: u64) {
+        let end = addr + len;
+        let hit: Vec<(u64, u64)> = self
+            .file_mapped
+            .range(..end)
+            .filter(|(_, &e)| e > addr)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in hit {
+            self.file_mapped.remove(&s);
+            let (from, to) = (s.max(addr), e.min(end));
+            // SAFETY: `from..to` lies inside our mapping (it was file-mapped
+            // there); MAP_FIXED replaces it with zero-filled anonymous memory.
+            unsafe {
+                libc::mmap(
+                    self.base.as_ptr().add(from as usize).cast(),
+                    (to - from) as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                    -1,
+                    0,
+                )
+            };
+            if s < from {
+                self.file_mapped.insert(s, from);
+            }
+            if e > to {
+                self.file_mapped.insert(to, e);
+            }
+        }
+    }
+
     /// Returns guest pages to the host; they read as zero afterwards.
     pub fn discard(&mut self, addr: u64, len: u64) -> Result<(), Fault> {
         let start = self.check(abi::USER_BASE, addr, len)?;
+        if !self.file_mapped.is_empty() {
+            self.unmap_files(addr, len);
+        }
         // In a fork, MADV_DONTNEED would bring back the master's bytes, not zeroes.
         let aligned = addr.is_multiple_of(abi::PAGE_SIZE) && len.is_multiple_of(abi::PAGE_SIZE);
         if self.snapshot.is_some() || !aligned {

@@ -73,7 +73,9 @@ impl Snapshot {
             .map_err(|e| err(e.into()))?;
         rustix::fs::ftruncate(&fd, size).map_err(|e| err(e.into()))?;
         let base = mem.base.as_ptr() as u64;
-        let ranges = pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0).map_err(&err)?;
+        let mut ranges = pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0).map_err(&err)?;
+        // Directly mapped files are part of the image even where never touched.
+        ranges.extend(mem.file_mapped.iter().map(|(&s, &e)| (base + s, base + e)));
         let whole = mem
             .kernel_read(0, size)
             .map_err(|_| err(std::io::Error::from_raw_os_error(libc::EFAULT)))?;
@@ -161,6 +163,7 @@ impl GuestMemory {
             user_map: snap.user_map.clone(),
             idle: Default::default(),
             commit_limit: snap.commit_limit,
+            file_mapped: Default::default(),
         })
     }
 
@@ -185,6 +188,7 @@ impl GuestMemory {
         self.user_map = snap.user_map.clone();
         self.commit_limit = snap.commit_limit;
         self.idle.clear();
+        self.file_mapped.clear();
         Ok(())
     }
 
