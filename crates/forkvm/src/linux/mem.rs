@@ -148,11 +148,10 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         let direct = p
             .fds
             .host_file_for_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?)
-            .map(|(hfd, size)| {
+            .and_then(|(hfd, size)| {
                 let inside = size.saturating_sub(off).min(len) & !(PAGE_SIZE - 1);
                 (inside > 0 && mem.map_file(start, inside, hfd.as_fd(), off)).then_some(inside)
             })
-            .flatten()
             .unwrap_or(0);
         let buf = mem.kernel_slice_mut(start + direct, len - direct)?;
         if let Err(e) = read_file_into(p, fd, buf, off + direct) {
