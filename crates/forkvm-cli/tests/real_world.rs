@@ -126,13 +126,20 @@ fn busybox_ls_of_an_allowed_directory() {
     for (name, body) in [("a.txt", "1"), ("b.txt", "22"), ("c.txt", "333")] {
         std::fs::write(dir.join(name), body).expect("write");
     }
+    std::fs::create_dir_all(dir.join("sub")).expect("mkdir");
     let d = dir.to_str().expect("utf-8 path");
-    // Sizes and names only: times and owners differ by nature.
-    check(
-        &Case::new(bb)
-            .args(["ls", "-1s", d])
-            .flags(["--allow-read", d, "--env", "TZ=UTC"]),
-    );
+    // `ls -l`: owners by name (the guest may read /etc/passwd and /etc/group),
+    // times in a fixed zone; the listing is sorted by name on both sides.
+    check(&Case::new(bb).args(["ls", "-l", d]).flags([
+        "--allow-read",
+        d,
+        "--allow-read",
+        "/etc/passwd",
+        "--allow-read",
+        "/etc/group",
+        "--env",
+        "TZ=UTC",
+    ]));
 }
 
 #[test]
@@ -228,4 +235,9 @@ fn allow_write_is_a_scratch_area_and_nothing_more() {
     assert!(!base.join("escaped").exists());
     assert_eq!(run(&["rm", "-r", &format!("{rw_s}/sub")]).status, 0);
     assert!(!rw.join("sub").exists());
+}
+
+#[test]
+fn tokio_runtime_timers_channels_and_blocking_tasks() {
+    differential("tokio_rs", &[], &[]);
 }
