@@ -241,3 +241,9 @@ fn allow_write_is_a_scratch_area_and_nothing_more() {
 fn tokio_runtime_timers_channels_and_blocking_tasks() {
     differential("tokio_rs", &[], &[]);
 }
+
+#[test]
+fn signal_to_another_thread_runs_its_handler_there() {
+    differential("thread_signal.glibc", &[], &[]);
+    differential("thread_signal.musl", &[], &[]);
+}

@@ -945,7 +945,8 @@ impl Machine {
     fn switch_thread(&mut self) -> Result<bool, MachineError> {
         if let Some(t) = self.proc.threads.take_next(Instant::now()) {
             self.adopt(&t);
-            self.resume_user(&t.regs)?;
+            let regs = self.with_pending_signal(&t);
+            self.resume_user(&regs)?;
             return Ok(true);
         }
         let wait = self
@@ -979,8 +980,27 @@ impl Machine {
         let me = self.save_current(regs, Wait::Runnable);
         self.proc.threads.others.push_back(me);
         self.adopt(&next);
-        self.vcpu.set_regs(&next.regs);
+        let regs = self.with_pending_signal(&next);
+        self.vcpu.set_regs(&regs);
         Ok(())
+    }
+
+    /// The registers a thread resumes with: its own, or its signal handler's
+    /// if another thread sent it a signal (tgkill) meanwhile.
+    fn with_pending_signal(&mut self, t: &ThreadCtx) -> kvm_bindings::kvm_regs {
+        let Some(sig) = t.pending_signal else {
+            return t.regs;
+        };
+        let Some(action) = linux::signal::handler_for(&self.proc, sig) else {
+            return t.regs;
+        };
+        let info = linux::signal::SigInfo {
+            signo: sig,
+            code: -6, // SI_TKILL
+            addr: 0,
+        };
+        linux::signal::deliver(&mut self.proc, &mut self.mem, &t.regs, info, action, 0, 0)
+            .unwrap_or(t.regs)
     }
 
     /// Continues the program in user mode with `user`'s registers, through

@@ -329,18 +329,44 @@ fn sys_kill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Implements tgkill(2) for the process itself.
 fn sys_tgkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[0] != PID || a[1] != PID {
+    if a[0] != PID {
         return Err(Errno::ESRCH);
     }
-    send_self(p, a[2])
+    send_to_thread(p, a[1], a[2])
+}
+
+/// Sends `sig` to thread `tid` of the process: the running one now, another
+/// when it next runs (Go's preemption signal, SIGURG, goes this way).
+fn send_to_thread(p: &mut Process, tid: u64, sig: u64) -> SysResult {
+    if tid == p.tid {
+        return send_self(p, sig);
+    }
+    let idx = check_sig(sig)?;
+    let Some(t) = p.threads.others.iter_mut().find(|t| t.tid == tid) else {
+        return Err(Errno::ESRCH);
+    };
+    if sig == 0 {
+        return Ok(0);
+    }
+    let action = p.sigactions[idx];
+    if action.handler == SIG_IGN || (action.handler == SIG_DFL && !default_terminates(sig)) {
+        return Ok(0);
+    }
+    if action.handler == SIG_DFL {
+        // The default action of a terminating signal ends the whole process.
+        p.exit_status = Some(128 + sig as i32);
+        p.killed_by = Some(sig as i32);
+        return Ok(0);
+    }
+    if t.sigmask & (1 << idx) == 0 {
+        t.pending_signal = Some(sig as i32);
+    }
+    Ok(0)
 }
 
 /// Implements tkill(2) for the thread itself.
 fn sys_tkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[0] != PID {
-        return Err(Errno::ESRCH);
-    }
-    send_self(p, a[1])
+    send_to_thread(p, a[0], a[1])
 }
 
 /// rt_sigreturn(2) needs the registers, so the run loop serves it (see [`sigreturn`]);
@@ -359,7 +385,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "to itself only: handlers run, default actions terminate (status 128+sig)" },
     SyscallEntry { nr: 131, name: "sigaltstack", handler: sys_sigaltstack, support: Support::Full, note: "" },
     SyscallEntry { nr: 200, name: "tkill", handler: sys_tkill, support: Support::Partial,
-        note: "to itself only, as kill" },
+        note: "any thread of the process; handlers run when the thread next runs" },
     SyscallEntry { nr: 234, name: "tgkill", handler: sys_tgkill, support: Support::Partial,
-        note: "to itself only, as kill" },
+        note: "any thread of the process; handlers run when the thread next runs" },
 ];
