@@ -14,11 +14,10 @@ use crate::abi;
 use crate::memory::page_tables::{Perm, Region};
 use crate::memory::GuestMemory;
 use object::elf;
+use object::read::elf::{FileHeader as _, ProgramHeader as _, Sym as _};
+use object::LittleEndian;
 
-const EHDR_SIZE: usize = 64;
 const PHDR_SIZE: usize = 56;
-const SHDR_SIZE: usize = 64;
-const SYM_SIZE: usize = 24;
 /// Linux refuses program header tables larger than this.
 const MAX_PHDR_BYTES: usize = 65536;
 /// Symbols kept at most (a sanity bound for hostile files).
@@ -30,14 +29,7 @@ fn bytes_at<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
     b.get(off..off.checked_add(N)?)?.try_into().ok()
 }
 
-fn u16_at(b: &[u8], off: usize) -> Option<u16> {
-    bytes_at(b, off).map(u16::from_le_bytes)
-}
-
-fn u32_at(b: &[u8], off: usize) -> Option<u32> {
-    bytes_at(b, off).map(u32::from_le_bytes)
-}
-
+#[cfg(test)]
 fn u64_at(b: &[u8], off: usize) -> Option<u64> {
     bytes_at(b, off).map(u64::from_le_bytes)
 }
@@ -255,20 +247,16 @@ pub fn parse_at(bytes: &[u8], base: u64) -> Result<ElfImage, LoadError> {
     if data != elf::ELFDATA2LSB {
         return Err(LoadError::NotLittleEndian);
     }
-    if len < EHDR_SIZE {
-        return Err(truncated("ELF header"));
-    }
-    let hdr = |off| u16_at(bytes, off).ok_or(truncated("ELF header"));
-    let hdr64 = |off| u64_at(bytes, off).ok_or(truncated("ELF header"));
-    let e_type = hdr(16)?;
-    let e_machine = hdr(18)?;
-    let e_entry = hdr64(24)?;
-    let e_phoff = hdr64(32)?;
-    let e_shoff = hdr64(40)?;
-    let e_phentsize = hdr(54)?;
-    let e_phnum = hdr(56)?;
-    let e_shentsize = hdr(58)?;
-    let e_shnum = hdr(60)?;
+    // From here the `object` crate decodes the structures; we validate them.
+    let header =
+        elf::FileHeader64::<LittleEndian>::parse(bytes).map_err(|_| truncated("ELF header"))?;
+    let e = LittleEndian;
+    let e_type = header.e_type.get(e);
+    let e_machine = header.e_machine.get(e);
+    let e_entry = header.e_entry.get(e);
+    let e_phnum = header.e_phnum.get(e);
+    let e_phentsize = header.e_phentsize.get(e);
+    let e_phoff = header.e_phoff.get(e);
 
     if e_machine != elf::EM_X86_64 {
         return Err(LoadError::WrongMachine {
@@ -308,13 +296,9 @@ pub fn parse_at(bytes: &[u8], base: u64) -> Result<ElfImage, LoadError> {
             "{e_phnum} program headers are too many"
         )));
     }
-    let phoff = usize::try_from(e_phoff).map_err(|_| truncated("program headers"))?;
-    let ph_end = phoff.checked_add(ph_bytes).ok_or(LoadError::Overflow {
-        what: "program header offset",
-    })?;
-    let phdrs = bytes
-        .get(phoff..ph_end)
-        .ok_or(truncated("program headers"))?;
+    let program_headers = header
+        .program_headers(e, bytes)
+        .map_err(|_| truncated("program headers"))?;
 
     struct Ph {
         p_type: u32,
@@ -325,23 +309,18 @@ pub fn parse_at(bytes: &[u8], base: u64) -> Result<ElfImage, LoadError> {
         memsz: u64,
         align: u64,
     }
-    let mut phs = Vec::with_capacity(usize::from(e_phnum));
-    for i in 0..usize::from(e_phnum) {
-        let b = phdrs
-            .get(i * PHDR_SIZE..(i + 1) * PHDR_SIZE)
-            .ok_or(truncated("program headers"))?;
-        let f32_ = |off| u32_at(b, off).ok_or(truncated("program headers"));
-        let f64_ = |off| u64_at(b, off).ok_or(truncated("program headers"));
-        phs.push(Ph {
-            p_type: f32_(0)?,
-            flags: f32_(4)?,
-            offset: f64_(8)?,
-            vaddr: f64_(16)?,
-            filesz: f64_(32)?,
-            memsz: f64_(40)?,
-            align: f64_(48)?,
-        });
-    }
+    let phs: Vec<Ph> = program_headers
+        .iter()
+        .map(|ph| Ph {
+            p_type: ph.p_type(e),
+            flags: ph.p_flags(e),
+            offset: ph.p_offset(e),
+            vaddr: ph.p_vaddr(e),
+            filesz: ph.p_filesz(e),
+            memsz: ph.p_memsz(e),
+            align: ph.p_align(e),
+        })
+        .collect();
     let mut interp = None;
     if let Some(p) = phs.iter().find(|p| p.p_type == elf::PT_INTERP) {
         let start = usize::try_from(p.offset).map_err(|_| truncated("PT_INTERP"))?;
@@ -509,66 +488,39 @@ pub fn parse_at(bytes: &[u8], base: u64) -> Result<ElfImage, LoadError> {
         }
     }
 
-    image.syms = read_symbols(bytes, e_shoff, e_shnum, e_shentsize).unwrap_or_default();
+    image.syms = read_symbols(header, bytes).unwrap_or_default();
     Ok(image)
 }
 
 /// The .symtab FUNC/OBJECT symbols, or None if the section table is unusable
 /// (symbols are optional: a stripped or odd file still loads).
-fn read_symbols(bytes: &[u8], shoff: u64, shnum: u16, shentsize: u16) -> Option<Vec<Sym>> {
-    if shoff == 0 || shnum == 0 || usize::from(shentsize) != SHDR_SIZE {
-        return None;
-    }
-    let shoff = usize::try_from(shoff).ok()?;
-    let table = bytes.get(shoff..shoff.checked_add(usize::from(shnum) * SHDR_SIZE)?)?;
-    let section = |i: usize| table.get(i.checked_mul(SHDR_SIZE)?..(i + 1).checked_mul(SHDR_SIZE)?);
-    let file_range = |sh: &[u8]| -> Option<&[u8]> {
-        let off = usize::try_from(u64_at(sh, 24)?).ok()?;
-        let size = usize::try_from(u64_at(sh, 32)?).ok()?;
-        bytes.get(off..off.checked_add(size)?)
-    };
+/// The FUNC and OBJECT symbols of .symtab, decoded by `object`; best effort
+/// (a damaged section table gives no symbols, never an error).
+fn read_symbols(header: &elf::FileHeader64<LittleEndian>, bytes: &[u8]) -> Option<Vec<Sym>> {
+    let e = LittleEndian;
+    let sections = header.sections(e, bytes).ok()?;
+    let table = sections.symbols(e, bytes, elf::SHT_SYMTAB).ok()?;
     let mut out = Vec::new();
-    for i in 0..usize::from(shnum) {
-        let sh = section(i)?;
-        if u32_at(sh, 4)? != elf::SHT_SYMTAB {
+    for sym in table.iter() {
+        if out.len() >= MAX_SYMBOLS {
+            break;
+        }
+        let kind = sym.st_type();
+        if (kind != elf::STT_FUNC && kind != elf::STT_OBJECT) || sym.st_shndx(e) == elf::SHN_UNDEF {
             continue;
         }
-        let Some(syms) = file_range(sh) else { continue };
-        let link = usize::try_from(u32_at(sh, 40)?).ok()?;
-        let Some(strtab) = section(link).and_then(file_range) else {
+        let Ok(name) = table.symbol_name(e, sym) else {
             continue;
         };
-        for sym in syms.chunks_exact(SYM_SIZE) {
-            if out.len() >= MAX_SYMBOLS {
-                break;
-            }
-            let (Some(name), Some(info), Some(shndx), Some(value), Some(size)) = (
-                u32_at(sym, 0),
-                sym.get(4),
-                u16_at(sym, 6),
-                u64_at(sym, 8),
-                u64_at(sym, 16),
-            ) else {
-                continue;
-            };
-            let kind = info & 0xf;
-            if (kind != elf::STT_FUNC && kind != elf::STT_OBJECT) || shndx == elf::SHN_UNDEF {
-                continue;
-            }
-            let Some(name) = usize::try_from(name).ok().and_then(|n| strtab.get(n..)) else {
-                continue;
-            };
-            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-            let name = &name[..name.len().min(MAX_SYMBOL_NAME)];
-            if name.is_empty() {
-                continue;
-            }
-            out.push(Sym {
-                addr: value,
-                size,
-                name: String::from_utf8_lossy(name).into_owned(),
-            });
+        let name = &name[..name.len().min(MAX_SYMBOL_NAME)];
+        if name.is_empty() {
+            continue;
         }
+        out.push(Sym {
+            addr: sym.st_value(e),
+            size: sym.st_size(e),
+            name: String::from_utf8_lossy(name).into_owned(),
+        });
     }
     Some(out)
 }
