@@ -296,16 +296,7 @@ impl Machine {
         // From here on, system calls see only what the program has mapped.
         mem.track_mappings();
         mem.set_commit_limit(limit);
-        for r in image.regions() {
-            mem.map_user(
-                r.start,
-                r.end,
-                Rights {
-                    read: true,
-                    write: r.perm.write,
-                },
-            );
-        }
+        map_image(&mut mem, &image);
         mem.map_user(
             stack_top - stack_reserve,
             stack_top,
@@ -1081,6 +1072,17 @@ impl Machine {
     }
 }
 
+/// Records an ELF image's segments, with their rights, as mapped by the program.
+fn map_image(mem: &mut GuestMemory, image: &loader::ElfImage) {
+    for r in image.regions() {
+        let rights = Rights {
+            read: true,
+            write: r.perm.write,
+        };
+        mem.map_user(r.start, r.end, rights);
+    }
+}
+
 /// Loads the program interpreter at `path` into the mmap area; returns its entry and base.
 fn load_interpreter(
     path: &str,
@@ -1114,16 +1116,7 @@ fn load_interpreter(
         );
     }
     let loaded = image.load(&bytes, mem).map_err(|e| fail(e.to_string()))?;
-    for r in image.regions() {
-        mem.map_user(
-            r.start,
-            r.end,
-            Rights {
-                read: true,
-                write: r.perm.write,
-            },
-        );
-    }
+    map_image(mem, &image);
     Ok((loaded.entry, base))
 }
 

@@ -180,6 +180,30 @@ impl Process {
     }
 }
 
+/// A process and guest memory for handler unit tests: 8 MiB of RAM with
+/// mapping checks on and one writable page mapped at the returned address.
+#[cfg(test)]
+pub(crate) fn test_process() -> (Process, GuestMemory, u64) {
+    let mut m = GuestMemory::new(8 << 20).expect("guest memory");
+    m.track_mappings();
+    let buf = crate::abi::USER_BASE;
+    m.map_user(
+        buf,
+        buf + 0x1000,
+        crate::memory::Rights {
+            read: true,
+            write: true,
+        },
+    );
+    let p = Process::new(
+        Policy::default(),
+        AddressSpace::new(0x40_0000, 0x70_0000),
+        "/".into(),
+        "/bin/prog".into(),
+    );
+    (p, m, buf)
+}
+
 /// Runs syscall `nr` with `args`; returns the value for RAX (negative errno on failure).
 pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> u64 {
     let entry = table::lookup(nr);

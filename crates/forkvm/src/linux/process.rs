@@ -720,28 +720,9 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linux::Policy;
-    use crate::memory::{AddressSpace, Rights};
 
     fn setup() -> (Process, GuestMemory, u64) {
-        let mut m = GuestMemory::new(8 << 20).unwrap();
-        m.track_mappings();
-        let buf = crate::abi::USER_BASE;
-        m.map_user(
-            buf,
-            buf + 0x1000,
-            Rights {
-                read: true,
-                write: true,
-            },
-        );
-        let p = Process::new(
-            Policy::default(),
-            AddressSpace::new(0x40_0000, 0x70_0000),
-            "/".into(),
-            "/bin/prog".into(),
-        );
-        (p, m, buf)
+        crate::linux::test_process()
     }
 
     #[test]

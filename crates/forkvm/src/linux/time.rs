@@ -111,7 +111,12 @@ fn sleep_relative(
             std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32),
         );
     }
-    match rustix::thread::nanosleep(&req) {
+    slept(mem, rustix::thread::nanosleep(&req), rem_ptr)
+}
+
+/// The result of a relative sleep: 0, or EINTR (the watchdog's kick) with the remaining time.
+fn slept(mem: &mut GuestMemory, r: NanosleepRelativeResult, rem_ptr: u64) -> SysResult {
+    match r {
         NanosleepRelativeResult::Ok => Ok(0),
         NanosleepRelativeResult::Interrupted(rem) => {
             if rem_ptr != 0 {
@@ -164,16 +169,11 @@ fn sys_clock_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
     if rem_ptr != 0 {
         mem.read(rem_ptr, 16)?;
     }
-    match rustix::thread::clock_nanosleep_relative(id, &req) {
-        NanosleepRelativeResult::Ok => Ok(0),
-        NanosleepRelativeResult::Interrupted(rem) => {
-            if rem_ptr != 0 {
-                write_timespec(mem, rem_ptr, rem)?;
-            }
-            Err(Errno::EINTR)
-        }
-        NanosleepRelativeResult::Err(e) => Err(e.into()),
-    }
+    slept(
+        mem,
+        rustix::thread::clock_nanosleep_relative(id, &req),
+        rem_ptr,
+    )
 }
 
 /// CPU time of the vCPU thread (the guest's user + system time).
@@ -228,28 +228,10 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linux::Policy;
-    use crate::memory::{AddressSpace, Rights};
 
     #[test]
     fn times_and_rusage_write_their_structs() {
-        let mut m = GuestMemory::new(8 << 20).unwrap();
-        m.track_mappings();
-        let buf = crate::abi::USER_BASE;
-        m.map_user(
-            buf,
-            buf + 0x1000,
-            Rights {
-                read: true,
-                write: true,
-            },
-        );
-        let mut p = Process::new(
-            Policy::default(),
-            AddressSpace::new(0x40_0000, 0x70_0000),
-            "/".into(),
-            "/p".into(),
-        );
+        let (mut p, mut m, buf) = crate::linux::test_process();
         m.write(buf, &[0xff; 144]).unwrap();
         assert!(sys_times(&mut p, &mut m, &[buf, 0, 0, 0, 0, 0]).unwrap() > 0);
         assert_eq!(m.read_u64(buf + 8).unwrap(), 0, "system time");
