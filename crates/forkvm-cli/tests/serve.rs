@@ -16,7 +16,6 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -27,40 +26,13 @@ const EXCHANGE_SECS: u64 = 60;
 
 // ---------------------------------------------------------------------------- setup
 
-fn repo_root() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    p.canonicalize()
-        .unwrap_or_else(|e| panic!("cannot resolve {}: {e}", p.display()))
-}
+mod common;
 
-fn forkvm_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_forkvm"))
-}
+use common::{forkvm_bin, repo_root};
 
-/// Runs `examples/build.sh` once per test process; panics with its output on failure.
+/// Runs `examples/build.sh` once per test process.
 fn build_examples() {
-    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-    let result = BUILT.get_or_init(|| {
-        let script = repo_root().join("examples/build.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} failed ({}); run it by hand to see why:\n{}{}",
-                script.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
-    });
-    if let Err(e) = result {
-        panic!("building the examples failed: {e}");
-    }
+    common::run_build_script("examples/build.sh");
 }
 
 /// A built program in `examples/out`, e.g. `example("hello")`, `example("tests/echo")`.

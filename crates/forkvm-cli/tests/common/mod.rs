@@ -39,9 +39,19 @@ pub fn forkvm_bin() -> PathBuf {
 
 /// Runs `tests/guests/build.sh` once per test process; panics with its output on failure.
 fn build_guests() {
-    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
-    let result = BUILT.get_or_init(|| {
-        let script = repo_root().join("tests/guests/build.sh");
+    run_build_script("tests/guests/build.sh");
+}
+
+/// Runs a build script of the repository (relative path) once per test
+/// process; panics with its output on failure.
+pub fn run_build_script(rel: &str) {
+    static BUILT: OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, Result<(), String>>>,
+    > = OnceLock::new();
+    let map = BUILT.get_or_init(Default::default);
+    let mut done = map.lock().unwrap_or_else(|e| e.into_inner());
+    let result = done.entry(rel.to_string()).or_insert_with(|| {
+        let script = repo_root().join(rel);
         let out = Command::new("bash")
             .arg(&script)
             .output()
@@ -59,7 +69,7 @@ fn build_guests() {
         }
     });
     if let Err(e) = result {
-        panic!("building the guest programs failed: {e}");
+        panic!("{rel} failed: {e}");
     }
 }
 
