@@ -110,6 +110,24 @@ pub mod vector {
     }
 }
 
+/// Entry points inside the guest kernel's code and stub pages.
+pub mod entry {
+    use super::{port, KERNEL_CODE_ADDR, SYSCALL_STUB_ADDR};
+
+    /// LSTAR on PVM: a one-byte `int3` (user page).
+    pub const PVM_SYSCALL_STUB: u64 = SYSCALL_STUB_ADDR;
+    /// LSTAR on hardware KVM: `out %al, $SYSCALL; sysretq`.
+    pub const HW_SYSCALL_STUB: u64 = SYSCALL_STUB_ADDR + 0x10;
+    /// Where host-initiated calls enter user mode: `r11` holds the function,
+    /// `rdi..r9` its arguments; the code restores the master's FPU state,
+    /// calls it and returns the result with the `CALL_RETURN` hypercall.
+    pub const CALL_ENTRY: u64 = SYSCALL_STUB_ADDR + 0x40;
+    /// Bytes reserved for each exception vector's entry (vector `v` at `KERNEL_CODE_ADDR + v * ENTRY_SIZE`).
+    pub const ENTRY_SIZE: u64 = 16;
+    /// The `iretq` the vCPU starts at, returning into the program.
+    pub const IRET_ENTRY: u64 = KERNEL_CODE_ADDR + ENTRY_SIZE * port::EXCEPTION_COUNT as u64;
+}
+
 /// Where the exception frame (`[err], RIP, CS, RFLAGS, RSP, SS`) sits on the IST stack.
 pub const fn exception_frame_addr(vector: u8) -> u64 {
     // The CPU aligns the IST top to 16 bytes and pushes 5 qwords (+1 with an error code).

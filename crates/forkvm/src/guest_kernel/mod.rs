@@ -1,7 +1,8 @@
 //! The guest kernel: a GDT, an IDT whose every entry is three instructions,
 //! a TSS with one interrupt stack, and two syscall stubs. It is assembled at
-//! start-up with `iced-x86` from the constants in [`crate::abi`], so the
-//! host and the guest cannot disagree about a port or an address.
+//! build time with `iced-x86` from the constants in [`crate::abi`]
+//! (`assemble.rs`, run by build.rs), so the host and the guest cannot
+//! disagree about a port or an address, and no program pays for assembling.
 //!
 //! On PVM, CPL0 code is interpreted (~0.5 µs per instruction), so each path
 //! through the guest kernel is at most three instructions; all real work is
@@ -16,106 +17,24 @@
 
 use crate::abi::{self, port, selector, vector};
 use crate::memory::{Fault, GuestMemory};
-use iced_x86::code_asm::{self as asm, CodeAssembler};
-use iced_x86::IcedError;
-use std::sync::OnceLock;
 
-/// LSTAR on PVM: a one-byte `int3`.
-pub const PVM_SYSCALL_STUB: u64 = abi::SYSCALL_STUB_ADDR;
-/// LSTAR on hardware KVM: `out; sysretq`.
-pub const HW_SYSCALL_STUB: u64 = abi::SYSCALL_STUB_ADDR + 0x10;
-/// Where host-initiated calls enter user mode (see [`CALL_ENTRY`]'s code).
-///
-/// `r11` holds the function, `rdi..r9` its arguments. The entry restores
-/// the master's FPU state, calls the function and returns its result to
-/// the host with the [`abi::hypercall::CALL_RETURN`] system call.
-pub const CALL_ENTRY: u64 = abi::SYSCALL_STUB_ADDR + 0x40;
-/// Bytes reserved for each exception entry.
-const ENTRY_SIZE: u64 = 16;
-/// The `iretq` the vCPU starts at, returning into the program.
-pub const IRET_ENTRY: u64 = abi::KERNEL_CODE_ADDR + ENTRY_SIZE * port::EXCEPTION_COUNT as u64;
+use abi::entry::ENTRY_SIZE;
+pub use abi::entry::{CALL_ENTRY, HW_SYSCALL_STUB, IRET_ENTRY, PVM_SYSCALL_STUB};
 
-/// A failure to assemble the guest kernel (a bug, reported rather than panicking).
+#[cfg(test)]
+mod assemble;
+
+/// The code page, assembled at build time from the ABI constants (build.rs).
+const CODE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernel_code.bin"));
+/// The user-executable stub page, assembled likewise.
+const STUBS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernel_stubs.bin"));
+
+/// A failure to lay out the guest kernel (a bug, reported rather than panicking).
 #[derive(Debug, thiserror::Error)]
 pub enum KernelError {
-    /// iced-x86 refused an instruction.
-    #[error("assembling the guest kernel: {0}")]
-    Asm(#[from] IcedError),
     /// The kernel did not fit its pages.
     #[error("guest kernel layout: {0}")]
     Layout(#[from] Fault),
-}
-
-struct Images {
-    code: Vec<u8>,
-    stubs: Vec<u8>,
-}
-
-fn assemble_at(
-    ip: u64,
-    f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>,
-) -> Result<Vec<u8>, IcedError> {
-    let mut a = CodeAssembler::new(64)?;
-    f(&mut a)?;
-    a.assemble(ip)
-}
-
-fn place(buf: &mut Vec<u8>, offset: u64, bytes: &[u8]) {
-    let off = offset as usize;
-    if buf.len() < off + bytes.len() {
-        buf.resize(off + bytes.len(), 0xcc);
-    }
-    buf[off..off + bytes.len()].copy_from_slice(bytes);
-}
-
-fn build_images() -> Result<Images, KernelError> {
-    let mut code = Vec::new();
-    for v in 0..port::EXCEPTION_COUNT as u8 {
-        let ip = abi::KERNEL_CODE_ADDR + ENTRY_SIZE * v as u64;
-        let bytes = assemble_at(ip, |a| {
-            a.out(u32::from(port::EXCEPTION_BASE) + u32::from(v), asm::al)?;
-            if vector::has_error_code(v) {
-                a.add(asm::rsp, 8)?;
-            }
-            a.iretq()
-        })?;
-        debug_assert!(bytes.len() as u64 <= ENTRY_SIZE);
-        place(&mut code, ip - abi::KERNEL_CODE_ADDR, &bytes);
-    }
-    let iret = assemble_at(IRET_ENTRY, |a| a.iretq())?;
-    place(&mut code, IRET_ENTRY - abi::KERNEL_CODE_ADDR, &iret);
-
-    let mut stubs = Vec::new();
-    let pvm = assemble_at(PVM_SYSCALL_STUB, |a| a.int3())?;
-    place(&mut stubs, PVM_SYSCALL_STUB - abi::SYSCALL_STUB_ADDR, &pvm);
-    let hw = assemble_at(HW_SYSCALL_STUB, |a| {
-        a.out(u32::from(port::SYSCALL), asm::al)?;
-        a.sysretq()
-    })?;
-    place(&mut stubs, HW_SYSCALL_STUB - abi::SYSCALL_STUB_ADDR, &hw);
-    let call = assemble_at(CALL_ENTRY, |a| {
-        a.mov(asm::r10, asm::rdx)?;
-        a.mov(asm::eax, u32::MAX)?;
-        a.mov(asm::edx, u32::MAX)?;
-        a.xrstor64(asm::ptr(abi::XSAVE_AREA_ADDR))?;
-        a.mov(asm::rdx, asm::r10)?;
-        a.call(asm::r11)?;
-        a.mov(asm::rdi, asm::rax)?;
-        a.mov(asm::rax, abi::hypercall::CALL_RETURN)?;
-        a.syscall()?;
-        a.ud2()
-    })?;
-    place(&mut stubs, CALL_ENTRY - abi::SYSCALL_STUB_ADDR, &call);
-    Ok(Images { code, stubs })
-}
-
-fn images() -> Result<&'static Images, KernelError> {
-    static IMAGES: OnceLock<Images> = OnceLock::new();
-    if let Some(i) = IMAGES.get() {
-        return Ok(i);
-    }
-    let built = build_images()?;
-    Ok(IMAGES.get_or_init(|| built))
 }
 
 /// A 64-bit GDT descriptor for a flat segment.
@@ -187,12 +106,11 @@ pub const IDT_LIMIT: u16 = 256 * 16 - 1;
 
 /// Writes the guest kernel (tables and code) into guest memory.
 pub fn install(mem: &mut GuestMemory) -> Result<(), KernelError> {
-    let img = images()?;
     mem.kernel_write(abi::GDT_ADDR, &gdt_bytes())?;
     mem.kernel_write(abi::IDT_ADDR, &idt_bytes())?;
     mem.kernel_write(abi::TSS_ADDR, &tss_bytes())?;
-    mem.kernel_write(abi::KERNEL_CODE_ADDR, &img.code)?;
-    mem.kernel_write(abi::SYSCALL_STUB_ADDR, &img.stubs)?;
+    mem.kernel_write(abi::KERNEL_CODE_ADDR, CODE)?;
+    mem.kernel_write(abi::SYSCALL_STUB_ADDR, STUBS)?;
     Ok(())
 }
 
@@ -325,15 +243,24 @@ mod tests {
 
     #[test]
     fn kernel_assembles_and_fits() {
-        let img = images().unwrap();
-        assert!((img.code.len() as u64) < abi::PAGE_SIZE);
-        assert_eq!(img.stubs[0], 0xcc, "PVM stub is int3");
+        assert_eq!(
+            CODE,
+            assemble::code().unwrap(),
+            "embedded kernel is current"
+        );
+        assert_eq!(
+            STUBS,
+            assemble::stubs().unwrap(),
+            "embedded stubs are current"
+        );
+        assert!((CODE.len() as u64) < abi::PAGE_SIZE);
+        assert_eq!(STUBS[0], 0xcc, "PVM stub is int3");
         // out %al, $0x7f ; sysretq
         let hw = (HW_SYSCALL_STUB - abi::SYSCALL_STUB_ADDR) as usize;
-        assert_eq!(&img.stubs[hw..hw + 5], &[0xe6, 0x7f, 0x48, 0x0f, 0x07]);
+        assert_eq!(&STUBS[hw..hw + 5], &[0xe6, 0x7f, 0x48, 0x0f, 0x07]);
         // #PF entry: out %al,$0x8e ; add $8,%rsp ; iretq
         let pf = (ENTRY_SIZE * 14) as usize;
-        assert_eq!(&img.code[pf..pf + 2], &[0xe6, 0x8e]);
+        assert_eq!(&CODE[pf..pf + 2], &[0xe6, 0x8e]);
     }
 
     fn mem_with_frame(vector: u8, rip: u64, cs: u16) -> GuestMemory {
