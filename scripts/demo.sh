@@ -31,3 +31,18 @@ run "$FORKVM" run --allow-read /etc -- tests/guests/out/cat.musl "$FILE"
 echo
 echo "==== ...and one it was not: the repository's Cargo.toml is outside /etc"
 run "$FORKVM" run --allow-read /etc -- tests/guests/out/cat.musl "$(pwd)/Cargo.toml"
+
+echo
+echo "==== forkvm serve: every HTTP request in its own VM (built-in example guest)"
+PORT=${FORKVM_DEMO_PORT:-18080}
+"$FORKVM" serve --listen "127.0.0.1:$PORT" --concurrency 2 &
+SERVE_PID=$!
+trap 'kill "$SERVE_PID" 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do
+    curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break
+    sleep 0.1
+done
+run curl -s -D - "http://127.0.0.1:$PORT/hello?from=demo"
+kill -TERM "$SERVE_PID"
+wait "$SERVE_PID" || true
+trap - EXIT
