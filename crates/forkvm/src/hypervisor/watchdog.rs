@@ -24,6 +24,8 @@ struct Entry {
 struct State {
     next_id: u64,
     entries: BTreeMap<u64, Entry>,
+    /// When the watchdog thread will look next on its own (None: it is busy).
+    next_wake: Option<Instant>,
 }
 
 struct Shared {
@@ -82,10 +84,12 @@ fn watch(s: &'static Shared) {
                 wait = wait.min(e.deadline - now);
             }
         }
+        st.next_wake = Some(now + wait);
         st = match s.wake.wait_timeout(st, wait) {
             Ok((g, _)) => g,
             Err(_) => return,
         };
+        st.next_wake = None;
     }
 }
 
@@ -113,8 +117,13 @@ impl Deadline {
         let deadline = Instant::now()
             .checked_add(after)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(86400 * 365));
+        let mut wake = true;
         let id = match s.state.lock() {
             Ok(mut st) => {
+                // Waking the watchdog costs a thread switch: only when it
+                // would otherwise look too late (arming a 10 s call timeout
+                // for every request should not wake it every time).
+                wake = st.next_wake.is_none_or(|w| deadline < w);
                 st.next_id += 1;
                 let id = st.next_id;
                 st.entries.insert(
@@ -131,7 +140,9 @@ impl Deadline {
             }
             Err(_) => 0,
         };
-        s.wake.notify_one();
+        if wake {
+            s.wake.notify_one();
+        }
         Self { id, expired }
     }
 
