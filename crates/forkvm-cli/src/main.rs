@@ -138,9 +138,10 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         Outcome::Ready | Outcome::Returned(_) => {}
         Outcome::Crashed(info) => eprint!("{}", machine.crash_report(info)),
         Outcome::TimedOut(t) => eprintln!(
-            "forkvm: timeout: {} did not finish within {:.3} s; stopped",
+            "forkvm: timeout: {} did not finish within {:.3} s; stopped at {}",
             program,
-            t.as_secs_f64()
+            t.as_secs_f64(),
+            machine.where_stopped()
         ),
     }
     Ok(outcome.status() as u8)

@@ -247,3 +247,9 @@ fn signal_to_another_thread_runs_its_handler_there() {
     differential("thread_signal.glibc", &[], &[]);
     differential("thread_signal.musl", &[], &[]);
 }
+
+#[test]
+fn interval_timers_and_sigalrm() {
+    differential("alarm.glibc", &[], &[]);
+    differential("alarm.musl", &[], &[]);
+}

@@ -469,9 +469,20 @@ impl Machine {
     pub fn run_for(&mut self, timeout: Duration) -> Result<Outcome, MachineError> {
         let deadline = Deadline::arm(timeout);
         let mut ticker: Option<Deadline> = None;
+        // A kick when the interval timer (setitimer/alarm) is due.
+        let mut alarm: Option<(Instant, Deadline)> = None;
         loop {
             if deadline.expired() {
                 return Ok(Outcome::TimedOut(timeout));
+            }
+            let due = self.proc.itimer.map(|(next, _)| next);
+            if alarm.as_ref().map(|(at, _)| *at) != due {
+                alarm = due.map(|at| {
+                    (
+                        at,
+                        Deadline::arm(at.saturating_duration_since(Instant::now())),
+                    )
+                });
             }
             if self.stalled {
                 // Every thread is blocked: wait for the first timeout (or the watchdog).
@@ -521,6 +532,10 @@ impl Machine {
                 }
                 Exit::Interrupted => {
                     if !deadline.expired() {
+                        self.deliver_timer()?;
+                        if let Some(status) = self.proc.exit_status {
+                            return Ok(Outcome::Exited(status));
+                        }
                         self.preempt()?;
                     }
                 }
@@ -715,7 +730,14 @@ impl Machine {
             }
         }
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
-        let result = linux::dispatch(&mut self.proc, &mut self.mem, regs.rax, &args);
+        let mut result = linux::dispatch(&mut self.proc, &mut self.mem, regs.rax, &args);
+        linux::signal::fire_timer(&mut self.proc);
+        if matches!(self.proc.sched, Some(Sched::Retry(_))) && self.proc.pending_signal.is_some() {
+            // A signal arrived while the thread waits: the wait ends with EINTR
+            // and the handler runs, as on Linux.
+            self.proc.sched = None;
+            result = (-(linux::Errno::EINTR.0 as i64)) as u64;
+        }
         if let Some(status) = self.proc.exit_status {
             return Ok(Some(Outcome::Exited(status)));
         }
@@ -976,6 +998,41 @@ impl Machine {
         Ok(())
     }
 
+    /// The interval timer is due while the guest runs: SIGALRM now, if the
+    /// vCPU stopped in program code (else at the next syscall).
+    fn deliver_timer(&mut self) -> Result<(), MachineError> {
+        if !linux::signal::fire_timer(&mut self.proc) {
+            return Ok(());
+        }
+        let Some(sig) = self.proc.pending_signal else {
+            return Ok(());
+        };
+        // A thread waiting in a syscall (about to make it again) gets the
+        // signal there, so the wait ends with EINTR rather than the signal
+        // slipping in before it.
+        if self.proc.waiting.is_some() {
+            return Ok(());
+        }
+        let regs = self.vcpu.regs();
+        if regs.rip < abi::USER_BASE || self.vcpu.event_in_flight()? {
+            return Ok(());
+        }
+        self.proc.pending_signal = None;
+        if let Some(action) = linux::signal::handler_for(&self.proc, sig) {
+            let info = linux::signal::SigInfo {
+                signo: sig,
+                code: 0x80, // SI_KERNEL
+                addr: 0,
+            };
+            if let Ok(user) =
+                linux::signal::deliver(&mut self.proc, &mut self.mem, &regs, info, action, 0, 0)
+            {
+                self.vcpu.set_regs(&user);
+            }
+        }
+        Ok(())
+    }
+
     /// The registers a thread resumes with: its own, or its signal handler's
     /// if another thread sent it a signal (tgkill) meanwhile.
     fn with_pending_signal(&mut self, t: &ThreadCtx) -> kvm_bindings::kvm_regs {
@@ -1059,6 +1116,16 @@ impl Machine {
             }
         }
         Ok(Some(Outcome::Crashed(Box::new(info))))
+    }
+
+    /// Where the program was when the run stopped, e.g. `0x401a2c (main+0x1c)`,
+    /// for timeout messages.
+    pub fn where_stopped(&self) -> String {
+        let rip = self.vcpu.regs().rip;
+        match self.symbols.lookup(rip) {
+            Some((name, off)) => format!("{rip:#x} ({name}+{off:#x})"),
+            None => format!("{rip:#x}"),
+        }
     }
 
     /// A human-readable report for a crash outcome.

@@ -93,6 +93,8 @@ pub struct Process {
     pub sched: Option<thread::Sched>,
     /// The running thread is waiting in a syscall until this deadline (None inside: forever).
     pub waiting: Option<Option<std::time::Instant>>,
+    /// ITIMER_REAL (setitimer/alarm): next expiry and period (zero: one shot).
+    pub itimer: Option<(std::time::Instant, std::time::Duration)>,
     /// Signals sent while blocked, waiting to be unblocked (bit n-1 for signal n).
     pub blocked_pending: u64,
     /// set_tid_address pointer.
@@ -133,6 +135,7 @@ impl Process {
             killed_by: None,
             pending_signal: None,
             blocked_pending: 0,
+            itimer: None,
             tid: process::PID,
             threads: thread::Threads::default(),
             sched: None,
@@ -164,6 +167,7 @@ impl Process {
             killed_by: None,
             pending_signal: None,
             blocked_pending: 0,
+            itimer: None,
             tid: self.tid,
             threads: self.threads.clone(),
             sched: None,

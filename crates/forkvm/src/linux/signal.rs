@@ -317,6 +317,33 @@ pub fn sigreturn(
     })
 }
 
+const SIGALRM: u64 = 14;
+
+/// Fires ITIMER_REAL if it is due: SIGALRM to the process (its handler, or
+/// the default action: termination). Returns whether it fired.
+pub fn fire_timer(p: &mut Process) -> bool {
+    let Some((next, period)) = p.itimer else {
+        return false;
+    };
+    let now = std::time::Instant::now();
+    if now < next {
+        return false;
+    }
+    p.itimer = (!period.is_zero()).then(|| (now + period, period));
+    let _ = send_self(p, SIGALRM);
+    true
+}
+
+/// Implements pause(2): waits until a signal arrives (the interval timer's, here).
+fn sys_pause(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    if p.pending_signal.is_some() || fire_timer(p) {
+        return Err(Errno::EINTR);
+    }
+    let wake = p.itimer.map(|(next, _)| next);
+    let _ = super::thread::wait(p, None, wake);
+    Ok(0)
+}
+
 /// Implements kill(2) for the process itself.
 fn sys_kill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     let pid = a[0] as i64;
@@ -381,6 +408,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 14, name: "rt_sigprocmask", handler: sys_rt_sigprocmask, support: Support::Full, note: "" },
     SyscallEntry { nr: 15, name: "rt_sigreturn", handler: sys_rt_sigreturn, support: Support::Partial,
         note: "restores general registers, flags and mask; the FPU state is not saved in the frame" },
+    SyscallEntry { nr: 34, name: "pause", handler: sys_pause, support: Support::Full, note: "" },
     SyscallEntry { nr: 62, name: "kill", handler: sys_kill, support: Support::Partial,
         note: "to itself only: handlers run, default actions terminate (status 128+sig)" },
     SyscallEntry { nr: 131, name: "sigaltstack", handler: sys_sigaltstack, support: Support::Full, note: "" },

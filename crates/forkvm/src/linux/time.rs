@@ -176,6 +176,79 @@ fn sys_clock_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
     )
 }
 
+const ITIMER_REAL: u64 = 0;
+
+fn write_itimerval(mem: &mut GuestMemory, addr: u64, p: &Process) -> Result<(), Errno> {
+    let (left, period) = match p.itimer {
+        Some((next, period)) => (
+            next.saturating_duration_since(std::time::Instant::now()),
+            period,
+        ),
+        None => (std::time::Duration::ZERO, std::time::Duration::ZERO),
+    };
+    let mut b = [0u8; 32];
+    for (i, d) in [period, left].iter().enumerate() {
+        b[i * 16..i * 16 + 8].copy_from_slice(&d.as_secs().to_le_bytes());
+        b[i * 16 + 8..i * 16 + 16].copy_from_slice(&u64::from(d.subsec_micros()).to_le_bytes());
+    }
+    mem.write(addr, &b)?;
+    Ok(())
+}
+
+fn read_timeval(mem: &GuestMemory, addr: u64) -> Result<std::time::Duration, Errno> {
+    let s = mem.read_u64(addr)? as i64;
+    let us = mem.read_u64(addr + 8)? as i64;
+    if s < 0 || !(0..1_000_000).contains(&us) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(std::time::Duration::new(s as u64, us as u32 * 1000))
+}
+
+/// Implements getitimer(2) (ITIMER_REAL).
+fn sys_getitimer(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] != ITIMER_REAL {
+        return Err(Errno::EINVAL);
+    }
+    write_itimerval(mem, a[1], p)?;
+    Ok(0)
+}
+
+/// Implements setitimer(2) (ITIMER_REAL: SIGALRM when it expires).
+fn sys_setitimer(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] != ITIMER_REAL {
+        return Err(Errno::EINVAL);
+    }
+    let new = if a[1] != 0 {
+        Some((read_timeval(mem, a[1])?, read_timeval(mem, a[1] + 16)?))
+    } else {
+        None
+    };
+    if a[2] != 0 {
+        write_itimerval(mem, a[2], p)?;
+    }
+    if let Some((period, value)) = new {
+        p.itimer = (!value.is_zero()).then(|| (std::time::Instant::now() + value, period));
+    }
+    Ok(0)
+}
+
+/// Implements alarm(2).
+fn sys_alarm(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    let now = std::time::Instant::now();
+    let left = p.itimer.map_or(0, |(next, _)| {
+        let d = next.saturating_duration_since(now);
+        d.as_secs() + u64::from(d.subsec_nanos() > 0)
+    });
+    let secs = a[0] as u32;
+    p.itimer = (secs != 0).then(|| {
+        (
+            now + std::time::Duration::from_secs(u64::from(secs)),
+            std::time::Duration::ZERO,
+        )
+    });
+    Ok(left)
+}
+
 /// CPU time of the vCPU thread (the guest's user + system time).
 fn cpu_time() -> std::time::Duration {
     let t = rustix::time::clock_gettime(ClockId::ThreadCPUTime);
@@ -215,6 +288,11 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "CPU time and peak mapped memory; other fields 0" },
     SyscallEntry { nr: 100, name: "times", handler: sys_times, support: Support::Partial,
         note: "guest CPU time reported as user time" },
+    SyscallEntry { nr: 36, name: "getitimer", handler: sys_getitimer, support: Support::Partial,
+        note: "ITIMER_REAL only" },
+    SyscallEntry { nr: 37, name: "alarm", handler: sys_alarm, support: Support::Full, note: "" },
+    SyscallEntry { nr: 38, name: "setitimer", handler: sys_setitimer, support: Support::Partial,
+        note: "ITIMER_REAL only; SIGALRM is delivered at the thread's next syscall or preemption tick" },
     SyscallEntry { nr: 35, name: "nanosleep", handler: sys_nanosleep, support: Support::Full, note: "" },
     SyscallEntry { nr: 96, name: "gettimeofday", handler: sys_gettimeofday, support: Support::Full, note: "" },
     SyscallEntry { nr: 201, name: "time", handler: sys_time, support: Support::Full, note: "" },
