@@ -1,0 +1,274 @@
+//! Calls into the guest: its ready point, arguments staged in its memory,
+//! the call entry, and the answers a serving guest gives.
+
+use super::{Machine, MachineError, Mode, Outcome};
+use crate::crash::CrashInfo;
+use crate::guest_kernel::{self, Frame};
+use std::time::Duration;
+
+/// Where a program counts as initialised, ready to become a master.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadyAt {
+    /// It makes the guest API's "ready" call (`forkvm_ready()`).
+    Call,
+    /// It reaches this symbol (e.g. `exit`, i.e. `main` returned).
+    Symbol(String),
+}
+
+/// An argument of a call into the guest.
+#[derive(Debug, Clone, Copy)]
+pub enum Arg<'a> {
+    /// Passed in a register as is.
+    Int(u64),
+    /// Copied into guest memory; the function receives a pointer.
+    Bytes(&'a [u8]),
+    /// Copied into guest memory with a terminating NUL; the function receives a pointer.
+    Str(&'a str),
+}
+
+/// Why a call into the guest failed. The machine is poisoned until reset.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No such symbol in the program.
+    #[error("no symbol {0:?} in the program")]
+    NoSymbol(String),
+    /// The machine has no ready point yet, or a previous call failed.
+    #[error("the machine cannot take calls: {0}")]
+    NotCallable(&'static str),
+    /// More than six arguments, or buffers too large for the stack.
+    #[error("bad arguments: {0}")]
+    BadArguments(&'static str),
+    /// The guest faulted during the call.
+    #[error("the guest crashed in the call: {} ({})", .0.signal_name, .0.description)]
+    Crashed(Box<CrashInfo>),
+    /// The call exceeded its time limit.
+    #[error("the call timed out after {0:?}")]
+    TimedOut(Duration),
+    /// The guest exited instead of returning.
+    #[error("the guest exited with status {0} during the call")]
+    Exited(i32),
+    /// The VM itself failed.
+    #[error(transparent)]
+    Machine(#[from] MachineError),
+}
+
+/// The program's state at its ready point, which calls start from.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadyPoint {
+    /// Stack pointer at the ready point; calls run below it.
+    pub rsp: u64,
+    /// FS base (TLS) at the ready point.
+    pub fs_base: u64,
+    /// The request handler the program registered with its ready call (0: none).
+    pub handler: u64,
+}
+
+/// What a guest answered with the respond hypercall during a call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Response {
+    /// HTTP status.
+    pub status: u16,
+    /// `Name: value` lines separated by `\n`.
+    pub headers: Vec<u8>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// Largest response body a guest may hand back.
+pub const MAX_RESPONSE: u64 = 256 << 20;
+
+impl Machine {
+    /// Calls the exported function `name` with `args`; returns its result.
+    pub fn vmcall(&mut self, name: &str, args: &[Arg<'_>]) -> Result<u64, CallError> {
+        self.vmcall_with_timeout(name, args, self.timeout)
+    }
+
+    /// Like [`Machine::vmcall`] with its own time limit.
+    pub fn vmcall_with_timeout(
+        &mut self,
+        name: &str,
+        args: &[Arg<'_>],
+        timeout: Duration,
+    ) -> Result<u64, CallError> {
+        let addr = self
+            .symbols
+            .address_of(name)
+            .ok_or_else(|| CallError::NoSymbol(name.to_string()))?;
+        self.vmcall_addr(addr, args, timeout)
+    }
+
+    /// Calls the function at guest address `func` with `args`.
+    pub fn vmcall_addr(
+        &mut self,
+        func: u64,
+        args: &[Arg<'_>],
+        timeout: Duration,
+    ) -> Result<u64, CallError> {
+        if self.poisoned {
+            return Err(CallError::NotCallable(
+                "a previous call failed; reset first",
+            ));
+        }
+        let ready = self.ready.ok_or(CallError::NotCallable(
+            "the program has not reached its ready point",
+        ))?;
+        if args.len() > 6 {
+            return Err(CallError::BadArguments("at most six arguments"));
+        }
+        // Byte arguments go below the ready point's stack (past the red zone)
+        // and below anything staged for this call.
+        let mut sp = self
+            .stage_sp
+            .take()
+            .unwrap_or(ready.rsp.saturating_sub(128) & !15);
+        self.response = None;
+        let mut values = [0u64; 6];
+        for (slot, arg) in values.iter_mut().zip(args) {
+            *slot = match *arg {
+                Arg::Int(v) => v,
+                Arg::Bytes(b) => self.push_bytes(&mut sp, b, false)?,
+                Arg::Str(s) => self.push_bytes(&mut sp, s.as_bytes(), true)?,
+            };
+        }
+        let internal =
+            |f: crate::memory::Fault| CallError::Machine(MachineError::Internal(f.to_string()));
+        Frame::user(guest_kernel::CALL_ENTRY, sp & !15, 0)
+            .write(&mut self.mem, guest_kernel::INITIAL_FRAME_ADDR)
+            .map_err(internal)?;
+        if self.vcpu_fs_base != ready.fs_base {
+            self.vcpu
+                .set_fs_base(ready.fs_base)
+                .map_err(MachineError::from)?;
+            self.vcpu_fs_base = ready.fs_base;
+        }
+        self.proc.fs_base = ready.fs_base;
+        self.vcpu.set_regs(&kvm_bindings::kvm_regs {
+            rdi: values[0],
+            rsi: values[1],
+            rdx: values[2],
+            rcx: values[3],
+            r8: values[4],
+            r9: values[5],
+            r11: func,
+            rip: guest_kernel::IRET_ENTRY,
+            rsp: guest_kernel::INITIAL_FRAME_ADDR,
+            rflags: 0x2,
+            ..Default::default()
+        });
+        self.mode = Mode::Call;
+        let outcome = self.run_for(timeout);
+        self.mode = Mode::Program;
+        match outcome {
+            Ok(Outcome::Returned(v)) => Ok(v),
+            other => {
+                self.poisoned = true;
+                match other? {
+                    Outcome::Crashed(c) => Err(CallError::Crashed(c)),
+                    Outcome::TimedOut(t) => Err(CallError::TimedOut(t)),
+                    Outcome::Exited(s) => Err(CallError::Exited(s)),
+                    _ => Err(CallError::NotCallable("the guest said ready during a call")),
+                }
+            }
+        }
+    }
+
+    pub(super) fn push_bytes(
+        &mut self,
+        sp: &mut u64,
+        b: &[u8],
+        nul: bool,
+    ) -> Result<u64, CallError> {
+        let len = b.len() as u64 + u64::from(nul);
+        let stack_floor = self.mem.size() - self.proc.mm.stack_size(self.mem.size());
+        let addr = sp
+            .checked_sub(len)
+            .map(|a| a & !15)
+            .filter(|a| *a > stack_floor + 64 * 1024)
+            .ok_or(CallError::BadArguments(
+                "buffers do not fit on the guest stack",
+            ))?;
+        let dst = self
+            .mem
+            .slice_mut(addr, len)
+            .map_err(|_| CallError::BadArguments("buffer outside guest memory"))?;
+        dst[..b.len()].copy_from_slice(b);
+        if nul {
+            dst[b.len()] = 0;
+        }
+        *sp = addr;
+        Ok(addr)
+    }
+
+    /// Address of a symbol in the program.
+    pub fn symbol(&self, name: &str) -> Option<u64> {
+        self.symbols.address_of(name)
+    }
+
+    /// Whether a failed call left the machine unusable until reset.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// The ready point, once reached.
+    pub fn ready_point(&self) -> Option<ReadyPoint> {
+        self.ready
+    }
+
+    /// Copies the guest's answer (respond hypercall) out of guest memory.
+    pub(super) fn take_guest_response(
+        &self,
+        regs: &kvm_bindings::kvm_regs,
+    ) -> Result<Response, crate::linux::Errno> {
+        use crate::linux::Errno;
+        let status = u16::try_from(regs.rdi)
+            .ok()
+            .filter(|s| (100..=999).contains(s))
+            .ok_or(Errno::EINVAL)?;
+        if regs.rdx > 64 << 10 || regs.r8 > MAX_RESPONSE {
+            return Err(Errno::E2BIG);
+        }
+        let headers = self.mem.read(regs.rsi, regs.rdx)?.to_vec();
+        let body = self.mem.read(regs.r10, regs.r8)?.to_vec();
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// Copies `bytes` below the call stack for the next call; returns their guest address.
+    /// Staged bytes live until that call ends.
+    pub fn stage(&mut self, bytes: &[u8]) -> Result<u64, CallError> {
+        let ready = self.ready.ok_or(CallError::NotCallable(
+            "the program has not reached its ready point",
+        ))?;
+        let mut sp = self.stage_sp.unwrap_or(ready.rsp.saturating_sub(128) & !15);
+        let addr = self.push_bytes(&mut sp, bytes, false)?;
+        self.stage_sp = Some(sp);
+        Ok(addr)
+    }
+
+    /// Whether a successful respond hypercall ends the call right away
+    /// (right for VMs that are reset after every call: nothing after the
+    /// answer could be observed anyway). Default: the guest continues.
+    pub fn set_respond_ends_call(&mut self, on: bool) {
+        self.respond_ends_call = on;
+    }
+
+    /// The answer the guest gave during the last call, if any.
+    pub fn take_response(&mut self) -> Option<Response> {
+        self.response.take()
+    }
+
+    /// Calls the handler the program registered at its ready point with `arg`.
+    pub fn call_handler(&mut self, arg: u64, timeout: Duration) -> Result<u64, CallError> {
+        let handler =
+            self.ready
+                .map(|r| r.handler)
+                .filter(|h| *h != 0)
+                .ok_or(CallError::NotCallable(
+                    "the program registered no handler when it said ready",
+                ))?;
+        self.vmcall_addr(handler, &[Arg::Int(arg)], timeout)
+    }
+}

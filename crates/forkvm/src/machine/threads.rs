@@ -1,0 +1,205 @@
+//! Many guest threads on the one vCPU: saving and adopting thread
+//! contexts, the scheduling requests of syscalls, preemption, and signals
+//! that land outside a syscall (another thread's tgkill, SIGALRM).
+
+use super::{Machine, MachineError};
+use crate::abi;
+use crate::linux::{
+    self,
+    thread::{Sched, ThreadCtx, Wait},
+};
+use std::time::{Duration, Instant};
+
+/// How often guest threads are preempted when more than one can run.
+pub(super) const PREEMPT_TICK: Duration = Duration::from_millis(10);
+
+impl Machine {
+    /// The running thread's state, to be put aside.
+    pub(super) fn save_current(&self, regs: kvm_bindings::kvm_regs, wait: Wait) -> ThreadCtx {
+        ThreadCtx {
+            tid: self.proc.tid,
+            regs,
+            fs_base: self.proc.fs_base,
+            clear_child_tid: self.proc.clear_child_tid,
+            sigmask: self.proc.sigmask,
+            pending_signal: None,
+            wait,
+            waiting: self.proc.waiting,
+        }
+    }
+
+    /// Makes `t` the running thread (its registers are loaded by the caller).
+    pub(super) fn adopt(&mut self, t: &ThreadCtx) {
+        self.proc.tid = t.tid;
+        self.proc.waiting = t.waiting;
+        self.proc.clear_child_tid = t.clear_child_tid;
+        self.proc.sigmask = t.sigmask;
+        if t.fs_base != self.proc.fs_base || self.vcpu_fs_base != t.fs_base {
+            self.proc.fs_base = t.fs_base;
+            self.proc.pending_fs_base = Some(t.fs_base);
+        }
+    }
+
+    /// Carries out what a syscall asked of the scheduler; `ctx` is the
+    /// caller's user context with the syscall's result. Returns whether the
+    /// registers were replaced (another thread now runs, or none can).
+    pub(super) fn schedule(
+        &mut self,
+        req: Sched,
+        ctx: kvm_bindings::kvm_regs,
+    ) -> Result<bool, MachineError> {
+        match req {
+            Sched::Spawn {
+                tid,
+                stack,
+                tls,
+                clear_tid,
+            } => {
+                let child = ThreadCtx {
+                    tid,
+                    regs: kvm_bindings::kvm_regs {
+                        rax: 0,
+                        rsp: if stack != 0 { stack } else { ctx.rsp },
+                        ..ctx
+                    },
+                    fs_base: tls.unwrap_or(self.proc.fs_base),
+                    clear_child_tid: clear_tid,
+                    sigmask: self.proc.sigmask,
+                    pending_signal: None,
+                    wait: Wait::Runnable,
+                    waiting: None,
+                };
+                self.proc.threads.others.push_back(child);
+                Ok(false)
+            }
+            Sched::Yield => {
+                let me = self.save_current(ctx, Wait::Runnable);
+                self.proc.threads.others.push_back(me);
+                self.stalled = !self.switch_thread()?;
+                Ok(true)
+            }
+            Sched::Block(wait) => {
+                let me = self.save_current(ctx, wait);
+                self.proc.threads.others.push_back(me);
+                self.stalled = !self.switch_thread()?;
+                Ok(true)
+            }
+            Sched::Exit => {
+                self.stalled = !self.switch_thread()?;
+                Ok(true)
+            }
+            Sched::Retry(until) => {
+                // Put the thread back before its `syscall` instruction (2 bytes),
+                // with the syscall number, so it asks again when it next runs.
+                let again = kvm_bindings::kvm_regs {
+                    rip: ctx.rip.wrapping_sub(2),
+                    rax: self.trap_nr,
+                    ..ctx
+                };
+                let me = self.save_current(again, Wait::Retry(until));
+                self.proc.threads.others.push_back(me);
+                self.stalled = !self.switch_thread()?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Runs the next runnable thread (through the guest kernel's iretq).
+    /// If none can run, sleeps until the first one times out and returns
+    /// false (the caller retries; the watchdog interrupts the sleep).
+    pub(super) fn switch_thread(&mut self) -> Result<bool, MachineError> {
+        if let Some(t) = self.proc.threads.take_next(Instant::now()) {
+            self.adopt(&t);
+            let regs = self.with_pending_signal(&t);
+            self.resume_user(&regs)?;
+            return Ok(true);
+        }
+        let wait = self
+            .proc
+            .threads
+            .next_deadline()
+            .map_or(Duration::from_millis(10), |d| {
+                d.saturating_duration_since(Instant::now())
+            })
+            .min(Duration::from_millis(10));
+        std::thread::sleep(wait);
+        Ok(false)
+    }
+
+    /// On a preemption tick: if the guest was in user mode and another
+    /// thread can run, switch to it (registers only, no guest kernel).
+    pub(super) fn preempt(&mut self) -> Result<(), MachineError> {
+        if self.proc.threads.others.is_empty() || !self.proc.threads.any_runnable(Instant::now()) {
+            return Ok(());
+        }
+        let regs = self.vcpu.regs();
+        // Only plain program code: not the guest kernel, not the syscall
+        // stubs, and not while an exception is being delivered (its frame
+        // would land in the next thread's context).
+        if regs.rip < abi::USER_BASE || self.vcpu.event_in_flight()? {
+            return Ok(()); // next tick
+        }
+        let Some(next) = self.proc.threads.take_next(Instant::now()) else {
+            return Ok(());
+        };
+        let me = self.save_current(regs, Wait::Runnable);
+        self.proc.threads.others.push_back(me);
+        self.adopt(&next);
+        let regs = self.with_pending_signal(&next);
+        self.vcpu.set_regs(&regs);
+        Ok(())
+    }
+
+    /// The interval timer is due while the guest runs: SIGALRM now, if the
+    /// vCPU stopped in program code (else at the next syscall).
+    pub(super) fn deliver_timer(&mut self) -> Result<(), MachineError> {
+        if !linux::signal::fire_timer(&mut self.proc) {
+            return Ok(());
+        }
+        let Some(sig) = self.proc.pending_signal else {
+            return Ok(());
+        };
+        // A thread waiting in a syscall (about to make it again) gets the
+        // signal there, so the wait ends with EINTR rather than the signal
+        // slipping in before it.
+        if self.proc.waiting.is_some() {
+            return Ok(());
+        }
+        let regs = self.vcpu.regs();
+        if regs.rip < abi::USER_BASE || self.vcpu.event_in_flight()? {
+            return Ok(());
+        }
+        self.proc.pending_signal = None;
+        if let Some(action) = linux::signal::handler_for(&self.proc, sig) {
+            let info = linux::signal::SigInfo {
+                signo: sig,
+                code: 0x80, // SI_KERNEL
+                addr: 0,
+            };
+            if let Ok(user) =
+                linux::signal::deliver(&mut self.proc, &mut self.mem, &regs, info, action, 0, 0)
+            {
+                self.vcpu.set_regs(&user);
+            }
+        }
+        Ok(())
+    }
+
+    /// The registers a thread resumes with: its own, or its signal handler's
+    /// if another thread sent it a signal (tgkill) meanwhile.
+    pub(super) fn with_pending_signal(&mut self, t: &ThreadCtx) -> kvm_bindings::kvm_regs {
+        let Some(sig) = t.pending_signal else {
+            return t.regs;
+        };
+        let Some(action) = linux::signal::handler_for(&self.proc, sig) else {
+            return t.regs;
+        };
+        let info = linux::signal::SigInfo {
+            signo: sig,
+            code: -6, // SI_TKILL
+            addr: 0,
+        };
+        linux::signal::deliver(&mut self.proc, &mut self.mem, &t.regs, info, action, 0, 0)
+            .unwrap_or(t.regs)
+    }
+}
