@@ -242,38 +242,30 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     ];
 
     if args.json {
-        let mut out = String::from("{\"machine\": {");
-        out.push_str(&format!(
-            "\"platform\": \"{}\", \"kernel\": \"{}\", \"cpus\": {}, \"iterations\": {}, \"hello\": \"{}\"",
-            hv.platform,
-            kernel_release(),
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            n,
-            json_escape(&hello_name)
-        ));
-        out.push_str("}, \"floors\": [");
-        let f: Vec<String> = floor_rows
-            .iter()
-            .map(|(name, _, s)| {
-                format!(
-                    "{{\"name\": \"{name}\", \"median_us\": {:.3}, \"p99_us\": {:.3}}}",
-                    s.median, s.p99
-                )
-            })
-            .collect();
-        out.push_str(&f.join(", "));
-        out.push_str("], \"rows\": [");
-        let r: Vec<String> = rows
-            .iter()
-            .map(|r| {
-                format!(
-                    "{{\"name\": \"{}\", \"median_us\": {:.3}, \"p99_us\": {:.3}, \"floor_name\": \"{}\", \"floor_us\": {:.3}, \"ratio\": {:.3}}}",
-                    r.name, r.s.median, r.s.p99, r.floor_name, r.floor, r.s.median / r.floor
-                )
-            })
-            .collect();
-        out.push_str(&r.join(", "));
-        out.push_str("]}");
+        // Figures that have no floor (memory per fork) carry null there.
+        let num = |v: f64| v.is_finite().then_some((v * 1000.0).round() / 1000.0);
+        let out = serde_json::json!({
+            "machine": {
+                "platform": hv.platform.to_string(),
+                "kernel": kernel_release(),
+                "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+                "iterations": n,
+                "hello": hello_name,
+            },
+            "floors": floor_rows.iter().map(|(name, _, s)| serde_json::json!({
+                "name": name,
+                "median_us": num(s.median),
+                "p99_us": num(s.p99),
+            })).collect::<Vec<_>>(),
+            "rows": rows.iter().map(|r| serde_json::json!({
+                "name": r.name,
+                "median_us": num(r.s.median),
+                "p99_us": num(r.s.p99),
+                "floor_name": r.floor_name,
+                "floor_us": num(r.floor),
+                "ratio": num(r.s.median / r.floor),
+            })).collect::<Vec<_>>(),
+        });
         println!("{out}");
         return Ok(());
     }
@@ -321,10 +313,6 @@ fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
-}
-
-fn json_escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 struct Lifecycle {

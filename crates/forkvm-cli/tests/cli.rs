@@ -109,3 +109,32 @@ fn exit_status_is_passed_through() {
     ]);
     assert_eq!(r.status, 3, "{}", r.describe());
 }
+
+#[test]
+fn bench_json_has_every_row_and_is_strict_json() {
+    let run = common::forkvm(&["bench", "--iterations", "10", "--json"]);
+    assert_eq!(run.status, 0, "{}", run.describe());
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).expect("valid JSON");
+    assert!(v["machine"]["platform"].is_string());
+    let rows = v["rows"].as_array().expect("rows");
+    for name in [
+        "construct",
+        "vmcall_master",
+        "fork",
+        "vmcall_fork",
+        "reset_1",
+        "reset_16",
+        "reset_256",
+        "reset_vmcall",
+        "memory_per_fork_kib",
+    ] {
+        let row = rows
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("row {name}"));
+        for key in ["median_us", "p99_us", "floor_name", "floor_us", "ratio"] {
+            assert!(row.get(key).is_some(), "{name} lacks {key}");
+        }
+        assert!(row["median_us"].as_f64().is_some_and(|m| m > 0.0), "{name}");
+    }
+}
