@@ -666,3 +666,176 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "as epoll_wait",
     },
 ];
+
+#[cfg(test)]
+trait KindEvent {
+    fn kind_event(&mut self) -> &mut EventObj;
+}
+
+#[cfg(test)]
+impl KindEvent for OpenFile {
+    fn kind_event(&mut self) -> &mut EventObj {
+        match &mut self.kind {
+            FileKind::Event(e) => e,
+            _ => panic!("not an event object"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::test_process;
+
+    fn call(
+        p: &mut Process,
+        m: &mut GuestMemory,
+        h: crate::linux::Handler,
+        a: [u64; 6],
+    ) -> SysResult {
+        h(p, m, &a)
+    }
+
+    #[test]
+    fn eventfd_counts_and_semaphores() {
+        let (mut p, mut m, buf) = test_process();
+        let fd = call(&mut p, &mut m, sys_eventfd2, [3, O_NONBLOCK, 0, 0, 0, 0]).unwrap();
+        let file = p.fds.get(fd as i32).unwrap();
+        let mut out = [0u8; 8];
+        assert_eq!(read(&mut lock(&file).kind_event(), &mut out), Ok(8));
+        assert_eq!(u64::from_le_bytes(out), 3);
+        assert_eq!(
+            read(&mut lock(&file).kind_event(), &mut out),
+            Err(Errno::EAGAIN)
+        );
+        assert_eq!(
+            write(&mut lock(&file).kind_event(), &2u64.to_le_bytes()),
+            Ok(8)
+        );
+        assert_eq!(
+            write(&mut lock(&file).kind_event(), &u64::MAX.to_le_bytes()),
+            Err(Errno::EINVAL)
+        );
+        let sem = call(&mut p, &mut m, sys_eventfd2, [2, EFD_SEMAPHORE, 0, 0, 0, 0]).unwrap();
+        let sem = p.fds.get(sem as i32).unwrap();
+        assert_eq!(read(&mut lock(&sem).kind_event(), &mut out), Ok(8));
+        assert_eq!(u64::from_le_bytes(out), 1, "a semaphore read takes one");
+        assert_eq!(
+            call(&mut p, &mut m, sys_eventfd2, [0, 0xdead, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        let _ = buf;
+    }
+
+    #[test]
+    fn epoll_reports_ready_descriptors_with_their_data() {
+        let (mut p, mut m, buf) = test_process();
+        let ep = call(&mut p, &mut m, sys_epoll_create1, [0; 6]).unwrap();
+        let ev = call(&mut p, &mut m, sys_eventfd2, [0, 0, 0, 0, 0, 0]).unwrap();
+        // struct epoll_event { u32 events; u64 data } (packed, 12 bytes)
+        let mut e = [0u8; 12];
+        e[..4].copy_from_slice(&EPOLLIN.to_le_bytes());
+        e[4..].copy_from_slice(&0xfeed_u64.to_le_bytes());
+        m.write(buf, &e).unwrap();
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_epoll_ctl,
+                [ep, EPOLL_CTL_ADD, ev, buf, 0, 0]
+            ),
+            Ok(0)
+        );
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_epoll_ctl,
+                [ep, EPOLL_CTL_ADD, ev, buf, 0, 0]
+            ),
+            Err(Errno::EEXIST)
+        );
+        let events = buf + 0x100;
+        // Nothing ready, zero timeout: 0 at once.
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 0, 0, 0]),
+            Ok(0)
+        );
+        // Nothing ready, a timeout: the thread waits (the call is made again).
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 50, 0, 0]),
+            Ok(0)
+        );
+        assert!(matches!(
+            p.sched.take(),
+            Some(crate::linux::thread::Sched::Retry(_))
+        ));
+        p.waiting = None;
+        let f = p.fds.get(ev as i32).unwrap();
+        write(&mut lock(&f).kind_event(), &1u64.to_le_bytes()).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 0, 0, 0]),
+            Ok(1)
+        );
+        let got = m.read(events, 12).unwrap();
+        assert_eq!(
+            u32::from_le_bytes(got[..4].try_into().unwrap()) & EPOLLIN,
+            EPOLLIN
+        );
+        assert_eq!(u64::from_le_bytes(got[4..12].try_into().unwrap()), 0xfeed);
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_epoll_ctl,
+                [ep, EPOLL_CTL_DEL, ev, 0, 0, 0]
+            ),
+            Ok(0)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ev, events, 8, 0, 0, 0]),
+            Err(Errno::EINVAL),
+            "not an epoll fd"
+        );
+    }
+
+    #[test]
+    fn timerfd_expires_by_time_alone() {
+        let (mut p, mut m, buf) = test_process();
+        let t = call(&mut p, &mut m, sys_timerfd_create, [1, 0, 0, 0, 0, 0]).unwrap();
+        // it_interval 0, it_value 1 ns: expired almost at once.
+        let mut spec = [0u8; 32];
+        spec[24..32].copy_from_slice(&1u64.to_le_bytes());
+        m.write(buf, &spec).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_timerfd_settime, [t, 0, buf, 0, 0, 0]),
+            Ok(0)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let f = p.fds.get(t as i32).unwrap();
+        let mut out = [0u8; 8];
+        assert_eq!(read(&mut lock(&f).kind_event(), &mut out), Ok(8));
+        assert_eq!(u64::from_le_bytes(out), 1);
+        assert_eq!(
+            read(&mut lock(&f).kind_event(), &mut out),
+            Err(Errno::EAGAIN),
+            "one shot"
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_timerfd_create, [42, 0, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_timerfd_gettime, [t, 0, 0, 0, 0, 0]),
+            Err(Errno::EFAULT)
+        );
+    }
+}
