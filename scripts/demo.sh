@@ -4,6 +4,15 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+if ! command -v curl >/dev/null 2>&1; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        DEBIAN_FRONTEND=noninteractive apt-get -y -q install curl
+    else
+        echo "error: curl is needed for the HTTP part; install it with: sudo apt-get install -y curl" >&2
+        exit 1
+    fi
+fi
+
 echo "==== Building forkvm (release) and the guest programs"
 cargo build --release -p forkvm-cli
 tests/guests/build.sh
