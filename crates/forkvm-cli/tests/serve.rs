@@ -798,6 +798,27 @@ fn counter_persistent_counts_up() {
 }
 
 #[test]
+fn warmup_requests_are_forgotten() {
+    // Each worker serves two synthetic requests first, then is reset: even a
+    // worker that keeps state counts real requests from 1.
+    let s = Server::start(
+        "counter_warmup",
+        &[
+            "--ephemeral",
+            "false",
+            "--concurrency",
+            "1",
+            "--warmup",
+            "2",
+        ],
+        &[&example("counter")],
+    );
+    for i in 1..=3 {
+        s.expect("/", &format!("{i}\n"));
+    }
+}
+
+#[test]
 fn secrets_never_reach_a_later_request() {
     let s = Server::start("secret", &["--concurrency", "1"], &[&example("counter")]);
     for i in 0..5 {

@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// Largest request body in bytes (exceeded: 413).
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
     max_body: usize,
+    /// Synthetic `GET /` requests each worker serves (and forgets: it is reset)
+    /// before taking real ones, so the first real request is as fast as the rest.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    warmup: usize,
     /// Requests that may wait for a worker; beyond that: 503.
     #[arg(long, default_value_t = 256)]
     queue: usize,
@@ -144,6 +148,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
             queue: args.queue.max(1),
             ephemeral: args.ephemeral,
             timeout,
+            warmup: args.warmup,
         },
         metrics.clone(),
     )?;

@@ -54,6 +54,9 @@ pub struct Settings {
     pub queue: usize,
     pub ephemeral: bool,
     pub timeout: Duration,
+    /// Synthetic `GET /` requests each worker serves (then resets) before
+    /// taking real ones, so the first real request finds its pages mapped.
+    pub warmup: usize,
 }
 
 struct Worker {
@@ -93,6 +96,19 @@ impl Workers {
             // Ephemeral workers are reset after each request: the handler's
             // answer ends the request, saving the exit back from the handler.
             fork.set_respond_ends_call(settings.ephemeral);
+            for _ in 0..settings.warmup {
+                let job = Job {
+                    method: Bytes::from_static(b"GET"),
+                    path: Bytes::from_static(b"/"),
+                    query: Bytes::new(),
+                    headers: Bytes::from_static(b"host: forkvm-warmup\n"),
+                    body: Bytes::new(),
+                };
+                if let Result::Crashed(report) = serve_one(&mut fork, &job, settings.timeout) {
+                    tracing::warn!("the guest crashed on a warm-up request:\n{report}");
+                }
+                fork.reset()?;
+            }
             idle.push(Worker {
                 fork,
                 last_reset: Duration::ZERO,
