@@ -181,6 +181,13 @@ mod tests {
                         "/".into(),
                         "/prog".into(),
                     );
+                    // stdio is /dev/null here: nothing reaches the test's own output or input.
+                    for n in 0..3 {
+                        use crate::linux::fdtable::{oflags::O_RDWR, FileKind, OpenFile};
+                        p.fds
+                            .install(n, OpenFile::new(FileKind::Null, O_RDWR).into_ref(), false)
+                            .unwrap();
+                    }
                     for args in [
                         [fd, ptr, 1 << 40, ptr, 0, 0],
                         [ptr, ptr, ptr, ptr, ptr, ptr],
