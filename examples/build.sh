@@ -32,17 +32,8 @@ FORCE=0
 
 log() { echo "examples/build.sh: $*" >&2; }
 
-# needs_build OUTPUT DEPENDENCY... : true when OUTPUT is missing or older than a dependency.
-needs_build() {
-    local out=$1
-    shift
-    [[ $FORCE == 1 || ! -e "$out" ]] && return 0
-    local dep
-    for dep in "$@"; do
-        [[ "$dep" -nt "$out" ]] && return 0
-    done
-    return 1
-}
+# shellcheck source=/dev/null
+source "$ROOT/scripts/build-lib.sh"
 
 if [[ -n "${CC_GUEST:-}" ]]; then
     GUEST_CC=$CC_GUEST

@@ -37,17 +37,8 @@ LIBS=(-lm -pthread)
 
 log() { echo "build.sh: $*" >&2; }
 
-# needs_build OUTPUT DEPENDENCY... : true when OUTPUT is missing or older than a dependency.
-needs_build() {
-    local out=$1
-    shift
-    [[ $FORCE == 1 || ! -e "$out" ]] && return 0
-    local dep
-    for dep in "$@"; do
-        [[ "$dep" -nt "$out" ]] && return 0
-    done
-    return 1
-}
+# shellcheck source=/dev/null
+source "$HERE/../../scripts/build-lib.sh"
 
 ensure_musl_gcc() {
     command -v musl-gcc >/dev/null 2>&1 && return 0

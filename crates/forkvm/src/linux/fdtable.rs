@@ -651,16 +651,9 @@ fn copy_file(
 mod tests {
     use super::*;
     use crate::linux::Policy;
-    use crate::memory::AddressSpace;
 
     fn setup() -> (Process, GuestMemory) {
-        let p = Process::new(
-            Policy::default(),
-            AddressSpace::new(0x40_0000, 0x70_0000),
-            "/".into(),
-            "/prog".into(),
-        );
-        (p, GuestMemory::new(8 << 20).unwrap())
+        crate::linux::test_setup(Policy::default())
     }
 
     fn call(

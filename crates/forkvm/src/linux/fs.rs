@@ -1469,7 +1469,6 @@ mod tests {
     use crate::abi::USER_BASE;
     use crate::linux::io::SYSCALLS as IO;
     use crate::linux::Handler;
-    use crate::memory::AddressSpace;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     const BAD: [u64; 4] = [0, 0xffff_8000_0000_0000, 8 << 20, u64::MAX - 7];
@@ -1530,23 +1529,13 @@ mod tests {
     }
 
     fn setup(allow: Vec<PathBuf>) -> (Process, GuestMemory) {
-        let p = Process::new(
-            Policy {
-                allow_read: allow,
-                ..Policy::default()
-            },
-            AddressSpace::new(0x40_0000, 0x70_0000),
-            "/".into(),
-            "/prog".into(),
-        );
-        (p, GuestMemory::new(8 << 20).unwrap())
+        crate::linux::test_setup(Policy {
+            allow_read: allow,
+            ..Policy::default()
+        })
     }
 
-    fn call(p: &mut Process, m: &mut GuestMemory, h: Handler, a: &[u64]) -> SysResult {
-        let mut args = [0u64; 6];
-        args[..a.len()].copy_from_slice(a);
-        h(p, m, &args)
-    }
+    use crate::linux::test_call as call;
 
     fn io(nr: u64) -> Handler {
         IO.iter().find(|e| e.nr == nr).unwrap().handler

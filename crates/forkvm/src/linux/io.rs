@@ -448,6 +448,7 @@ fn do_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     let total = read_need(&f, iovs.iter().map(|v| v.1).sum(), at);
     check_iovecs(mem, &iovs, total)?;
     let stream = is_stream(&f);
+    let nonblocking = f.nonblocking();
     let mut bounce = vec![0u8; total.min(CHUNK) as usize];
     let mut done = 0u64;
     loop {
@@ -458,7 +459,10 @@ fn do_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
         let n = match read_file(&mut f, &mut bounce[..want], pos) {
             Ok(n) => n,
             Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
+            Err(e) => {
+                drop(f);
+                return or_wait(p, nonblocking, Err(e));
+            }
         };
         scatter(mem, &iovs, done, &bounce[..n])?;
         done += n as u64;
@@ -475,6 +479,7 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
     let total: u64 = iovs.iter().map(|v| v.1).sum();
     check_iovecs(mem, &iovs, total)?;
     let mut f = lock(&file);
+    let nonblocking = f.nonblocking();
     let mut bounce = vec![0u8; total.min(CHUNK) as usize];
     let mut done = 0u64;
     loop {
@@ -486,7 +491,10 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
         let n = match write_file(&mut f, &bounce[..want], pos) {
             Ok(n) => n,
             Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
+            Err(e) => {
+                drop(f);
+                return or_wait(p, nonblocking, Err(e));
+            }
         };
         done += n as u64;
         if n < want || want == 0 || done == total {
@@ -988,25 +996,14 @@ mod tests {
     use super::*;
     use crate::abi::USER_BASE;
     use crate::linux::{Handler, Policy};
-    use crate::memory::AddressSpace;
 
     const BAD: [u64; 4] = [0, 0xffff_8000_0000_0000, 8 << 20, u64::MAX - 7];
 
     fn setup() -> (Process, GuestMemory) {
-        let p = Process::new(
-            Policy::default(),
-            AddressSpace::new(0x40_0000, 0x70_0000),
-            "/".into(),
-            "/prog".into(),
-        );
-        (p, GuestMemory::new(8 << 20).unwrap())
+        crate::linux::test_setup(Policy::default())
     }
 
-    fn call(p: &mut Process, m: &mut GuestMemory, h: Handler, a: &[u64]) -> SysResult {
-        let mut args = [0u64; 6];
-        args[..a.len()].copy_from_slice(a);
-        h(p, m, &args)
-    }
+    use crate::linux::test_call as call;
 
     fn open_dev(p: &mut Process, kind: FileKind, flags: u32) -> u64 {
         p.fds.insert(OpenFile::new(kind, flags), false).unwrap() as u64

@@ -184,11 +184,24 @@ impl Process {
     }
 }
 
-/// A process and guest memory for handler unit tests: 8 MiB of RAM with
-/// mapping checks on and one writable page mapped at the returned address.
+/// A process with `policy` and 8 MiB of guest memory (no mapping checks),
+/// for handler unit tests.
+#[cfg(test)]
+pub(crate) fn test_setup(policy: Policy) -> (Process, GuestMemory) {
+    let p = Process::new(
+        policy,
+        AddressSpace::new(0x40_0000, 0x70_0000),
+        "/".into(),
+        "/prog".into(),
+    );
+    (p, GuestMemory::new(8 << 20).expect("guest memory"))
+}
+
+/// As [`test_setup`] with mapping checks on and one writable page mapped at
+/// the returned address.
 #[cfg(test)]
 pub(crate) fn test_process() -> (Process, GuestMemory, u64) {
-    let mut m = GuestMemory::new(8 << 20).expect("guest memory");
+    let (p, mut m) = test_setup(Policy::default());
     m.track_mappings();
     let buf = crate::abi::USER_BASE;
     m.map_user(
@@ -199,13 +212,15 @@ pub(crate) fn test_process() -> (Process, GuestMemory, u64) {
             write: true,
         },
     );
-    let p = Process::new(
-        Policy::default(),
-        AddressSpace::new(0x40_0000, 0x70_0000),
-        "/".into(),
-        "/bin/prog".into(),
-    );
     (p, m, buf)
+}
+
+/// Calls handler `h` with up to six arguments (the rest 0).
+#[cfg(test)]
+pub(crate) fn test_call(p: &mut Process, m: &mut GuestMemory, h: Handler, a: &[u64]) -> SysResult {
+    let mut args = [0u64; 6];
+    args[..a.len()].copy_from_slice(a);
+    h(p, m, &args)
 }
 
 /// Runs syscall `nr` with `args`; returns the value for RAX (negative errno on failure).

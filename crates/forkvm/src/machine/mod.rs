@@ -600,16 +600,15 @@ impl Machine {
     }
 
     /// Turns the #BP/#GP frame into the syscall's return: RIP←RCX, RFLAGS←R11.
+    /// (The program's RSP was read from this frame when the trap was decoded: `trap_rsp`.)
     fn return_through_frame(
         &mut self,
         regs: &kvm_bindings::kvm_regs,
         frame_addr: u64,
     ) -> Result<(), MachineError> {
-        let internal = |f: crate::memory::Fault| MachineError::Internal(f.to_string());
-        let saved = Frame::read(&self.mem, frame_addr).map_err(internal)?;
-        Frame::user(regs.rcx, saved.rsp, regs.r11)
+        Frame::user(regs.rcx, self.trap_rsp, regs.r11)
             .write(&mut self.mem, frame_addr)
-            .map_err(internal)
+            .map_err(|f| MachineError::Internal(f.to_string()))
     }
 
     /// Continues the program in user mode with `user`'s registers, through
