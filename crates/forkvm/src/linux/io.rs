@@ -315,10 +315,20 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
 
 /// A blocking descriptor with nothing to transfer yet: the thread waits and
 /// the call is made again (other threads run meanwhile).
+///
+/// EINTR from a host descriptor (a full stdout pipe, a terminal) is never the
+/// guest's: only forkvm's own vCPU kick (preemption tick, deadline) interrupts
+/// host calls. The call is made again from the run loop, which honours a
+/// deadline first; passing EINTR on made `sort` fail with "write failed:
+/// Interrupted system call" when its output pipe was full.
 fn or_wait(p: &mut Process, nonblocking: bool, r: SysResult) -> SysResult {
     match r {
         Err(Errno::EAGAIN) if !nonblocking => {
             let _ = super::thread::wait(p, None, None);
+            Ok(0)
+        }
+        Err(Errno::EINTR) => {
+            let _ = super::thread::wait(p, None, Some(std::time::Instant::now()));
             Ok(0)
         }
         other => other,
