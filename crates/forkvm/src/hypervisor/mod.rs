@@ -5,7 +5,9 @@ pub mod platform;
 pub mod pool;
 pub mod vcpu;
 pub mod watchdog;
+pub mod xsave;
 
 pub use platform::Platform;
 pub use vcpu::{Exit, Hypervisor, KvmError, Vcpu};
 pub use watchdog::Deadline;
+pub use xsave::{XsaveArea, XsaveLayout};

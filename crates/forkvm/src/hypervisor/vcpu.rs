@@ -6,6 +6,7 @@
 //! changed, so a syscall costs one `KVM_RUN` and no other ioctl.
 
 use super::platform::Platform;
+use super::xsave::{XsaveArea, XsaveLayout};
 use crate::abi::{self, cr, msr, selector};
 use crate::guest_kernel::{self, Frame};
 use crate::memory::GuestMemory;
@@ -45,6 +46,8 @@ pub struct Hypervisor {
     kvm: Kvm,
     cpuid: CpuId,
     xcr0: u64,
+    /// The extended state the guest may use (XCR0) and its XSAVE size.
+    pub xsave_layout: XsaveLayout,
     /// The syscall entry path in use.
     pub platform: Platform,
 }
@@ -80,10 +83,13 @@ impl Hypervisor {
             tracing::warn!("{e}; detecting instead");
             Platform::probe()
         });
+        let xcr0 = xcr0 | 0b11;
+        let xsave_layout = XsaveLayout::from_cpuid(cpuid.as_slice(), xcr0);
         Ok(Self {
             kvm,
             cpuid,
-            xcr0: xcr0 | 0b11,
+            xcr0,
+            xsave_layout,
             platform,
         })
     }
@@ -119,6 +125,8 @@ pub struct Vcpu {
     _vm: VmFd,
     /// The system registers set by `reset` (restored after a guest fault).
     sregs: Option<kvm_sregs>,
+    /// The guest's extended-state layout.
+    xsave_layout: XsaveLayout,
 }
 
 impl Vcpu {
@@ -144,6 +152,7 @@ impl Vcpu {
             vcpu,
             _vm: vm,
             sregs: None,
+            xsave_layout: hv.xsave_layout,
         })
     }
 
@@ -352,6 +361,29 @@ impl Vcpu {
             chunk.copy_from_slice(&word.to_le_bytes());
         }
         Ok(out)
+    }
+
+    /// The running thread's extended state (an ioctl).
+    pub fn xsave_area(&self) -> Result<XsaveArea, KvmError> {
+        let x = ioctl("GET_XSAVE", self.vcpu.get_xsave())?;
+        Ok(XsaveArea::from_kvm(&x, self.xsave_layout))
+    }
+
+    /// Loads a thread's extended state (an ioctl). KVM refuses state it
+    /// considers invalid (EINVAL); areas built from guest data go through
+    /// [`XsaveArea::from_sigframe`] first.
+    pub fn set_xsave_area(&self, area: &XsaveArea) -> Result<(), KvmError> {
+        let x = area.to_kvm();
+        // SAFETY: KVM_SET_XSAVE reads `size_of::<kvm_xsave>()` (4096) bytes
+        // unless dynamically enabled state (AMX) was granted to this process
+        // with arch_prctl(ARCH_REQ_XCOMP_GUEST_PERM); forkvm never asks for it
+        // and XCR0 excludes those components, so the kernel reads only `x`.
+        ioctl("SET_XSAVE", unsafe { self.vcpu.set_xsave(&x) })
+    }
+
+    /// The state signal handlers start with.
+    pub fn initial_xsave_area(&self) -> XsaveArea {
+        XsaveArea::init(self.xsave_layout)
     }
 
     /// The system registers (an ioctl: for crash reports, not hot paths).

@@ -6,6 +6,7 @@
 
 use super::table::{Support, SyscallEntry};
 use super::{process::PID, Args, Errno, Process, SigAction, SysResult};
+use crate::hypervisor::XsaveArea;
 use crate::memory::GuestMemory;
 
 const SIGKILL: u64 = 9;
@@ -168,6 +169,12 @@ const SIGMASK_OFFSET: u64 = 296;
 const SIGINFO_SIZE: u64 = 128;
 /// `struct rt_sigframe`: return address, ucontext, siginfo.
 const FRAME_SIZE: u64 = 8 + UCONTEXT_SIZE + SIGINFO_SIZE;
+/// `uc_flags`: the frame has XSAVE state; `ss` is saved and restored strictly.
+const UC_FP_XSTATE: u64 = 0x1;
+const UC_SIGCONTEXT_SS: u64 = 0x2;
+const UC_STRICT_RESTORE_SS: u64 = 0x4;
+/// `sigcontext.fpstate`: where the FPU state of the interrupted code is.
+const FPSTATE_OFFSET: u64 = MCONTEXT_OFFSET + 184;
 
 /// What a signal carries into `siginfo_t`.
 #[derive(Debug, Clone, Copy)]
@@ -200,12 +207,16 @@ fn put(buf: &mut [u8], off: u64, v: u64) {
     buf[off as usize..off as usize + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-/// Pushes a signal frame for `info` onto the user stack of `ctx` and
-/// returns the registers that enter the handler.
+/// Pushes a signal frame for `info` onto the user stack of `ctx`, with the
+/// interrupted code's extended state `fpu` above it as Linux lays it out, and
+/// returns the registers that enter the handler. (The handler itself starts
+/// with the initial extended state: the caller loads it.)
+#[allow(clippy::too_many_arguments)]
 pub fn deliver(
     p: &mut Process,
     mem: &mut GuestMemory,
     ctx: &kvm_bindings::kvm_regs,
+    fpu: &XsaveArea,
     info: SigInfo,
     action: SigAction,
     trapno: u64,
@@ -219,7 +230,15 @@ pub fn deliver(
     } else {
         ctx.rsp.saturating_sub(128) // red zone
     };
-    let frame = (top.checked_sub(FRAME_SIZE + 16).ok_or(Errno::EFAULT)? & !15) + 8;
+    // The FPU state first (64-byte aligned), then the frame below it, so that
+    // the handler is entered with RSP+8 16-byte aligned.
+    let fpstate = top
+        .checked_sub(fpu.layout().frame_size())
+        .ok_or(Errno::EFAULT)?
+        & !63;
+    let frame = (fpstate.checked_sub(FRAME_SIZE).ok_or(Errno::EFAULT)? & !15)
+        .checked_sub(8)
+        .ok_or(Errno::EFAULT)?;
     let uc = frame + 8;
     let si = uc + UCONTEXT_SIZE;
     let mut buf = vec![0u8; FRAME_SIZE as usize];
@@ -229,6 +248,11 @@ pub fn deliver(
         0
     };
     put(&mut buf, 0, restorer);
+    put(
+        &mut buf,
+        8,
+        UC_FP_XSTATE | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS,
+    );
     // uc_stack
     put(&mut buf, 8 + 16, ss_sp);
     put(
@@ -247,6 +271,7 @@ pub fn deliver(
     put(&mut buf, mc + 160, trapno);
     put(&mut buf, mc + 168, p.sigmask);
     put(&mut buf, mc + 176, info.addr);
+    put(&mut buf, 8 + FPSTATE_OFFSET, fpstate);
     put(&mut buf, 8 + SIGMASK_OFFSET, p.sigmask);
     // siginfo: signo, errno, code, then the union (si_addr, or pid/uid for kill).
     let sio = 8 + UCONTEXT_SIZE;
@@ -257,6 +282,7 @@ pub fn deliver(
     } else {
         put(&mut buf, sio + 16, PID | (super::process::UID << 32));
     }
+    mem.write(fpstate, &fpu.to_sigframe())?;
     mem.write(frame, &buf)?;
 
     let idx = info.signo as usize - 1;
@@ -282,11 +308,25 @@ pub fn deliver(
 
 /// Implements rt_sigreturn(2): restores the context saved by [`deliver`];
 /// `rsp` is the user stack pointer at the syscall (the frame's ucontext).
+/// Returns the general registers and the extended state to resume with
+/// (from the frame, sanitised; `initial` if the frame has none, as Linux
+/// does). Everything in the frame is guest-written.
 pub fn sigreturn(
     p: &mut Process,
     mem: &GuestMemory,
     rsp: u64,
-) -> Result<kvm_bindings::kvm_regs, Errno> {
+    initial: XsaveArea,
+) -> Result<(kvm_bindings::kvm_regs, XsaveArea), Errno> {
+    let layout = initial.layout();
+    let fpstate = mem.read_u64(rsp.checked_add(FPSTATE_OFFSET).ok_or(Errno::EFAULT)?)?;
+    let fpu = if fpstate == 0 {
+        initial
+    } else {
+        let legacy = mem.read(fpstate, 512)?;
+        let len = XsaveArea::sigframe_len(legacy, layout);
+        let image = mem.read(fpstate, len as u64)?;
+        XsaveArea::from_sigframe(image, layout).map_err(|_| Errno::EFAULT)?
+    };
     let mc = rsp + MCONTEXT_OFFSET;
     let mut g = [0u64; 18];
     for (i, v) in g.iter_mut().enumerate() {
@@ -295,7 +335,7 @@ pub fn sigreturn(
     p.sigmask = mem.read_u64(rsp + SIGMASK_OFFSET)? & !UNBLOCKABLE;
     let [r8, r9, r10, r11, r12, r13, r14, r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, rflags] =
         g;
-    Ok(kvm_bindings::kvm_regs {
+    let regs = kvm_bindings::kvm_regs {
         r8,
         r9,
         r10,
@@ -314,7 +354,8 @@ pub fn sigreturn(
         rsp,
         rip,
         rflags,
-    })
+    };
+    Ok((regs, fpu))
 }
 
 const SIGALRM: u64 = 14;
@@ -406,8 +447,8 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 13, name: "rt_sigaction", handler: sys_rt_sigaction, support: Support::Partial,
         note: "handlers run for faults and signals sent to itself; no asynchronous signals or timers yet" },
     SyscallEntry { nr: 14, name: "rt_sigprocmask", handler: sys_rt_sigprocmask, support: Support::Full, note: "" },
-    SyscallEntry { nr: 15, name: "rt_sigreturn", handler: sys_rt_sigreturn, support: Support::Partial,
-        note: "restores general registers, flags and mask; the FPU state is not saved in the frame" },
+    SyscallEntry { nr: 15, name: "rt_sigreturn", handler: sys_rt_sigreturn, support: Support::Full,
+        note: "restores general registers, flags, mask and the FPU/vector state the frame carries" },
     SyscallEntry { nr: 34, name: "pause", handler: sys_pause, support: Support::Full, note: "" },
     SyscallEntry { nr: 62, name: "kill", handler: sys_kill, support: Support::Partial,
         note: "to itself only: handlers run, default actions terminate (status 128+sig)" },

@@ -94,6 +94,8 @@ pub struct ThreadCtx {
     pub wait: Wait,
     /// The deadline of a syscall it is waiting in (see [`wait`]).
     pub waiting: Option<Option<Instant>>,
+    /// Its x87/SSE/AVX state and control words.
+    pub fpu: crate::hypervisor::XsaveArea,
 }
 
 /// What the run loop must do after a syscall returns.

@@ -524,13 +524,15 @@ impl Machine {
             _ => {}
         }
         if regs.rax == RT_SIGRETURN {
-            match linux::signal::sigreturn(&mut self.proc, &self.mem, self.trap_rsp) {
-                Ok(user) => {
+            let initial = self.vcpu.initial_xsave_area();
+            match linux::signal::sigreturn(&mut self.proc, &self.mem, self.trap_rsp, initial) {
+                // KVM may still refuse the (sanitised) state: a bad frame all the same.
+                Ok((user, fpu)) if self.vcpu.set_xsave_area(&fpu).is_ok() => {
                     self.resume_user(&user)?;
                     return Ok(None);
                 }
                 // A bad frame kills the process, as on Linux.
-                Err(_) => return Ok(Some(Outcome::Exited(128 + 11))),
+                _ => return Ok(Some(Outcome::Exited(128 + 11))),
             }
         }
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
@@ -575,20 +577,13 @@ impl Machine {
                 addr: 0,
             };
             if let Some(action) = linux::signal::handler_for(&self.proc, sig) {
-                match linux::signal::deliver(
-                    &mut self.proc,
-                    &mut self.mem,
-                    &ctx,
-                    info,
-                    action,
-                    0,
-                    0,
-                ) {
-                    Ok(user) => {
+                let fpu = self.vcpu.xsave_area()?;
+                match self.deliver_signal(&ctx, fpu, info, action, 0, 0)? {
+                    Some(user) => {
                         self.resume_user(&user)?;
                         return Ok(None);
                     }
-                    Err(_) => return Ok(Some(Outcome::Exited(128 + 11))),
+                    None => return Ok(Some(Outcome::Exited(128 + 11))),
                 }
             }
         }
@@ -661,15 +656,10 @@ impl Machine {
                         frame.rip
                     },
                 };
-                if let Ok(user) = linux::signal::deliver(
-                    &mut self.proc,
-                    &mut self.mem,
-                    &regs,
-                    sig,
-                    action,
-                    u64::from(vector),
-                    error_code,
-                ) {
+                let fpu = self.vcpu.xsave_area()?;
+                if let Some(user) =
+                    self.deliver_signal(&regs, fpu, sig, action, u64::from(vector), error_code)?
+                {
                     self.resume_user(&user)?;
                     return Ok(None);
                 }

@@ -14,9 +14,14 @@ use std::time::{Duration, Instant};
 pub(super) const PREEMPT_TICK: Duration = Duration::from_millis(10);
 
 impl Machine {
-    /// The running thread's state, to be put aside.
-    pub(super) fn save_current(&self, regs: kvm_bindings::kvm_regs, wait: Wait) -> ThreadCtx {
-        ThreadCtx {
+    /// The running thread's state, to be put aside: general registers from
+    /// `regs`, the extended (vector/FPU) state from the vCPU.
+    pub(super) fn save_current(
+        &self,
+        regs: kvm_bindings::kvm_regs,
+        wait: Wait,
+    ) -> Result<ThreadCtx, MachineError> {
+        Ok(ThreadCtx {
             tid: self.proc.tid,
             regs,
             fs_base: self.proc.fs_base,
@@ -25,11 +30,18 @@ impl Machine {
             pending_signal: None,
             wait,
             waiting: self.proc.waiting,
-        }
+            fpu: self.vcpu.xsave_area()?,
+        })
     }
 
-    /// Makes `t` the running thread (its registers are loaded by the caller).
-    pub(super) fn adopt(&mut self, t: &ThreadCtx) {
+    /// Makes `t` the running thread: its extended state is loaded into the
+    /// vCPU here, its general registers by the caller.
+    pub(super) fn adopt(&mut self, t: &ThreadCtx) -> Result<(), MachineError> {
+        // The vCPU holds the state of the thread that ran last: reload only
+        // when another thread comes (a lone thread's yield or retry costs nothing).
+        if t.tid != self.proc.tid {
+            self.vcpu.set_xsave_area(&t.fpu)?;
+        }
         self.proc.tid = t.tid;
         self.proc.waiting = t.waiting;
         self.proc.clear_child_tid = t.clear_child_tid;
@@ -38,6 +50,7 @@ impl Machine {
             self.proc.fs_base = t.fs_base;
             self.proc.pending_fs_base = Some(t.fs_base);
         }
+        Ok(())
     }
 
     /// Carries out what a syscall asked of the scheduler; `ctx` is the
@@ -68,18 +81,20 @@ impl Machine {
                     pending_signal: None,
                     wait: Wait::Runnable,
                     waiting: None,
+                    // A new thread starts with a copy of its creator's state, as on Linux.
+                    fpu: self.vcpu.xsave_area()?,
                 };
                 self.proc.threads.others.push_back(child);
                 Ok(false)
             }
             Sched::Yield => {
-                let me = self.save_current(ctx, Wait::Runnable);
+                let me = self.save_current(ctx, Wait::Runnable)?;
                 self.proc.threads.others.push_back(me);
                 self.stalled = !self.switch_thread()?;
                 Ok(true)
             }
             Sched::Block(wait) => {
-                let me = self.save_current(ctx, wait);
+                let me = self.save_current(ctx, wait)?;
                 self.proc.threads.others.push_back(me);
                 self.stalled = !self.switch_thread()?;
                 Ok(true)
@@ -96,7 +111,7 @@ impl Machine {
                     rax: self.trap_nr,
                     ..ctx
                 };
-                let me = self.save_current(again, Wait::Retry(until));
+                let me = self.save_current(again, Wait::Retry(until))?;
                 self.proc.threads.others.push_back(me);
                 self.stalled = !self.switch_thread()?;
                 Ok(true)
@@ -109,8 +124,8 @@ impl Machine {
     /// false (the caller retries; the watchdog interrupts the sleep).
     pub(super) fn switch_thread(&mut self) -> Result<bool, MachineError> {
         if let Some(t) = self.proc.threads.take_next(Instant::now()) {
-            self.adopt(&t);
-            let regs = self.with_pending_signal(&t);
+            self.adopt(&t)?;
+            let regs = self.with_pending_signal(&t)?;
             self.resume_user(&regs)?;
             return Ok(true);
         }
@@ -139,13 +154,13 @@ impl Machine {
         if regs.rip < abi::USER_BASE || self.vcpu.event_in_flight()? {
             return Ok(()); // next tick
         }
+        let me = self.save_current(regs, Wait::Runnable)?;
         let Some(next) = self.proc.threads.take_next(Instant::now()) else {
             return Ok(());
         };
-        let me = self.save_current(regs, Wait::Runnable);
         self.proc.threads.others.push_back(me);
-        self.adopt(&next);
-        let regs = self.with_pending_signal(&next);
+        self.adopt(&next)?;
+        let regs = self.with_pending_signal(&next)?;
         self.vcpu.set_regs(&regs);
         Ok(())
     }
@@ -176,30 +191,66 @@ impl Machine {
                 code: 0x80, // SI_KERNEL
                 addr: 0,
             };
-            if let Ok(user) =
-                linux::signal::deliver(&mut self.proc, &mut self.mem, &regs, info, action, 0, 0)
-            {
+            let fpu = self.vcpu.xsave_area()?;
+            if let Some(user) = self.deliver_signal(&regs, fpu, info, action, 0, 0)? {
                 self.vcpu.set_regs(&user);
             }
         }
         Ok(())
     }
 
+    /// Enters the handler `action` for `info`: pushes the frame holding the
+    /// interrupted context (`regs`, and `fpu`, its extended state) and loads
+    /// the initial extended state for the handler, as Linux does. Returns the
+    /// handler's registers, or None if the frame could not be written (the
+    /// caller decides what that means).
+    pub(super) fn deliver_signal(
+        &mut self,
+        regs: &kvm_bindings::kvm_regs,
+        fpu: crate::hypervisor::XsaveArea,
+        info: linux::signal::SigInfo,
+        action: linux::SigAction,
+        trapno: u64,
+        err: u64,
+    ) -> Result<Option<kvm_bindings::kvm_regs>, MachineError> {
+        match linux::signal::deliver(
+            &mut self.proc,
+            &mut self.mem,
+            regs,
+            &fpu,
+            info,
+            action,
+            trapno,
+            err,
+        ) {
+            Ok(user) => {
+                self.vcpu.set_xsave_area(&self.vcpu.initial_xsave_area())?;
+                Ok(Some(user))
+            }
+            Err(_) => Ok(None),
+        }
+    }
+
     /// The registers a thread resumes with: its own, or its signal handler's
     /// if another thread sent it a signal (tgkill) meanwhile.
-    pub(super) fn with_pending_signal(&mut self, t: &ThreadCtx) -> kvm_bindings::kvm_regs {
+    pub(super) fn with_pending_signal(
+        &mut self,
+        t: &ThreadCtx,
+    ) -> Result<kvm_bindings::kvm_regs, MachineError> {
         let Some(sig) = t.pending_signal else {
-            return t.regs;
+            return Ok(t.regs);
         };
         let Some(action) = linux::signal::handler_for(&self.proc, sig) else {
-            return t.regs;
+            return Ok(t.regs);
         };
         let info = linux::signal::SigInfo {
             signo: sig,
             code: -6, // SI_TKILL
             addr: 0,
         };
-        linux::signal::deliver(&mut self.proc, &mut self.mem, &t.regs, info, action, 0, 0)
-            .unwrap_or(t.regs)
+        // `adopt` loaded the thread's state; the frame keeps it.
+        Ok(self
+            .deliver_signal(&t.regs, t.fpu.clone(), info, action, 0, 0)?
+            .unwrap_or(t.regs))
     }
 }
