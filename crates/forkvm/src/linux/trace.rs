@@ -40,7 +40,12 @@ pub struct Notes {
 impl Notes {
     /// Logs `msg` (at info level, shown by `-v`) unless it was logged before.
     fn once(&mut self, msg: String) {
-        if self.seen.len() < MAX_NOTES && self.seen.insert(msg.clone()) {
+        self.once_as(msg.clone(), msg);
+    }
+
+    /// Logs `msg` unless something was logged with `key` before.
+    fn once_as(&mut self, key: String, msg: String) {
+        if self.seen.len() < MAX_NOTES && self.seen.insert(key) {
             tracing::info!("{msg}");
         }
     }
@@ -82,49 +87,49 @@ use Kind::*;
 /// Argument kinds of the syscalls a trace decodes; others print six hex values.
 fn signature(nr: u64) -> Option<&'static [Kind]> {
     Some(match nr {
-        0 => &[DirFd, Out, Int],                       // read
-        1 => &[DirFd, In(2), Int],                     // write
-        2 => &[Path, OpenFlags, Mode],                 // open
-        3 => &[DirFd],                                 // close
-        4 | 6 => &[Path, Hex],                         // stat, lstat
-        5 => &[DirFd, Hex],                            // fstat
-        8 => &[DirFd, Int, Int],                       // lseek
-        9 => &[Hex, Hex, Prot, MapFlags, DirFd, Hex],  // mmap
-        10 => &[Hex, Hex, Prot],                       // mprotect
-        11 => &[Hex, Hex],                             // munmap
-        12 => &[Hex],                                  // brk
-        16 => &[DirFd, Hex, Hex],                      // ioctl
-        17 => &[DirFd, Out, Int, Int],                 // pread64
-        18 => &[DirFd, In(2), Int, Int],               // pwrite64
-        21 => &[Path, Int],                            // access
-        32 => &[DirFd],                                // dup
-        33 => &[DirFd, DirFd],                         // dup2
-        59 => &[Path, Hex, Hex],                       // execve
-        60 | 231 => &[Int],                            // exit, exit_group
-        72 => &[DirFd, Int, Hex],                      // fcntl
-        76 => &[Path, Int],                            // truncate
-        79 => &[Out, Int],                             // getcwd
-        80 | 84 | 87 => &[Path],                       // chdir, rmdir, unlink
-        82 | 86 | 88 => &[Path, Path],                 // rename, link, symlink
-        83 | 90 => &[Path, Mode],                      // mkdir, chmod
-        85 => &[Path, Mode],                           // creat
-        89 => &[Path, Out, Int],                       // readlink
-        217 => &[DirFd, Hex, Int],                     // getdents64
-        257 => &[DirFd, Path, OpenFlags, Mode],        // openat
-        258 => &[DirFd, Path, Mode],                   // mkdirat
-        262 => &[DirFd, Path, Hex, AtFlags],           // newfstatat
-        263 => &[DirFd, Path, Hex],                    // unlinkat
-        264 => &[DirFd, Path, DirFd, Path],            // renameat
-        267 => &[DirFd, Path, Out, Int],               // readlinkat
-        268 => &[DirFd, Path, Mode],                   // fchmodat
-        269 => &[DirFd, Path, Int],                    // faccessat
-        280 => &[DirFd, Path, Hex, AtFlags],           // utimensat
-        292 => &[DirFd, DirFd, OpenFlags],             // dup3
-        316 => &[DirFd, Path, DirFd, Path, Hex],       // renameat2
-        322 => &[DirFd, Path, Hex, Hex, AtFlags],      // execveat
-        332 => &[DirFd, Path, AtFlags, Hex, Hex],      // statx
-        437 => &[DirFd, Path, Hex, Int],               // openat2
-        439 => &[DirFd, Path, Int, AtFlags],           // faccessat2
+        0 => &[DirFd, Out, Int],                      // read
+        1 => &[DirFd, In(2), Int],                    // write
+        2 => &[Path, OpenFlags, Mode],                // open
+        3 => &[DirFd],                                // close
+        4 | 6 => &[Path, Hex],                        // stat, lstat
+        5 => &[DirFd, Hex],                           // fstat
+        8 => &[DirFd, Int, Int],                      // lseek
+        9 => &[Hex, Hex, Prot, MapFlags, DirFd, Hex], // mmap
+        10 => &[Hex, Hex, Prot],                      // mprotect
+        11 => &[Hex, Hex],                            // munmap
+        12 => &[Hex],                                 // brk
+        16 => &[DirFd, Hex, Hex],                     // ioctl
+        17 => &[DirFd, Out, Int, Int],                // pread64
+        18 => &[DirFd, In(2), Int, Int],              // pwrite64
+        21 => &[Path, Int],                           // access
+        32 => &[DirFd],                               // dup
+        33 => &[DirFd, DirFd],                        // dup2
+        59 => &[Path, Hex, Hex],                      // execve
+        60 | 231 => &[Int],                           // exit, exit_group
+        72 => &[DirFd, Int, Hex],                     // fcntl
+        76 => &[Path, Int],                           // truncate
+        79 => &[Out, Int],                            // getcwd
+        80 | 84 | 87 => &[Path],                      // chdir, rmdir, unlink
+        82 | 86 | 88 => &[Path, Path],                // rename, link, symlink
+        83 | 90 => &[Path, Mode],                     // mkdir, chmod
+        85 => &[Path, Mode],                          // creat
+        89 => &[Path, Out, Int],                      // readlink
+        217 => &[DirFd, Hex, Int],                    // getdents64
+        257 => &[DirFd, Path, OpenFlags, Mode],       // openat
+        258 => &[DirFd, Path, Mode],                  // mkdirat
+        262 => &[DirFd, Path, Hex, AtFlags],          // newfstatat
+        263 => &[DirFd, Path, Hex],                   // unlinkat
+        264 => &[DirFd, Path, DirFd, Path],           // renameat
+        267 => &[DirFd, Path, Out, Int],              // readlinkat
+        268 => &[DirFd, Path, Mode],                  // fchmodat
+        269 => &[DirFd, Path, Int],                   // faccessat
+        280 => &[DirFd, Path, Hex, AtFlags],          // utimensat
+        292 => &[DirFd, DirFd, OpenFlags],            // dup3
+        316 => &[DirFd, Path, DirFd, Path, Hex],      // renameat2
+        322 => &[DirFd, Path, Hex, Hex, AtFlags],     // execveat
+        332 => &[DirFd, Path, AtFlags, Hex, Hex],     // statx
+        437 => &[DirFd, Path, Hex, Int],              // openat2
+        439 => &[DirFd, Path, Int, AtFlags],          // faccessat2
         _ => return None,
     })
 }
@@ -459,7 +464,9 @@ fn note(p: &mut Process, mem: &GuestMemory, nr: u64, args: &Args, e: Errno) {
         ));
         return;
     }
-    if let Some(entry) = table::lookup(nr).filter(|e| e.support == Support::Refused) {
+    // Network and process creation; other refused calls are limitations, not policy.
+    let policy = matches!(nr, 41..=55 | 57..=59 | 288 | 299 | 307 | 322);
+    if let Some(entry) = table::lookup(nr).filter(|e| policy && e.support == Support::Refused) {
         p.notes
             .once(format!("refused by policy: {name}: {}", entry.note));
         return;
@@ -485,10 +492,13 @@ fn note(p: &mut Process, mem: &GuestMemory, nr: u64, args: &Args, e: Errno) {
         } else {
             format!(" (that is {shown})")
         };
-        p.notes.once(format!(
+        p.notes.once_as(
+            format!("denied {shown}"),
+            format!(
             "denied: {path}{via} is outside the allow-list ({name} gave {}); allow it with --allow-read {shown}",
             e.name()
-        ));
+        ),
+        );
     }
 }
 
@@ -583,13 +593,22 @@ mod tests {
         after(&mut p, &m, 56, &[0x11, 0, 0, 0, 0, 0], &Err(Errno::ENOSYS));
         let args = [(-100i64) as u64, buf, 0o101, 0o644, 0, 0];
         after(&mut p, &m, 257, &args, &Err(Errno::EACCES));
-        after(&mut p, &m, 9, &[0, 1 << 30, 0, 0x22, u64::MAX, 0], &Err(Errno::ENOMEM));
+        after(
+            &mut p,
+            &m,
+            9,
+            &[0, 1 << 30, 0, 0x22, u64::MAX, 0],
+            &Err(Errno::ENOMEM),
+        );
         let seen: Vec<&String> = p.notes.seen.iter().collect();
         let has = |needle: &str| seen.iter().any(|s| s.contains(needle));
         assert!(has("refused by policy: socket"), "{seen:?}");
         assert!(has("refused by policy: fork"), "{seen:?}");
         assert!(has("clone of a new process"), "{seen:?}");
-        assert!(has("openat /out.txt: writes are allowed only under --allow-write"), "{seen:?}");
+        assert!(
+            has("openat /out.txt: writes are allowed only under --allow-write"),
+            "{seen:?}"
+        );
         assert!(has("--address-space"), "{seen:?}");
         assert_eq!(p.notes.mmap_enomem, Some(1 << 30));
         assert_eq!(seen.len(), 5);

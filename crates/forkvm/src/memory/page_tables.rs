@@ -101,8 +101,7 @@ pub fn build(mem: &mut GuestMemory, regions: &[Region]) -> Result<u64, PageTable
             .iter()
             .any(|r| r.start < base + HUGE_PAGE_SIZE && r.end > base);
         let uniform = base >= abi::USER_BASE
-            && (untouched
-                || (1..512).all(|i| page_flags(base + i * PAGE_SIZE, regions) == first));
+            && (untouched || (1..512).all(|i| page_flags(base + i * PAGE_SIZE, regions) == first));
         if uniform {
             mem.kernel_write_u64(pd_entry, base | first | pte::HUGE)?;
             continue;
