@@ -66,7 +66,11 @@ pub fn resolve(argv: &[String], path: &str) -> anyhow::Result<Launch> {
             });
         };
         // As execve: interpreter, optional argument, the script's path, the rest.
-        let script = program.to_string_lossy().into_owned();
+        // The guest's cwd is not forkvm's: the interpreter gets an absolute path.
+        let script = std::path::absolute(&program)
+            .unwrap_or_else(|_| program.clone())
+            .to_string_lossy()
+            .into_owned();
         let rest = argv.get(1..).unwrap_or_default().to_vec();
         let env_name = match (is_env(&interp), &arg) {
             (true, Some(a)) if !a.starts_with('-') && !a.contains(char::is_whitespace) => {

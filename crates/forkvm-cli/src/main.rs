@@ -240,3 +240,22 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_say_each_cause_once() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let e = anyhow::Error::new(io).context("cannot read /missing");
+        assert_eq!(
+            describe(&e),
+            "cannot read /missing: No such file or directory (os error 2)"
+        );
+        // A cause already spelled out by its context is not repeated.
+        let inner = anyhow::anyhow!("not an ELF file");
+        let e = inner.context("cannot start /x: not an ELF file");
+        assert_eq!(describe(&e), "cannot start /x: not an ELF file");
+    }
+}

@@ -464,5 +464,10 @@ fn dynamic_program_without_its_libraries_fails_cleanly() {
         .limit(Duration::from_secs(30))
         .run_forkvm();
     assert!(vm.status != 0 && vm.status < 128, "{}", vm.describe());
-    assert_mentions(&vm, &vm.stderr, &["shared", "libc", "interp", "dynamic"], "stderr");
+    assert_mentions(
+        &vm,
+        &vm.stderr,
+        &["shared", "libc", "interp", "dynamic"],
+        "stderr",
+    );
 }

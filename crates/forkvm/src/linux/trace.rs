@@ -38,7 +38,8 @@ pub struct Notes {
 }
 
 impl Notes {
-    /// Logs `msg` (at info level, shown by `-v`) unless it was logged before.
+    /// Logs `msg` (at debug level, shown by `forkvm run -v`, not by a serve's
+    /// default log: requests must not fill it) unless it was logged before.
     fn once(&mut self, msg: String) {
         self.once_as(msg.clone(), msg);
     }
@@ -46,7 +47,7 @@ impl Notes {
     /// Logs `msg` unless something was logged with `key` before.
     fn once_as(&mut self, key: String, msg: String) {
         if self.seen.len() < MAX_NOTES && self.seen.insert(key) {
-            tracing::info!("{msg}");
+            tracing::debug!("{msg}");
         }
     }
 
