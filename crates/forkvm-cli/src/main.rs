@@ -2,6 +2,7 @@
 //! and benchmark the machine.
 
 mod bench;
+mod launch;
 mod serve;
 
 use anyhow::Context;
@@ -38,8 +39,14 @@ enum Command {
 #[derive(Args)]
 struct RunArgs {
     /// Let the guest read files and directories under PATH (repeatable).
+    /// System library directories are readable by default (see --no-default-allow).
     #[arg(long = "allow-read", value_name = "PATH")]
     allow_read: Vec<PathBuf>,
+    /// Do not let the guest read the system library directories (/lib, /lib64, /usr/lib,
+    /// /usr/lib64, /usr/local/lib, /usr/share/zoneinfo, /etc/ld.so.cache, /etc/localtime)
+    /// by default; the program file itself stays readable.
+    #[arg(long)]
+    no_default_allow: bool,
     /// Let the guest also create, write, rename and delete files under DIR (repeatable).
     #[arg(long = "allow-write", value_name = "DIR")]
     allow_write: Vec<PathBuf>,
@@ -50,30 +57,32 @@ struct RunArgs {
     #[arg(long, value_name = "DIR", default_value = "/")]
     cwd: String,
     /// Wall-clock limit in seconds; on expiry the guest is stopped and forkvm exits 124.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    timeout: f64,
+    /// Default: no limit.
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
     /// Guest memory limit in MiB; beyond it brk/mmap fail with ENOMEM.
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     memory: u64,
     /// Guest address space in MiB when larger than --memory (reservations
-    /// with PROT_NONE do not count against the limit). Default: --memory,
-    /// or 1024 for Go programs.
+    /// with PROT_NONE do not count against the limit). Default: --memory for
+    /// static programs, 1024 for Go programs, 8192 for dynamically linked ones.
     #[arg(long, value_name = "MIB")]
     address_space: Option<u64>,
-    /// Log what forkvm does (to stderr).
+    /// Log what forkvm does (to stderr): unknown syscalls, calls refused by policy,
+    /// paths denied as outside the allow-list (each once).
     #[arg(short, long)]
     verbose: bool,
-    /// Print one line per syscall: name, arguments, result.
+    /// Print one line per syscall, as strace does: name, decoded arguments, result.
     #[arg(long)]
     trace_syscalls: bool,
-    /// The x86-64 Linux program to run, then its arguments (passed as they are,
+    /// The x86-64 Linux program to run (looked up in PATH when it has no '/'; a
+    /// `#!` script runs its interpreter), then its arguments (passed as they are,
     /// even when they look like forkvm options).
     #[arg(
         value_name = "PROGRAM [ARGS]...",
         required = true,
         num_args = 1..,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
+        trailing_var_arg = true
     )]
     command: Vec<String>,
 }
@@ -102,16 +111,19 @@ fn init_logging(default: &str) -> tracing_appender::non_blocking::WorkerGuard {
 }
 
 fn run(args: RunArgs) -> anyhow::Result<u8> {
-    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        anyhow::bail!("--timeout must be a positive number of seconds");
-    }
-    let timeout = Duration::try_from_secs_f64(args.timeout).context("--timeout is out of range")?;
+    let timeout = match args.timeout {
+        None => Duration::MAX,
+        Some(t) if t > 0.0 && t.is_finite() => {
+            Duration::try_from_secs_f64(t).context("--timeout is out of range")?
+        }
+        Some(_) => anyhow::bail!("--timeout must be a positive number of seconds"),
+    };
     let memory = args
         .memory
         .checked_mul(1 << 20)
         .context("--memory is out of range")?;
-    let argv = args.command;
-    let program = argv.first().cloned().unwrap_or_default();
+    let launch = launch::resolve(&args.command, &launch::search_path(&args.env))?;
+    let program = launch.program.to_string_lossy().into_owned();
     let address_space = match args.address_space {
         Some(m) => Some(
             m.checked_mul(1 << 20)
@@ -119,14 +131,19 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         ),
         None => None,
     };
+    let mut allow_read = args.allow_read;
+    if !args.no_default_allow {
+        allow_read.extend(launch::default_allow_read());
+    }
+    allow_read.extend(launch.files.iter().cloned());
     let config = Config {
         memory,
         address_space,
         timeout,
-        argv,
+        argv: launch.argv,
         env: args.env,
         cwd: args.cwd,
-        allow_read: args.allow_read,
+        allow_read,
         allow_write: args.allow_write,
         trace_syscalls: args.trace_syscalls,
     };
@@ -138,13 +155,50 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         Outcome::Ready | Outcome::Returned(_) => {}
         Outcome::Crashed(info) => eprint!("{}", machine.crash_report(info)),
         Outcome::TimedOut(t) => eprintln!(
-            "forkvm: timeout: {} did not finish within {:.3} s; stopped at {}",
+            "forkvm: timeout: {} did not finish within --timeout {} s and was stopped at {}",
             program,
             t.as_secs_f64(),
             machine.where_stopped()
         ),
     }
+    if outcome.status() != 0 && !args.verbose {
+        hints(machine.notes());
+    }
     Ok(outcome.status() as u8)
+}
+
+/// After a failed run: what the guest was refused that may explain it.
+fn hints(notes: &forkvm::linux::trace::Notes) {
+    if !notes.denied.is_empty() {
+        eprintln!(
+            "forkvm: hint: the program was refused {} (outside the allow-list); \
+             allow what it needs with --allow-read PATH (-v lists every refusal)",
+            notes.denied.join(", ")
+        );
+    }
+    if let Some(len) = notes.mmap_enomem {
+        eprintln!(
+            "forkvm: hint: an mmap of {} MiB failed for lack of guest memory or address space; \
+             try a larger --memory MIB or --address-space MIB",
+            len.div_ceil(1 << 20)
+        );
+    }
+}
+
+/// The error and its causes, each said once.
+fn describe(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.contains(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg
 }
 
 fn main() -> ExitCode {
@@ -181,8 +235,27 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("forkvm: error: {e:#}");
+            eprintln!("forkvm: error: {}", describe(&e));
             ExitCode::from(125)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_say_each_cause_once() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let e = anyhow::Error::new(io).context("cannot read /missing");
+        assert_eq!(
+            describe(&e),
+            "cannot read /missing: No such file or directory (os error 2)"
+        );
+        // A cause already spelled out by its context is not repeated.
+        let inner = anyhow::anyhow!("not an ELF file");
+        let e = inner.context("cannot start /x: not an ELF file");
+        assert_eq!(describe(&e), "cannot start /x: not an ELF file");
     }
 }

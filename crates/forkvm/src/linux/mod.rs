@@ -17,6 +17,7 @@ pub mod signal;
 pub mod table;
 pub mod thread;
 pub mod time;
+pub mod trace;
 
 use crate::memory::{AddressSpace, Fault, GuestMemory};
 pub use errno::Errno;
@@ -67,6 +68,8 @@ pub struct SigAction {
 pub struct Process {
     /// What the guest may do.
     pub policy: Policy,
+    /// What `-v` already said about refusals, and paths denied (for hints).
+    pub notes: trace::Notes,
     /// Open files.
     pub fds: fdtable::FdTable,
     /// brk and mmap bookkeeping of the guest address space.
@@ -125,6 +128,7 @@ impl Process {
         comm[..n].copy_from_slice(&base[..n]);
         Self {
             policy,
+            notes: trace::Notes::default(),
             fds: fdtable::FdTable::with_stdio(),
             mm,
             cwd,
@@ -157,6 +161,7 @@ impl Process {
     pub fn fork_copy(&self) -> Result<Self, Errno> {
         Ok(Self {
             policy: self.policy.clone(),
+            notes: self.notes.clone(),
             fds: self.fds.fork_copy()?,
             mm: self.mm.clone(),
             cwd: self.cwd.clone(),
@@ -238,29 +243,7 @@ pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) ->
             Err(Errno::ENOSYS)
         }
     };
-    if p.policy.trace_syscalls {
-        let name = entry
-            .map(|e| e.name)
-            .or_else(|| names::name(nr))
-            .unwrap_or("unknown");
-        match result {
-            Ok(v) => eprintln!(
-                "[forkvm] {name}({:#x}, {:#x}, {:#x}, {:#x}, {:#x}, {:#x}) = {v:#x}",
-                args[0], args[1], args[2], args[3], args[4], args[5]
-            ),
-            Err(e) => eprintln!(
-                "[forkvm] {name}({:#x}, {:#x}, {:#x}, {:#x}, {:#x}, {:#x}) = -{} ({})",
-                args[0],
-                args[1],
-                args[2],
-                args[3],
-                args[4],
-                args[5],
-                e.0,
-                e.name()
-            ),
-        }
-    }
+    trace::after(p, mem, nr, args, &result);
     match result {
         Ok(v) => v,
         Err(e) => (-(e.0 as i64)) as u64,

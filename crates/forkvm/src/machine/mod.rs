@@ -28,7 +28,9 @@ pub struct Config {
     /// Guest address space (RAM) in bytes, if larger than `memory`: room for
     /// reservations (PROT_NONE mappings) that do not count against the limit.
     /// Default: `memory`, or at least 1 GiB for Go programs, whose runtime
-    /// reserves 512 MiB up front.
+    /// reserves 512 MiB up front, and 8 GiB for dynamically linked programs
+    /// (language runtimes such as V8 reserve large regions; reservations
+    /// cost nothing until touched).
     pub address_space: Option<u64>,
     /// Wall-clock limit for the whole run.
     pub timeout: Duration,
@@ -66,7 +68,7 @@ impl Default for Config {
 #[derive(Debug, thiserror::Error)]
 pub enum MachineError {
     /// The program file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         /// The path given.
         path: String,
@@ -75,7 +77,7 @@ pub enum MachineError {
         source: std::io::Error,
     },
     /// The ELF file was rejected.
-    #[error("{0}")]
+    #[error(transparent)]
     Load(#[from] LoadError),
     /// KVM refused something.
     #[error(transparent)]
@@ -199,9 +201,13 @@ impl Machine {
         let is_go = ["runtime.rt0_go.abi0", "runtime.rt0_go", "_rt0_amd64_linux"]
             .iter()
             .any(|s| symbols.address_of(s).is_some());
-        let wanted = config
-            .address_space
-            .unwrap_or(if is_go { GO_ADDRESS_SPACE } else { 0 });
+        let wanted = config.address_space.unwrap_or(if is_go {
+            GO_ADDRESS_SPACE
+        } else if image.interp().is_some() {
+            DYNAMIC_ADDRESS_SPACE
+        } else {
+            0
+        });
         let memory = wanted
             .checked_next_multiple_of(abi::HUGE_PAGE_SIZE)
             .map_or(limit, |w| w.max(limit))
@@ -683,6 +689,11 @@ impl Machine {
         crash::render(info, &self.mem, Some(&self.symbols))
     }
 
+    /// What the run noted: paths denied as outside the allow-list, a failed mmap (for hints).
+    pub fn notes(&self) -> &linux::trace::Notes {
+        &self.proc.notes
+    }
+
     /// Guest memory (for tests and embedding).
     pub fn memory(&self) -> &GuestMemory {
         &self.mem
@@ -739,6 +750,10 @@ fn load_interpreter(
 
 /// Address space given to Go programs (their runtime reserves 512 MiB of it).
 const GO_ADDRESS_SPACE: u64 = 1 << 30;
+
+/// Address space given to dynamically linked programs: language runtimes
+/// (V8 reserves its code range, JVMs their heaps) need room to reserve.
+const DYNAMIC_ADDRESS_SPACE: u64 = 8 << 30;
 
 /// rt_sigreturn(2): served by the run loop because it replaces the registers.
 const RT_SIGRETURN: u64 = 15;

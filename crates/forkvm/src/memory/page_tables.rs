@@ -95,8 +95,13 @@ pub fn build(mem: &mut GuestMemory, regions: &[Region]) -> Result<u64, PageTable
         let base = region * HUGE_PAGE_SIZE;
         let pd_entry = pdpt + PAGE_SIZE + (region / 512) * PAGE_SIZE + (region % 512) * 8;
         let first = page_flags(base, regions);
+        // A 2 MiB region no special region touches is uniform: skip the per-page check
+        // (it dominates start-up for large address spaces).
+        let untouched = !regions
+            .iter()
+            .any(|r| r.start < base + HUGE_PAGE_SIZE && r.end > base);
         let uniform = base >= abi::USER_BASE
-            && (1..512).all(|i| page_flags(base + i * PAGE_SIZE, regions) == first);
+            && (untouched || (1..512).all(|i| page_flags(base + i * PAGE_SIZE, regions) == first));
         if uniform {
             mem.kernel_write_u64(pd_entry, base | first | pte::HUGE)?;
             continue;
