@@ -15,6 +15,7 @@
 //! 0x0000_5000  syscall stub              user, RX   (LSTAR points here)
 //! 0x0000_6000  IST stack (8 KiB)         supervisor, RW, top 0x8000
 //! 0x0000_9000  master FPU state (XSAVE)  user, R      (restored at every call)
+//! 0x0000_a000  fast-path data            user, RW, NX (host-written answers; see `fast`)
 //! 0x0001_0000  page tables               supervisor, RW
 //! 0x0020_0000  user memory: ELF, brk heap ->  ... <- mmap area, stack (top = end of RAM)
 //! ```
@@ -45,6 +46,8 @@ pub const IST_STACK_TOP: u64 = 0x8000;
 pub const XSAVE_AREA_ADDR: u64 = 0x9000;
 /// Size of the XSAVE area (KVM's `struct kvm_xsave` region).
 pub const XSAVE_AREA_SIZE: u64 = 0x1000;
+/// The page the in-guest syscall dispatcher answers from (see [`fast`]).
+pub const FAST_DATA_ADDR: u64 = 0xa000;
 /// First page-table page (the PML4); the rest follow it.
 pub const PAGE_TABLES_ADDR: u64 = 0x1_0000;
 /// End of the page-table area.
@@ -118,6 +121,16 @@ pub mod entry {
     pub const PVM_SYSCALL_STUB: u64 = SYSCALL_STUB_ADDR;
     /// LSTAR on hardware KVM: `out %al, $SYSCALL; sysretq`.
     pub const HW_SYSCALL_STUB: u64 = SYSCALL_STUB_ADDR + 0x10;
+    /// LSTAR on PVM with the fast path on: the in-guest dispatcher (CPL3),
+    /// which answers guest-local calls from [`super::fast`] and sends the
+    /// rest to [`PVM_SYSCALL_STUB`].
+    pub const PVM_FAST_SYSCALL: u64 = SYSCALL_STUB_ADDR + 0x100;
+    /// LSTAR on hardware KVM with the fast path on: the same dispatcher at
+    /// CPL0, returning with `sysretq`; the rest go to [`HW_SYSCALL_STUB`].
+    pub const HW_FAST_SYSCALL: u64 = SYSCALL_STUB_ADDR + 0x200;
+    /// The hardware dispatcher's one `sysretq` (the host recognises a #GP
+    /// here, on PVM with the hardware path forced, as an answered call).
+    pub const HW_FAST_SYSRET: u64 = SYSCALL_STUB_ADDR + 0x2f0;
     /// Where host-initiated calls enter user mode: `r11` holds the function,
     /// `rdi..r9` its arguments; the code restores the master's FPU state,
     /// calls it and returns the result with the `CALL_RETURN` hypercall.
@@ -126,6 +139,33 @@ pub mod entry {
     pub const ENTRY_SIZE: u64 = 16;
     /// The `iretq` the vCPU starts at, returning into the program.
     pub const IRET_ENTRY: u64 = KERNEL_CODE_ADDR + ENTRY_SIZE * port::EXCEPTION_COUNT as u64;
+}
+
+/// The fast-path data page at [`FAST_DATA_ADDR`]: offsets of the values the
+/// host writes (each a little-endian u64) and the dispatcher reads. The page
+/// is writable by the program, so the host never reads anything back from it:
+/// a program that scribbles here only gets wrong answers to its own calls.
+pub mod fast {
+    /// getpid.
+    pub const PID: u64 = 0x00;
+    /// getppid.
+    pub const PPID: u64 = 0x08;
+    /// getuid/geteuid.
+    pub const UID: u64 = 0x10;
+    /// getgid/getegid.
+    pub const GID: u64 = 0x18;
+    /// gettid: the running thread, rewritten by the host before every entry.
+    pub const TID: u64 = 0x20;
+    /// Nonzero when the running thread is the only one (sched_yield is then
+    /// a no-op answered in the guest); rewritten before every entry.
+    pub const ALONE: u64 = 0x28;
+    /// Scratch: the program's stack pointer while the dispatcher restores
+    /// RFLAGS on its own stack (the program's red zone is never touched).
+    pub const SAVED_RSP: u64 = 0x30;
+    /// Top of the dispatcher's 64-byte scratch stack.
+    pub const STACK_TOP: u64 = 0x80;
+    /// Counts calls the dispatcher answered (for tests and `forkvm bench`).
+    pub const SERVED: u64 = 0x80;
 }
 
 /// Where the exception frame (`[err], RIP, CS, RFLAGS, RSP, SS`) sits on the IST stack.

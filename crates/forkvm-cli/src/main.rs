@@ -75,6 +75,10 @@ struct RunArgs {
     /// Print one line per syscall, as strace does: name, decoded arguments, result.
     #[arg(long)]
     trace_syscalls: bool,
+    /// How system calls are answered: `fast` answers guest-local calls (getpid, gettid,
+    /// identity, a lone sched_yield) inside the VM; `exit` sends every call to the host
+    #[arg(long, value_name = "fast|exit", default_value = "fast")]
+    syscalls: forkvm::hypervisor::SyscallPath,
     /// The x86-64 Linux program to run (looked up in PATH when it has no '/'; a
     /// `#!` script runs its interpreter), then its arguments (passed as they are,
     /// even when they look like forkvm options).
@@ -146,6 +150,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         allow_read,
         allow_write: args.allow_write,
         trace_syscalls: args.trace_syscalls,
+        syscalls: args.syscalls,
     };
     let mut machine =
         Machine::from_file(&program, config).with_context(|| format!("cannot start {program}"))?;

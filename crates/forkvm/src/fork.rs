@@ -5,6 +5,7 @@
 
 use crate::abi;
 use crate::hypervisor::pool::{Slot, VmPool};
+use crate::hypervisor::Hypervisor;
 use crate::machine::{Arg, CallError, Machine, MachineError};
 use crate::master::Image;
 use crate::memory::{GuestMemory, ResetStats};
@@ -27,6 +28,9 @@ impl Fork {
             }
             None => Slot::create(GuestMemory::fork_of(snap)?, abi::PAGE_TABLES_ADDR)?,
         };
+        let mut slot = slot;
+        slot.vcpu
+            .set_syscall_path(Hypervisor::get()?, image.syscall_path)?;
         let process = image
             .process
             .fork_copy()
@@ -39,6 +43,7 @@ impl Fork {
             image.timeout,
             image.ready,
             image.at_random,
+            image.syscall_path,
         );
         let mut fork = Self {
             machine: Some(machine),

@@ -45,6 +45,8 @@ pub(crate) struct Image {
     pub(crate) ready: ReadyPoint,
     pub(crate) timeout: Duration,
     pub(crate) at_random: Option<u64>,
+    /// Where forks' `syscall` lands (the master's choice).
+    pub(crate) syscall_path: crate::hypervisor::SyscallPath,
     /// Give each fork fresh AT_RANDOM bytes on reset.
     pub(crate) reseed: bool,
 }
@@ -81,6 +83,7 @@ impl Master {
             ready,
             timeout: m.timeout,
             at_random: m.at_random,
+            syscall_path: m.syscall_path,
             reseed: true,
         });
         // The master's own VM is as good as a pooled one once its memory is a view of the snapshot.

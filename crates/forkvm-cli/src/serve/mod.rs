@@ -68,6 +68,10 @@ pub struct ServeArgs {
     /// Print one line per guest syscall (stderr).
     #[arg(long)]
     trace_syscalls: bool,
+    /// How system calls are answered: `fast` answers guest-local calls (getpid, gettid,
+    /// identity, a lone sched_yield) inside the VM; `exit` sends every call to the host
+    #[arg(long, value_name = "fast|exit", default_value = "fast")]
+    syscalls: forkvm::hypervisor::SyscallPath,
     /// The program to serve (default: a built-in example), then its arguments.
     #[arg(value_name = "PROGRAM [ARGS]...", num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -118,6 +122,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         allow_read: args.allow_read.clone(),
         allow_write: args.allow_write.clone(),
         trace_syscalls: args.trace_syscalls,
+        syscalls: args.syscalls,
     };
     let mut machine =
         Machine::new(&image, &name, config).with_context(|| format!("cannot start {name}"))?;

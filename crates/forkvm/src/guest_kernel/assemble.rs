@@ -4,7 +4,7 @@
 //! program pays for assembling at run time) and by a unit test that checks
 //! the embedded bytes are current.
 
-use forkvm_abi::{self as abi, entry, port, vector};
+use forkvm_abi::{self as abi, entry, fast, port, vector};
 use iced_x86::code_asm::{self as asm, CodeAssembler};
 use iced_x86::IcedError;
 
@@ -66,6 +66,20 @@ pub fn stubs() -> Result<Vec<u8>, IcedError> {
         entry::HW_SYSCALL_STUB - abi::SYSCALL_STUB_ADDR,
         &hw,
     );
+    for (at, platform) in [
+        (entry::PVM_FAST_SYSCALL, FastReturn::Pvm),
+        (entry::HW_FAST_SYSCALL, FastReturn::Hardware),
+    ] {
+        let bytes = assemble_at(at, |a| fast_dispatcher(a, platform))?;
+        assert!(bytes.len() <= 0xf0, "fast dispatcher too long");
+        place(&mut stubs, at - abi::SYSCALL_STUB_ADDR, &bytes);
+    }
+    let sysret = assemble_at(entry::HW_FAST_SYSRET, |a| a.sysretq())?;
+    place(
+        &mut stubs,
+        entry::HW_FAST_SYSRET - abi::SYSCALL_STUB_ADDR,
+        &sysret,
+    );
     let call = assemble_at(entry::CALL_ENTRY, |a| {
         a.mov(asm::r10, asm::rdx)?;
         a.mov(asm::eax, u32::MAX)?;
@@ -84,4 +98,87 @@ pub fn stubs() -> Result<Vec<u8>, IcedError> {
         &call,
     );
     Ok(stubs)
+}
+
+/// How the dispatcher returns to the program.
+#[derive(Clone, Copy)]
+enum FastReturn {
+    /// PVM: `syscall` stayed at CPL3, so return like a function that also
+    /// restores RFLAGS from R11: on the dispatcher's own scratch stack, never
+    /// the program's (its red zone may be live), then `jmp *%rcx`.
+    Pvm,
+    /// Hardware KVM: `syscall` entered CPL0; `sysretq` returns (RIP←RCX, RFLAGS←R11).
+    Hardware,
+}
+
+/// The in-guest syscall dispatcher: answers the calls that concern the
+/// guest alone from the fast-path data page, without leaving the VM, and
+/// sends every other call to the platform's ordinary stub (which exits to
+/// the host exactly as if LSTAR pointed there). It touches only RAX (the
+/// answer), RCX and R11 (which `syscall` clobbers anyway) and the data page.
+fn fast_dispatcher(a: &mut CodeAssembler, ret: FastReturn) -> Result<(), IcedError> {
+    let data = |off: u64| asm::qword_ptr(abi::FAST_DATA_ADDR + off);
+    let slow = match ret {
+        FastReturn::Pvm => entry::PVM_SYSCALL_STUB,
+        FastReturn::Hardware => entry::HW_SYSCALL_STUB,
+    };
+    let mut answer_pid = a.create_label();
+    let mut answer_ppid = a.create_label();
+    let mut answer_tid = a.create_label();
+    let mut answer_uid = a.create_label();
+    let mut answer_gid = a.create_label();
+    let mut answer_yield = a.create_label();
+    let mut done = a.create_label();
+    // Syscall numbers (x86-64): getpid 39, getppid 110, gettid 186,
+    // getuid 102, geteuid 107, getgid 104, getegid 108, sched_yield 24.
+    for (nr, label) in [
+        (39, answer_pid),
+        (186, answer_tid),
+        (110, answer_ppid),
+        (102, answer_uid),
+        (107, answer_uid),
+        (104, answer_gid),
+        (108, answer_gid),
+        (24, answer_yield),
+    ] {
+        a.cmp(asm::rax, nr)?;
+        a.je(label)?;
+    }
+    a.jmp(slow)?;
+    for (label, off) in [
+        (&mut answer_pid, fast::PID),
+        (&mut answer_ppid, fast::PPID),
+        (&mut answer_tid, fast::TID),
+        (&mut answer_uid, fast::UID),
+        (&mut answer_gid, fast::GID),
+    ] {
+        a.set_label(label)?;
+        a.mov(asm::rax, data(off))?;
+        a.jmp(done)?;
+    }
+    // sched_yield with nobody to yield to returns 0 at once; otherwise the
+    // host switches threads.
+    a.set_label(&mut answer_yield)?;
+    a.cmp(data(fast::ALONE), 0)?;
+    a.je(slow)?;
+    a.xor(asm::eax, asm::eax)?;
+    a.set_label(&mut done)?;
+    a.inc(data(fast::SERVED))?;
+    match ret {
+        FastReturn::Pvm => {
+            a.mov(data(fast::SAVED_RSP), asm::rsp)?;
+            a.mov(asm::rsp, abi::FAST_DATA_ADDR + fast::STACK_TOP)?;
+            a.push(asm::r11)?;
+            a.popfq()?;
+            a.mov(asm::rsp, data(fast::SAVED_RSP))?;
+            a.jmp(asm::rcx)?;
+        }
+        FastReturn::Hardware => {
+            // One `sysretq` at a fixed address for every answer: on PVM with
+            // the hardware path forced it faults (#GP at CPL3), and the host
+            // recognises that address as an answered call.
+            a.jmp(entry::HW_FAST_SYSRET)?;
+        }
+    }
+    Ok(())
 }

@@ -14,12 +14,17 @@
 //! | initial entry | [`IRET_ENTRY`] | `iretq` into the program (frame written by the host) |
 //! | PVM syscall stub | [`PVM_SYSCALL_STUB`] | `int3` → #BP entry → host |
 //! | hardware stub | [`HW_SYSCALL_STUB`] | `out %al, $0x7f`; `sysretq` |
+//! | PVM fast dispatcher | [`PVM_FAST_SYSCALL`] | answers guest-local calls at CPL3, else → PVM stub |
+//! | hardware fast dispatcher | [`HW_FAST_SYSCALL`] | the same at CPL0 (`sysretq`), else → hardware stub |
 
 use crate::abi::{self, port, selector, vector};
 use crate::memory::{Fault, GuestMemory};
 
 use abi::entry::ENTRY_SIZE;
-pub use abi::entry::{CALL_ENTRY, HW_SYSCALL_STUB, IRET_ENTRY, PVM_SYSCALL_STUB};
+pub use abi::entry::{
+    CALL_ENTRY, HW_FAST_SYSCALL, HW_FAST_SYSRET, HW_SYSCALL_STUB, IRET_ENTRY, PVM_FAST_SYSCALL,
+    PVM_SYSCALL_STUB,
+};
 
 #[cfg(test)]
 mod assemble;
@@ -198,6 +203,11 @@ pub enum Trap {
         /// The interrupted context.
         frame: Frame,
     },
+    /// The hardware fast dispatcher answered a call, but its `sysretq` ran
+    /// at CPL3 (PVM with the hardware path forced) and faulted: the host
+    /// completes the return through the frame at this address (RAX holds the
+    /// answer).
+    FastReturn(u64),
     /// An I/O port the guest kernel never uses (the program cannot reach
     /// ports, so this means a broken guest kernel).
     Unknown(u16),
@@ -229,6 +239,9 @@ pub fn decode(port_nr: u16, mem: &GuestMemory) -> Result<Trap, Fault> {
     let hw_on_pvm = v == vector::GENERAL_PROTECTION && frame.rip == HW_SYSCALL_STUB;
     if frame.from_user() && (pvm_syscall || hw_on_pvm) {
         return Ok(Trap::Syscall(SyscallReturn::Iret(frame_at)));
+    }
+    if frame.from_user() && v == vector::GENERAL_PROTECTION && frame.rip == HW_FAST_SYSRET {
+        return Ok(Trap::FastReturn(frame_at));
     }
     Ok(Trap::Exception {
         vector: v,

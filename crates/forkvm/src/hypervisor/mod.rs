@@ -7,7 +7,7 @@ pub mod vcpu;
 pub mod watchdog;
 pub mod xsave;
 
-pub use platform::Platform;
+pub use platform::{Platform, SyscallPath};
 pub use vcpu::{Exit, Hypervisor, KvmError, Vcpu};
 pub use watchdog::Deadline;
 pub use xsave::{XsaveArea, XsaveLayout};

@@ -47,11 +47,16 @@ impl Platform {
         }
     }
 
-    /// The guest address `syscall` jumps to on this platform.
-    pub fn lstar(self) -> u64 {
-        match self {
-            Self::Hardware => crate::guest_kernel::HW_SYSCALL_STUB,
-            Self::Pvm => crate::guest_kernel::PVM_SYSCALL_STUB,
+    /// The guest address `syscall` jumps to on this platform: the in-guest
+    /// dispatcher when `path` is [`SyscallPath::Fast`], else the stub that
+    /// exits to the host for every call.
+    pub fn lstar(self, path: SyscallPath) -> u64 {
+        use crate::guest_kernel as k;
+        match (self, path) {
+            (Self::Hardware, SyscallPath::Exit) => k::HW_SYSCALL_STUB,
+            (Self::Pvm, SyscallPath::Exit) => k::PVM_SYSCALL_STUB,
+            (Self::Hardware, SyscallPath::Fast) => k::HW_FAST_SYSCALL,
+            (Self::Pvm, SyscallPath::Fast) => k::PVM_FAST_SYSCALL,
         }
     }
 }
@@ -62,6 +67,40 @@ impl fmt::Display for Platform {
             Self::Hardware => "hardware",
             Self::Pvm => "pvm",
         })
+    }
+}
+
+/// How system calls are answered (`--syscalls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyscallPath {
+    /// Calls that concern the guest alone (getpid, gettid, identity,
+    /// sched_yield with one thread) are answered inside the VM by the
+    /// dispatcher at LSTAR; the rest exit to the host.
+    #[default]
+    Fast,
+    /// Every call exits to the host (for A/B comparison and debugging).
+    Exit,
+}
+
+impl fmt::Display for SyscallPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Fast => "fast",
+            Self::Exit => "exit",
+        })
+    }
+}
+
+impl FromStr for SyscallPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fast" => Ok(Self::Fast),
+            "exit" => Ok(Self::Exit),
+            _ => Err(format!(
+                "unknown syscall path {s:?}: expected \"fast\" or \"exit\""
+            )),
+        }
     }
 }
 
@@ -90,6 +129,10 @@ mod tests {
         assert_eq!("pvm".parse::<Platform>().unwrap(), Platform::Pvm);
         assert_eq!("hardware".parse::<Platform>().unwrap(), Platform::Hardware);
         assert!("x".parse::<Platform>().is_err());
-        assert_ne!(Platform::Pvm.lstar(), Platform::Hardware.lstar());
+        for path in [SyscallPath::Fast, SyscallPath::Exit] {
+            assert_ne!(Platform::Pvm.lstar(path), Platform::Hardware.lstar(path));
+        }
+        assert_eq!("exit".parse::<SyscallPath>(), Ok(SyscallPath::Exit));
+        assert!("slow".parse::<SyscallPath>().is_err());
     }
 }

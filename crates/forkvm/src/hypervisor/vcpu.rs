@@ -5,7 +5,7 @@
 //! general registers arrive with every exit and are written back only when
 //! changed, so a syscall costs one `KVM_RUN` and no other ioctl.
 
-use super::platform::Platform;
+use super::platform::{Platform, SyscallPath};
 use super::xsave::{XsaveArea, XsaveLayout};
 use crate::abi::{self, cr, msr, selector};
 use crate::guest_kernel::{self, Frame};
@@ -127,6 +127,8 @@ pub struct Vcpu {
     sregs: Option<kvm_sregs>,
     /// The guest's extended-state layout.
     xsave_layout: XsaveLayout,
+    /// What LSTAR holds.
+    lstar: u64,
 }
 
 impl Vcpu {
@@ -153,6 +155,7 @@ impl Vcpu {
             _vm: vm,
             sregs: None,
             xsave_layout: hv.xsave_layout,
+            lstar: 0,
         })
     }
 
@@ -247,7 +250,7 @@ impl Vcpu {
 
         let entries = [
             (msr::STAR, abi::STAR_VALUE),
-            (msr::LSTAR, hv.platform.lstar()),
+            (msr::LSTAR, hv.platform.lstar(SyscallPath::Exit)),
             (msr::CSTAR, 0),
             (msr::SFMASK, abi::SFMASK_VALUE),
             (msr::FS_BASE, fs_base),
@@ -260,6 +263,7 @@ impl Vcpu {
             ..Default::default()
         });
         self.set_msrs(&entries)?;
+        self.lstar = hv.platform.lstar(SyscallPath::Exit);
 
         let regs = kvm_regs {
             rip: guest_kernel::IRET_ENTRY,
@@ -276,6 +280,21 @@ impl Vcpu {
         let n = ioctl("SET_MSRS", self.vcpu.set_msrs(&msrs))?;
         if n != entries.len() {
             return Err(KvmError::Missing("a writable syscall MSR"));
+        }
+        Ok(())
+    }
+
+    /// Points LSTAR at the syscall entry for `path` (an ioctl, skipped when
+    /// it is there already, as for a pooled VM reused by the same kind of master).
+    pub fn set_syscall_path(&mut self, hv: &Hypervisor, path: SyscallPath) -> Result<(), KvmError> {
+        let lstar = hv.platform.lstar(path);
+        if lstar != self.lstar {
+            self.set_msrs(&[kvm_msr_entry {
+                index: msr::LSTAR,
+                data: lstar,
+                ..Default::default()
+            }])?;
+            self.lstar = lstar;
         }
         Ok(())
     }

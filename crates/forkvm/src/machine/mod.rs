@@ -11,7 +11,7 @@ use threads::PREEMPT_TICK;
 use crate::abi;
 use crate::crash::{self, CrashInfo};
 use crate::guest_kernel::{self, Frame, SyscallReturn, Trap};
-use crate::hypervisor::{Deadline, Exit, Hypervisor, KvmError, Vcpu};
+use crate::hypervisor::{Deadline, Exit, Hypervisor, KvmError, SyscallPath, Vcpu};
 use crate::linux::thread::Sched;
 use crate::linux::{self, Policy, Process};
 use crate::loader::{self, LoadError, StackParams, Symbols};
@@ -44,8 +44,10 @@ pub struct Config {
     pub allow_read: Vec<PathBuf>,
     /// Host directories the guest may also write in (create, write, rename, delete).
     pub allow_write: Vec<PathBuf>,
-    /// Print every syscall.
+    /// Print every syscall (every call then exits to the host, so all are seen).
     pub trace_syscalls: bool,
+    /// Whether guest-local calls are answered inside the VM (`--syscalls`).
+    pub syscalls: SyscallPath,
 }
 
 impl Default for Config {
@@ -60,6 +62,7 @@ impl Default for Config {
             allow_read: Vec::new(),
             allow_write: Vec::new(),
             trace_syscalls: false,
+            syscalls: SyscallPath::default(),
         }
     }
 }
@@ -130,6 +133,8 @@ impl Outcome {
 pub struct Machine {
     // Drop order: the VM goes before the memory it maps.
     pub(crate) vcpu: Vcpu,
+    /// Whether guest-local calls are answered inside the VM.
+    pub(crate) syscall_path: SyscallPath,
     pub(crate) mem: GuestMemory,
     pub(crate) proc: Process,
     pub(crate) symbols: Arc<Symbols>,
@@ -292,7 +297,16 @@ impl Machine {
 
         let mut vcpu = Vcpu::new(hv, &mem)?;
         vcpu.reset(hv, &mut mem, cr3, Frame::user(entry, rsp, 0), 0)?;
+        // A trace must see every call, so it takes the exit path.
+        let syscall_path = if config.trace_syscalls {
+            SyscallPath::Exit
+        } else {
+            config.syscalls
+        };
+        vcpu.set_syscall_path(hv, syscall_path)?;
+        fast_page_init(&mut mem, proc.tid)?;
         Ok(Self {
+            syscall_path,
             vcpu,
             mem,
             proc,
@@ -319,6 +333,7 @@ impl Machine {
     }
 
     /// A machine over an existing VM and memory, in `proc`'s state at `ready`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         vcpu: Vcpu,
         mem: GuestMemory,
@@ -327,8 +342,10 @@ impl Machine {
         timeout: Duration,
         ready: ReadyPoint,
         at_random: Option<u64>,
+        syscall_path: SyscallPath,
     ) -> Self {
         Self {
+            syscall_path,
             vcpu,
             mem,
             proc,
@@ -439,6 +456,9 @@ impl Machine {
                 self.vcpu.set_fs_base(base)?;
                 self.vcpu_fs_base = base;
             }
+            if self.syscall_path == SyscallPath::Fast {
+                self.sync_fast_page()?;
+            }
             match self.vcpu.run()? {
                 Exit::Io(port) => {
                     let trap = guest_kernel::decode(port, &self.mem)
@@ -466,6 +486,14 @@ impl Machine {
                                 return Ok(outcome);
                             }
                         }
+                        Trap::FastReturn(frame_addr) => {
+                            // Answered in the guest; only the return is ours to finish.
+                            let regs = self.vcpu.regs();
+                            self.trap_rsp = Frame::read(&self.mem, frame_addr)
+                                .map_err(|f| MachineError::Internal(f.to_string()))?
+                                .rsp;
+                            self.return_through_frame(&regs, frame_addr)?;
+                        }
                         Trap::Unknown(p) => {
                             return Err(MachineError::Internal(format!("exit on port {p:#x}")))
                         }
@@ -486,6 +514,35 @@ impl Machine {
                 Exit::Other(what) => return Err(MachineError::Internal(what.into())),
             }
         }
+    }
+
+    /// Refreshes what the in-guest dispatcher answers that changes while the
+    /// program runs: the running thread and whether it is alone. Written only
+    /// when different, so a fork's copy-on-write page stays shared (and out
+    /// of the pages a reset restores) in the common case.
+    fn sync_fast_page(&mut self) -> Result<(), MachineError> {
+        let alone = u64::from(self.proc.threads.others.is_empty());
+        for (off, v) in [(abi::fast::TID, self.proc.tid), (abi::fast::ALONE, alone)] {
+            let addr = abi::FAST_DATA_ADDR + off;
+            let now = self
+                .mem
+                .kernel_read_u64(addr)
+                .map_err(|f| MachineError::Internal(f.to_string()))?;
+            if now != v {
+                self.mem
+                    .kernel_write_u64(addr, v)
+                    .map_err(|f| MachineError::Internal(f.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// How many calls the in-guest dispatcher answered (a guest-writable
+    /// counter: for reports and tests only, never trusted).
+    pub fn fast_calls_served(&self) -> u64 {
+        self.mem
+            .kernel_read_u64(abi::FAST_DATA_ADDR + abi::fast::SERVED)
+            .unwrap_or(0)
     }
 
     /// Serves one system call; `Some` when the program is done.
@@ -777,6 +834,24 @@ fn find_auxv(mem: &GuestMemory, rsp: u64, key: u64) -> Option<u64> {
         }
         p += 16;
     }
+}
+
+/// Writes the constant answers of the in-guest dispatcher (identity); the
+/// per-entry ones are kept current by [`Machine::sync_fast_page`].
+fn fast_page_init(mem: &mut GuestMemory, tid: u64) -> Result<(), MachineError> {
+    use crate::linux::process::{PID, PPID, UID};
+    for (off, v) in [
+        (abi::fast::PID, PID),
+        (abi::fast::PPID, PPID),
+        (abi::fast::UID, UID),
+        (abi::fast::GID, UID),
+        (abi::fast::TID, tid),
+        (abi::fast::ALONE, 1),
+    ] {
+        mem.kernel_write_u64(abi::FAST_DATA_ADDR + off, v)
+            .map_err(|f| MachineError::Internal(f.to_string()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
