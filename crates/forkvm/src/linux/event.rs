@@ -25,6 +25,7 @@ const EPOLLIN: u32 = 0x001;
 const EPOLLOUT: u32 = 0x004;
 const EPOLLERR: u32 = 0x008;
 const EPOLLHUP: u32 = 0x010;
+const EPOLLRDHUP: u32 = 0x2000;
 const EPOLLONESHOT: u32 = 1 << 30;
 const EPOLLET: u32 = 1 << 31;
 const TFD_TIMER_ABSTIME: u64 = 1;
@@ -327,6 +328,9 @@ fn epoll_wait(
         }
         if r & 16 != 0 {
             bits |= EPOLLHUP;
+        }
+        if r & super::unix_socket::POLLRDHUP != 0 {
+            bits |= EPOLLRDHUP;
         }
         let bits = bits & i.events;
         if bits != 0 && (ready.len() as u64) < max {

@@ -968,6 +968,7 @@ pub fn stat_of_file(f: &OpenFile) -> Result<StatInfo, Errno> {
                 ..StatInfo::default()
             })
         }
+        FileKind::Socket(s) => Ok(super::net::socket_stat(s)),
         FileKind::Null => Ok(dev_stat(Dev::Null)),
         FileKind::Zero => Ok(dev_stat(Dev::Zero)),
         FileKind::Urandom => Ok(dev_stat(Dev::Urandom)),

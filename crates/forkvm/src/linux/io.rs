@@ -169,7 +169,10 @@ fn pipe_write(end: &PipeEnd, buf: &[u8]) -> Result<usize, Errno> {
 /// Whether a read may return less than asked while more would come later
 /// (so vectored reads must stop after one transfer).
 fn is_stream(f: &OpenFile) -> bool {
-    matches!(f.kind, FileKind::Stdin | FileKind::Pipe(_))
+    matches!(
+        f.kind,
+        FileKind::Stdin | FileKind::Pipe(_) | FileKind::Socket(_)
+    )
 }
 
 /// Reads into `buf` at the file position, or at `at` (pread).
@@ -184,8 +187,11 @@ pub(super) fn read_file(f: &mut OpenFile, buf: &mut [u8], at: Option<u64>) -> Re
     if let FileKind::Event(e) = &mut f.kind {
         return super::event::read(e, buf);
     }
+    if let FileKind::Socket(s) = &mut f.kind {
+        return super::net::socket_read(s, buf, at);
+    }
     match &f.kind {
-        FileKind::Event(_) => Err(Errno::EINVAL),
+        FileKind::Event(_) | FileKind::Socket(_) => Err(Errno::EINVAL),
         FileKind::Stdin => {
             let h = std::io::stdin();
             match at {
@@ -233,8 +239,11 @@ pub(super) fn write_file(f: &mut OpenFile, buf: &[u8], at: Option<u64>) -> Resul
     if let FileKind::Event(e) = &mut f.kind {
         return super::event::write(e, buf);
     }
+    if let FileKind::Socket(s) = &mut f.kind {
+        return super::net::socket_write(s, buf, at);
+    }
     match &f.kind {
-        FileKind::Event(_) => Err(Errno::EINVAL),
+        FileKind::Event(_) | FileKind::Socket(_) => Err(Errno::EINVAL),
         FileKind::Stdout | FileKind::Stderr => {
             let Some(h) = host_std(&f.kind) else {
                 return Err(Errno::EBADF);
@@ -294,6 +303,7 @@ fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> u64 {
         },
         // At least one byte, so an empty pipe still answers EAGAIN or EOF.
         FileKind::Pipe(end) if !end.write => len.min(lock(&end.pipe).buf.len().max(1) as u64),
+        FileKind::Socket(s) => len.min(s.available().max(1) as u64),
         FileKind::Null => 0,
         _ => len,
     }
@@ -331,7 +341,11 @@ fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     let mut f = lock(&file);
     let nonblocking = f.nonblocking();
     let r = write_file(&mut f, buf, at);
+    let socket = matches!(f.kind, FileKind::Socket(_));
     drop(f);
+    if socket && r == Err(Errno::EPIPE) {
+        super::net::raise_sigpipe(p);
+    }
     or_wait(p, nonblocking, r.map(|n| n as u64))
 }
 
@@ -492,7 +506,11 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
             Ok(n) => n,
             Err(_) if done > 0 => break,
             Err(e) => {
+                let socket = matches!(f.kind, FileKind::Socket(_));
                 drop(f);
+                if socket && e == Errno::EPIPE {
+                    super::net::raise_sigpipe(p);
+                }
                 return or_wait(p, nonblocking, Err(e));
             }
         };
@@ -570,7 +588,7 @@ fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
             f.offset = new as u64;
             Ok(new as u64)
         }
-        FileKind::Pipe(_) => Err(Errno::ESPIPE),
+        FileKind::Pipe(_) | FileKind::Socket(_) => Err(Errno::ESPIPE),
         FileKind::Null | FileKind::Zero | FileKind::Urandom => Ok(0),
         FileKind::PathOnly { .. } => Err(Errno::EBADF),
     }
@@ -615,6 +633,7 @@ fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             let f = lock(&file);
             let n = match &f.kind {
                 FileKind::Pipe(end) if !end.write => lock(&end.pipe).buf.len() as u64,
+                FileKind::Socket(s) => s.available() as u64,
                 FileKind::File { fd, .. } => {
                     let size = rustix::fs::fstat(fd.as_fd())?.st_size.max(0) as u64;
                     size.saturating_sub(f.offset)
@@ -684,6 +703,7 @@ fn readiness(f: &OpenFile) -> i16 {
     }
     match &f.kind {
         FileKind::Event(_) => 0,
+        FileKind::Socket(s) => s.poll(),
         FileKind::Pipe(end) => {
             let p = lock(&end.pipe);
             if end.write {

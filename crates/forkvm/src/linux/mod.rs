@@ -17,6 +17,7 @@ pub mod signal;
 pub mod table;
 pub mod thread;
 pub mod time;
+pub mod unix_socket;
 
 use crate::memory::{AddressSpace, Fault, GuestMemory};
 pub use errno::Errno;

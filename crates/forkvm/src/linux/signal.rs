@@ -133,7 +133,7 @@ fn default_terminates(sig: u64) -> bool {
 }
 
 /// Sends `sig` to the process itself.
-fn send_self(p: &mut Process, sig: u64) -> SysResult {
+pub(super) fn send_self(p: &mut Process, sig: u64) -> SysResult {
     if sig == 0 {
         return Ok(0);
     }
