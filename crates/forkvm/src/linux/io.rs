@@ -341,7 +341,7 @@ fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     let mut f = lock(&file);
     let nonblocking = f.nonblocking();
     let r = write_file(&mut f, buf, at);
-    let socket = matches!(f.kind, FileKind::Socket(_));
+    let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
     drop(f);
     if socket && r == Err(Errno::EPIPE) {
         super::net::raise_sigpipe(p);
@@ -506,7 +506,7 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
             Ok(n) => n,
             Err(_) if done > 0 => break,
             Err(e) => {
-                let socket = matches!(f.kind, FileKind::Socket(_));
+                let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
                 drop(f);
                 if socket && e == Errno::EPIPE {
                     super::net::raise_sigpipe(p);

@@ -432,6 +432,7 @@ fn send_common(
     };
     let sndbuf = u64::from(s.sndbuf);
     let timeout = s.sndtimeo;
+    let sigpipe = s.sigpipe();
     // A stream send takes at most a send buffer's worth; a larger datagram is EMSGSIZE.
     let limit = if s.ty == SOCK_STREAM {
         total.min(sndbuf)
@@ -451,7 +452,7 @@ fn send_common(
         Ok(n) => Ok(n as u64),
         Err(Errno::EAGAIN) if !nonblocking => wait_or(p, timeout),
         Err(Errno::EPIPE) => {
-            if flags & MSG_NOSIGNAL == 0 {
+            if sigpipe && flags & MSG_NOSIGNAL == 0 {
                 raise_sigpipe(p);
             }
             Err(Errno::EPIPE)
@@ -842,7 +843,7 @@ fn sys_getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult
     let bytes = with_socket(p, fd, |s, _| {
         Ok(match name {
             SO_TYPE => int(s.ty as i32),
-            SO_ERROR => int(std::mem::take(&mut s.error)),
+            SO_ERROR => int(s.take_error()),
             SO_SNDBUF => int(s.sndbuf as i32),
             SO_RCVBUF => int(s.rcvbuf as i32),
             SO_DOMAIN => int(AF_UNIX as i32),

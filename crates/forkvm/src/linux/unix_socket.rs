@@ -34,6 +34,8 @@ const MSG_OVERHEAD: usize = 576;
 /// Most descriptors one message may carry (SCM_MAX_FD).
 pub const MAX_FDS_PER_MSG: usize = 253;
 
+const ECONNRESET: i32 = 104;
+
 /// `sk_shutdown` bit: no more receiving.
 const RCV_SHUTDOWN: u8 = 1;
 /// `sk_shutdown` bit: no more sending.
@@ -41,6 +43,7 @@ const SEND_SHUTDOWN: u8 = 2;
 
 const POLLIN: i16 = 0x1;
 const POLLOUT: i16 = 0x4;
+const POLLERR: i16 = 0x8;
 const POLLHUP: i16 = 0x10;
 const POLLRDNORM: i16 = 0x40;
 const POLLWRNORM: i16 = 0x100;
@@ -67,6 +70,8 @@ pub struct Pair {
     pub shut: [u8; 2],
     /// Whether each side has been closed.
     pub closed: [bool; 2],
+    /// Pending `sk_err` of each side (ECONNRESET when the peer closed with unread data).
+    pub error: [i32; 2],
     /// Socket type (the same for both sides).
     pub ty: u32,
 }
@@ -87,8 +92,6 @@ pub struct Socket {
     pub rcvtimeo: Option<Duration>,
     /// SO_SNDTIMEO (None: forever).
     pub sndtimeo: Option<Duration>,
-    /// Pending SO_ERROR.
-    pub error: i32,
     /// Other boolean/int options set with setsockopt (SO_PASSCRED, SO_KEEPALIVE, ...), by name.
     pub flags: Vec<(i32, i32)>,
     /// Inode number reported by fstat.
@@ -111,7 +114,6 @@ impl Socket {
             rcvbuf: DEFAULT_BUF,
             rcvtimeo: None,
             sndtimeo: None,
-            error: 0,
             flags: Vec::new(),
             ino: next_ino(),
         }
@@ -124,6 +126,7 @@ impl Socket {
             bytes: [0, 0],
             shut: [0, 0],
             closed: [false, false],
+            error: [0, 0],
             ty,
         }));
         let mut a = Socket::new(ty);
@@ -167,6 +170,7 @@ impl Socket {
                         bytes: old.bytes,
                         shut: old.shut,
                         closed: old.closed,
+                        error: old.error,
                         ty: old.ty,
                     }));
                     pairs.push((key, c.clone()));
@@ -183,7 +187,6 @@ impl Socket {
             rcvbuf: self.rcvbuf,
             rcvtimeo: self.rcvtimeo,
             sndtimeo: self.sndtimeo,
-            error: self.error,
             flags: self.flags.clone(),
             ino: self.ino,
         }
@@ -198,7 +201,9 @@ impl Socket {
             _ => return Err(Errno::EINVAL),
         };
         let Some((pair, side)) = &self.conn else {
-            return Err(Errno::ENOTCONN);
+            // Linux accepts it and only records it.
+            self.shut |= mask;
+            return Ok(());
         };
         let mut g = lock(pair);
         g.shut[*side] |= mask;
@@ -230,28 +235,45 @@ impl Socket {
         }
     }
 
+    /// Takes the pending error (SO_ERROR), 0 if none.
+    pub fn take_error(&mut self) -> i32 {
+        match &self.conn {
+            Some((pair, side)) => std::mem::take(&mut lock(pair).error[*side]),
+            None => 0,
+        }
+    }
+
+    /// Whether EPIPE from a send raises SIGPIPE (stream sockets only, as on Linux).
+    pub fn sigpipe(&self) -> bool {
+        self.ty == SOCK_STREAM
+    }
+
     /// poll(2) bits now.
     pub fn poll(&self) -> i16 {
+        let shut_bits = |shut: u8| {
+            let mut r = 0;
+            if shut & RCV_SHUTDOWN != 0 {
+                r |= POLLIN | POLLRDNORM | POLLRDHUP;
+            }
+            if shut == RCV_SHUTDOWN | SEND_SHUTDOWN {
+                r |= POLLHUP;
+            }
+            r
+        };
         let Some((pair, side)) = &self.conn else {
             // Unconnected: a stream/seqpacket socket is "closed" (POLLHUP); a
             // datagram one can always send (to an address) but nothing arrives.
-            return if self.connection() {
-                POLLOUT | POLLWRNORM | POLLHUP
-            } else {
-                POLLOUT | POLLWRNORM
-            };
+            let hup = if self.connection() { POLLHUP } else { 0 };
+            return POLLOUT | POLLWRNORM | hup | shut_bits(self.shut);
         };
         let g = lock(pair);
         let s = *side;
-        let mut r = 0;
+        let mut r = shut_bits(g.shut[s]);
         if !g.queues[s].is_empty() {
             r |= POLLIN | POLLRDNORM;
         }
-        if g.shut[s] & RCV_SHUTDOWN != 0 {
-            r |= POLLIN | POLLRDNORM | POLLRDHUP;
-        }
-        if g.shut[s] == RCV_SHUTDOWN | SEND_SHUTDOWN {
-            r |= POLLHUP;
+        if g.error[s] != 0 {
+            r |= POLLERR;
         }
         // Linux: writable while at most a quarter of the send buffer is in flight.
         let writable = g.bytes[1 - s].saturating_mul(4) <= self.sndbuf as usize
@@ -269,13 +291,17 @@ impl Socket {
     /// down (the caller raises SIGPIPE).
     pub fn send(&mut self, data: &[u8], fds: Vec<FileRef>) -> Result<usize, Errno> {
         let Some((pair, side)) = &self.conn else {
-            if self.shut & SEND_SHUTDOWN != 0 {
+            if self.shut & SEND_SHUTDOWN != 0 && !self.connection() {
                 return Err(Errno::EPIPE);
             }
             return Err(Errno::ENOTCONN);
         };
         let (s, peer) = (*side, 1 - *side);
         let mut g = lock(pair);
+        if self.ty == SOCK_SEQPACKET && g.error[s] != 0 {
+            // Datagram-style sends report a pending error first.
+            return Err(Errno(std::mem::take(&mut g.error[s])));
+        }
         if g.shut[s] & SEND_SHUTDOWN != 0 {
             return Err(Errno::EPIPE);
         }
@@ -328,18 +354,18 @@ impl Socket {
     /// EAGAIN when nothing is there yet.
     pub fn recv(&mut self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
         let Some((pair, side)) = &self.conn else {
-            if self.shut & RCV_SHUTDOWN != 0 {
-                return Ok(Received::default());
-            }
-            return Err(if self.connection() {
-                Errno::ENOTCONN
-            } else {
-                Errno::EAGAIN
+            return Err(match self.ty {
+                SOCK_STREAM => Errno::EINVAL,
+                SOCK_SEQPACKET => Errno::ENOTCONN,
+                _ => Errno::EAGAIN,
             });
         };
         let s = *side;
         let mut g = lock(pair);
         if g.queues[s].is_empty() {
+            if g.error[s] != 0 {
+                return Err(Errno(std::mem::take(&mut g.error[s])));
+            }
             return if g.shut[s] & RCV_SHUTDOWN != 0 {
                 Ok(Received::default())
             } else {
@@ -432,6 +458,9 @@ impl Drop for Socket {
             // after the lock is released, since it may hold descriptions of
             // this very pair.
             dropped = std::mem::take(&mut g.queues[side]);
+            if g.ty != SOCK_DGRAM && !dropped.is_empty() {
+                g.error[1 - side] = ECONNRESET;
+            }
             g.bytes[side] = 0;
         }
         drop(dropped);
@@ -508,8 +537,17 @@ mod tests {
         assert_eq!(d.recv(&mut buf, false).err(), Some(Errno::EAGAIN));
         assert_eq!(c.send(b"x", Vec::new()), Err(Errno::EPIPE));
         let mut lone = Socket::new(SOCK_STREAM);
-        assert_eq!(lone.shutdown(2), Err(Errno::ENOTCONN));
-        assert_eq!(lone.recv(&mut buf, false).err(), Some(Errno::ENOTCONN));
+        assert_eq!(lone.recv(&mut buf, false).err(), Some(Errno::EINVAL));
+        assert_eq!(lone.poll(), POLLOUT | POLLWRNORM | POLLHUP);
+        assert_eq!(lone.shutdown(2), Ok(()));
+        assert_eq!(lone.send(b"x", Vec::new()), Err(Errno::ENOTCONN));
+        // Closing with unread data resets the peer once.
+        let (mut e, f) = Socket::pair(SOCK_STREAM);
+        e.send(b"unread", Vec::new()).unwrap();
+        drop(f);
+        assert_ne!(e.poll() & POLLERR, 0);
+        assert_eq!(e.recv(&mut buf, false).err(), Some(Errno(ECONNRESET)));
+        assert_eq!(e.recv(&mut buf, false).map(|r| r.copied), Ok(0));
     }
 
     #[test]
