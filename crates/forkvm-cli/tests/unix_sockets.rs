@@ -69,5 +69,9 @@ async def main():
 asyncio.run(main())
 print(socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0].type)
 "#;
-    check(&Case::new("/usr/bin/python3").args(["-c", script]).flags(LIBS.iter().copied()));
+    check(
+        &Case::new("/usr/bin/python3")
+            .args(["-c", script])
+            .flags(LIBS.iter().copied()),
+    );
 }

@@ -1041,6 +1041,12 @@ fn stat_path(p: &Process, mem: &mut GuestMemory, path: u64, buf: u64, follow: bo
     Ok(0)
 }
 
+/// Whether `path` (relative to the cwd) names something the guest may see,
+/// with stat's errors (ENOENT, EACCES, ...) otherwise.
+pub(super) fn check_path(p: &Process, path: &[u8], follow: bool) -> Result<(), Errno> {
+    lookup(p, AT_FDCWD, path, follow).map(|_| ())
+}
+
 /// Implements stat(2).
 fn sys_stat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     stat_path(p, mem, a[0], a[1], true)

@@ -18,6 +18,7 @@ pub mod table;
 pub mod thread;
 pub mod time;
 pub mod unix_socket;
+pub mod xattr;
 
 use crate::memory::{AddressSpace, Fault, GuestMemory};
 pub use errno::Errno;
