@@ -75,3 +75,11 @@ print(socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0].type)
             .flags(LIBS.iter().copied()),
     );
 }
+
+#[test]
+fn posix_timers_signal_none_absolute_and_default_action() {
+    for prog in ["posix_timers.glibc", "posix_timers.musl"] {
+        let (native, _) = differential(prog, &[], &[]);
+        assert_eq!(native.status, 128 + 14, "{}", native.describe());
+    }
+}

@@ -115,6 +115,8 @@ pub struct Process {
     pub started: Instant,
     /// Unknown syscalls already logged, so each is logged once.
     pub unknown_logged: HashSet<u64>,
+    /// POSIX timers (timer_create).
+    pub posix_timers: time::posix::Timers,
 }
 
 impl Process {
@@ -150,6 +152,7 @@ impl Process {
             comm,
             started: Instant::now(),
             unknown_logged: HashSet::new(),
+            posix_timers: time::posix::Timers::default(),
         }
     }
 }
@@ -182,6 +185,7 @@ impl Process {
             comm: self.comm,
             started: self.started,
             unknown_logged: self.unknown_logged.clone(),
+            posix_timers: time::posix::Timers::default(),
         })
     }
 }
