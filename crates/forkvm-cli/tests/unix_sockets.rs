@@ -83,3 +83,42 @@ fn posix_timers_signal_none_absolute_and_default_action() {
         assert_eq!(native.status, 128 + 14, "{}", native.describe());
     }
 }
+
+#[test]
+fn tokio_signal_driver_over_a_socketpair() {
+    differential("tokio_signal_rs", &[], &[]);
+}
+
+#[test]
+fn ruby_timer_threads_and_signals_without_warnings() {
+    if !installed("/usr/bin/ruby") {
+        return;
+    }
+    // Ruby's timer thread uses timer_create (else it warns "signals racy")
+    // and wakes sleeping threads through an eventfd it polls.
+    let script = r#"
+t = Thread.new { sleep 0.05; :done }
+r, w = IO.pipe
+Signal.trap("USR1") { w.write "x" }
+Process.kill("USR1", Process.pid)
+puts r.read(1)
+puts t.value
+q = Queue.new
+3.times.map { |i| Thread.new { q << i * i } }.each(&:join)
+puts 3.times.map { q.pop }.sort.inspect
+puts 1 + 1
+"#;
+    let mut flags: Vec<&str> = LIBS.to_vec();
+    for d in [
+        "/usr/share/ruby",
+        "/usr/share/rubygems-integration",
+        "/var/lib/gems",
+        "/usr/local/lib/site_ruby",
+    ] {
+        if Path::new(d).exists() {
+            flags.extend(["--allow-read", d]);
+        }
+    }
+    let (_, vm) = check(&Case::new("/usr/bin/ruby").args(["-e", script]).flags(flags));
+    assert!(vm.stderr.is_empty(), "{}", vm.describe());
+}

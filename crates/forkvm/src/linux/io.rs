@@ -753,7 +753,7 @@ fn do_poll(
             match p.fds.get(fd) {
                 Err(_) => PollSrc::Now(POLLNVAL),
                 Ok(file) => {
-                    let f = lock(&file);
+                    let mut f = lock(&file);
                     match host_std(&f.kind) {
                         Some(h) if !f.path_only() => {
                             host.push(libc::pollfd {
@@ -764,7 +764,8 @@ fn do_poll(
                             PollSrc::Host(host.len() - 1)
                         }
                         _ => {
-                            let r = readiness(&f);
+                            // Event objects (eventfd, timerfd) too, not only pipes.
+                            let r = readiness_of(&mut f, std::time::Instant::now());
                             PollSrc::Now(if r == POLLNVAL { r } else { r & mask })
                         }
                     }
@@ -1096,6 +1097,24 @@ mod tests {
         assert_eq!(call(&mut p, &mut m, sys_read, &[r, out, 100]), Ok(0));
         assert_eq!(call(&mut p, &mut m, sys_poll, &[pfd, 1, 0]), Ok(1));
         assert_eq!(m.read(pfd + 6, 2).unwrap(), &POLLHUP.to_le_bytes());
+    }
+
+    #[test]
+    fn poll_sees_eventfd_readiness() {
+        let (mut p, mut m) = setup();
+        let ev = super::super::event::EventObj::EventFd {
+            count: 1,
+            semaphore: false,
+        };
+        let fd = open_dev(&mut p, FileKind::Event(ev), O_RDWR);
+        let pfd = USER_BASE;
+        let mut ent = Vec::new();
+        ent.extend_from_slice(&(fd as i32).to_le_bytes());
+        ent.extend_from_slice(&POLLIN.to_le_bytes());
+        ent.extend_from_slice(&0i16.to_le_bytes());
+        m.write(pfd, &ent).unwrap();
+        assert_eq!(call(&mut p, &mut m, sys_poll, &[pfd, 1, 0]), Ok(1));
+        assert_eq!(m.read(pfd + 6, 2).unwrap(), &POLLIN.to_le_bytes());
     }
 
     #[test]
