@@ -983,7 +983,7 @@ fn sys_fadvise64(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 0, name: "read", handler: sys_read, support: Support::Full, note: "" },
     SyscallEntry { nr: 1, name: "write", handler: sys_write, support: Support::Partial,
-        note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE" },
+        note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE (a stream socket's does)" },
     SyscallEntry { nr: 7, name: "poll", handler: sys_poll, support: Support::Partial,
         note: "waiting re-checks readiness every 1 ms (20 ms with one thread); other threads run meanwhile" },
     SyscallEntry { nr: 8, name: "lseek", handler: sys_lseek, support: Support::Full, note: "" },
