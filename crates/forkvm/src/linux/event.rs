@@ -74,7 +74,8 @@ impl Timer {
         } else {
             let n = (now - next).as_nanos() / self.interval.as_nanos() + 1;
             self.expired = self.expired.saturating_add(n as u64);
-            self.next = next.checked_add(self.interval * n as u32);
+            let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+            self.next = Some(super::time::after(next, self.interval.saturating_mul(n32)));
         }
     }
 }
@@ -467,9 +468,9 @@ fn sys_timerfd_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
         };
         let c = rustix::time::clock_gettime(id);
         let cur = Duration::new(c.tv_sec as u64, c.tv_nsec as u32);
-        Some(now + value.saturating_sub(cur))
+        Some(super::time::after(now, value.saturating_sub(cur)))
     } else {
-        Some(now + value)
+        Some(super::time::after(now, value))
     };
     if old != 0 {
         let t = with_timer(p, fd, |t| Ok(t.clone()))?;

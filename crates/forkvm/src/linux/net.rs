@@ -515,7 +515,7 @@ fn sys_sendmmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let vlen = vlen.min(MAX_IOV);
     let mut sent = 0u64;
     for i in 0..vlen {
-        let hdr = vec + i * MMSGHDR_SIZE;
+        let hdr = vec.checked_add(i * MMSGHDR_SIZE).ok_or(Errno::EFAULT)?;
         // After the first message, never wait (as Linux returns what it sent).
         let fl = if sent > 0 {
             flags | MSG_DONTWAIT
@@ -704,7 +704,7 @@ fn sys_recvmmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let vlen = vlen.min(MAX_IOV);
     let mut got = 0u64;
     for i in 0..vlen {
-        let hdr = vec + i * MMSGHDR_SIZE;
+        let hdr = vec.checked_add(i * MMSGHDR_SIZE).ok_or(Errno::EFAULT)?;
         let fl = if got > 0 && flags & MSG_WAITFORONE != 0 {
             flags | MSG_DONTWAIT
         } else {
@@ -1162,5 +1162,12 @@ mod tests {
             call(&mut p, &mut m, sys_sendmsg, &[a, hdr, 0]),
             Err(Errno::EMSGSIZE)
         );
+        // Message vectors at the top of the address space: EFAULT, no overflow.
+        for h in [sys_sendmmsg as crate::linux::Handler, sys_recvmmsg] {
+            assert_eq!(
+                call(&mut p, &mut m, h, &[a, u64::MAX - 70, 4, MSG_DONTWAIT]),
+                Err(Errno::EFAULT)
+            );
+        }
     }
 }

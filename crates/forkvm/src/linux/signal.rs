@@ -330,7 +330,7 @@ pub fn fire_timer(p: &mut Process) -> bool {
     if now < next {
         return posix;
     }
-    p.itimer = (!period.is_zero()).then(|| (now + period, period));
+    p.itimer = (!period.is_zero()).then(|| (super::time::after(now, period), period));
     let _ = send_self(p, SIGALRM);
     true
 }

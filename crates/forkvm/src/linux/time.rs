@@ -91,10 +91,17 @@ fn sys_time(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(t)
 }
 
+/// `now + d`, saturating far in the future instead of overflowing (a guest
+/// may ask for any number of seconds).
+pub fn after(now: std::time::Instant, d: std::time::Duration) -> std::time::Instant {
+    const CENTURY: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 86_400);
+    now.checked_add(d.min(CENTURY)).unwrap_or(now)
+}
+
 /// With other threads, a sleeping thread lets them run instead of sleeping the vCPU.
 fn block_thread(p: &mut Process, d: std::time::Duration) -> SysResult {
     p.sched = Some(super::thread::Sched::Block(super::thread::Wait::Sleep(
-        std::time::Instant::now() + d,
+        after(std::time::Instant::now(), d),
     )));
     Ok(0)
 }
@@ -227,7 +234,7 @@ fn sys_setitimer(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
         write_itimerval(mem, a[2], p)?;
     }
     if let Some((period, value)) = new {
-        p.itimer = (!value.is_zero()).then(|| (std::time::Instant::now() + value, period));
+        p.itimer = (!value.is_zero()).then(|| (after(std::time::Instant::now(), value), period));
     }
     Ok(0)
 }
@@ -365,7 +372,7 @@ pub fn fire_posix_timers(p: &mut Process) -> bool {
         } else {
             let n = ((now - next).as_nanos() / t.interval.as_nanos()).saturating_add(1);
             let n = u32::try_from(n).unwrap_or(u32::MAX);
-            t.next = next.checked_add(t.interval.saturating_mul(n));
+            t.next = Some(after(next, t.interval.saturating_mul(n)));
             u64::from(n)
         };
         t.overrun = n - 1;
@@ -484,9 +491,9 @@ fn sys_timer_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRes
         None
     } else if flags & TIMER_ABSTIME != 0 {
         let cur = duration(rustix::time::clock_gettime(clock(t.clock)?));
-        Some(now + duration(value).saturating_sub(cur))
+        Some(after(now, duration(value).saturating_sub(cur)))
     } else {
-        Some(now + duration(value))
+        Some(after(now, duration(value)))
     };
     t.next = first;
     t.interval = if first.is_some() {
@@ -636,6 +643,30 @@ mod tests {
             sys_timer_settime(&mut p, &mut m, &[1, 2, spec, 0, 0, 0]),
             Err(Errno::EINVAL)
         );
+    }
+
+    #[test]
+    fn huge_times_saturate_instead_of_panicking() {
+        let (mut p, mut m, buf) = crate::linux::test_process();
+        m.write_u64(buf, i64::MAX as u64).unwrap();
+        m.write_u64(buf + 8, 0).unwrap();
+        m.write_u64(buf + 16, i64::MAX as u64).unwrap();
+        m.write_u64(buf + 24, 0).unwrap();
+        assert_eq!(sys_setitimer(&mut p, &mut m, &[0, buf, 0, 0, 0, 0]), Ok(0));
+        assert!(p.itimer.is_some());
+        assert_eq!(
+            sys_timer_create(&mut p, &mut m, &[1, 0, buf + 0x100, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(
+            sys_timer_settime(&mut p, &mut m, &[0, 0, buf, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(
+            sys_timer_settime(&mut p, &mut m, &[0, 1, buf, 0, 0, 0]),
+            Ok(0)
+        );
+        assert!(!fire_posix_timers(&mut p));
     }
 
     #[test]
