@@ -28,9 +28,9 @@ fi
 
 C_PROGRAMS=(hello args_env read_file refused_file malloc_big sort floats time_random
     null_write infinite_loop memory_bomb hostile cat_stdin cat sigsegv_recover pthreads
-    thread_signal alarm vector_state)
+    thread_signal alarm vector_state unix_sockets posix_timers)
 CPP_PROGRAMS=(hello_cpp sort_cpp exceptions_cpp)
-RUST_PROGRAMS=(hello_rs panic_rs threads_rs tokio_rs)
+RUST_PROGRAMS=(hello_rs panic_rs threads_rs tokio_rs tokio_signal_rs)
 
 CFLAGS=(-static -O2 -Wall -Wextra -g0)
 LIBS=(-lm -pthread)

@@ -25,6 +25,7 @@ const EPOLLIN: u32 = 0x001;
 const EPOLLOUT: u32 = 0x004;
 const EPOLLERR: u32 = 0x008;
 const EPOLLHUP: u32 = 0x010;
+const EPOLLRDHUP: u32 = 0x2000;
 const EPOLLONESHOT: u32 = 1 << 30;
 const EPOLLET: u32 = 1 << 31;
 const TFD_TIMER_ABSTIME: u64 = 1;
@@ -73,7 +74,8 @@ impl Timer {
         } else {
             let n = (now - next).as_nanos() / self.interval.as_nanos() + 1;
             self.expired = self.expired.saturating_add(n as u64);
-            self.next = next.checked_add(self.interval * n as u32);
+            let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+            self.next = Some(super::time::after(next, self.interval.saturating_mul(n32)));
         }
     }
 }
@@ -328,6 +330,9 @@ fn epoll_wait(
         if r & 16 != 0 {
             bits |= EPOLLHUP;
         }
+        if r & super::unix_socket::POLLRDHUP != 0 {
+            bits |= EPOLLRDHUP;
+        }
         let bits = bits & i.events;
         if bits != 0 && (ready.len() as u64) < max {
             ready.push((fd, bits, i.data, i.events & EPOLLONESHOT != 0));
@@ -463,9 +468,9 @@ fn sys_timerfd_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
         };
         let c = rustix::time::clock_gettime(id);
         let cur = Duration::new(c.tv_sec as u64, c.tv_nsec as u32);
-        Some(now + value.saturating_sub(cur))
+        Some(super::time::after(now, value.saturating_sub(cur)))
     } else {
-        Some(now + value)
+        Some(super::time::after(now, value))
     };
     if old != 0 {
         let t = with_timer(p, fd, |t| Ok(t.clone()))?;

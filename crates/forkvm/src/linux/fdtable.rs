@@ -155,6 +155,8 @@ pub enum FileKind {
     Urandom,
     /// eventfd, timerfd or epoll.
     Event(super::event::EventObj),
+    /// A UNIX-domain socket (socketpair or unnamed socket).
+    Socket(super::unix_socket::Socket),
 }
 
 /// An open file description: shared by every fd `dup`ed from the same open.
@@ -550,6 +552,7 @@ impl FdTable {
     pub fn fork_copy(&self) -> Result<FdTable, Errno> {
         let mut files: Vec<(*const Mutex<OpenFile>, FileRef)> = Vec::new();
         let mut pipes: Vec<(*const Mutex<Pipe>, Arc<Mutex<Pipe>>)> = Vec::new();
+        let mut socks = Vec::new();
         let mut slots = Vec::with_capacity(self.slots.len());
         for slot in &self.slots {
             let Some(slot) = slot else {
@@ -560,7 +563,7 @@ impl FdTable {
             let file = match files.iter().find(|(k, _)| *k == key) {
                 Some((_, f)) => f.clone(),
                 None => {
-                    let f = copy_file(&lock(&slot.file), &mut pipes)?.into_ref();
+                    let f = copy_file(&lock(&slot.file), &mut pipes, &mut socks)?.into_ref();
                     files.push((key, f.clone()));
                     f
                 }
@@ -584,6 +587,7 @@ fn dup(fd: &OwnedFd) -> Result<OwnedFd, Errno> {
 fn copy_file(
     f: &OpenFile,
     pipes: &mut Vec<(*const Mutex<Pipe>, Arc<Mutex<Pipe>>)>,
+    socks: &mut Vec<(usize, Arc<Mutex<super::unix_socket::Pair>>)>,
 ) -> Result<OpenFile, Errno> {
     let kind = match &f.kind {
         FileKind::Stdin => FileKind::Stdin,
@@ -593,6 +597,7 @@ fn copy_file(
         FileKind::Zero => FileKind::Zero,
         FileKind::Urandom => FileKind::Urandom,
         FileKind::Event(e) => FileKind::Event(e.clone()),
+        FileKind::Socket(s) => FileKind::Socket(s.fork_copy(socks)),
         FileKind::File { fd, path } => FileKind::File {
             fd: dup(fd)?,
             path: path.clone(),

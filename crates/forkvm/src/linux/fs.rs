@@ -968,6 +968,7 @@ pub fn stat_of_file(f: &OpenFile) -> Result<StatInfo, Errno> {
                 ..StatInfo::default()
             })
         }
+        FileKind::Socket(s) => Ok(super::net::socket_stat(s)),
         FileKind::Null => Ok(dev_stat(Dev::Null)),
         FileKind::Zero => Ok(dev_stat(Dev::Zero)),
         FileKind::Urandom => Ok(dev_stat(Dev::Urandom)),
@@ -1038,6 +1039,12 @@ fn stat_path(p: &Process, mem: &mut GuestMemory, path: u64, buf: u64, follow: bo
     let st = stat_of(&lookup(p, AT_FDCWD, &path, follow)?)?;
     mem.write(buf, &encode_stat(&st))?;
     Ok(0)
+}
+
+/// Whether `path` (relative to the cwd) names something the guest may see,
+/// with stat's errors (ENOENT, EACCES, ...) otherwise.
+pub(super) fn check_path(p: &Process, path: &[u8], follow: bool) -> Result<(), Errno> {
+    lookup(p, AT_FDCWD, path, follow).map(|_| ())
 }
 
 /// Implements stat(2).

@@ -169,7 +169,10 @@ fn pipe_write(end: &PipeEnd, buf: &[u8]) -> Result<usize, Errno> {
 /// Whether a read may return less than asked while more would come later
 /// (so vectored reads must stop after one transfer).
 fn is_stream(f: &OpenFile) -> bool {
-    matches!(f.kind, FileKind::Stdin | FileKind::Pipe(_))
+    matches!(
+        f.kind,
+        FileKind::Stdin | FileKind::Pipe(_) | FileKind::Socket(_)
+    )
 }
 
 /// Reads into `buf` at the file position, or at `at` (pread).
@@ -184,8 +187,11 @@ pub(super) fn read_file(f: &mut OpenFile, buf: &mut [u8], at: Option<u64>) -> Re
     if let FileKind::Event(e) = &mut f.kind {
         return super::event::read(e, buf);
     }
+    if let FileKind::Socket(s) = &mut f.kind {
+        return super::net::socket_read(s, buf, at);
+    }
     match &f.kind {
-        FileKind::Event(_) => Err(Errno::EINVAL),
+        FileKind::Event(_) | FileKind::Socket(_) => Err(Errno::EINVAL),
         FileKind::Stdin => {
             let h = std::io::stdin();
             match at {
@@ -233,8 +239,11 @@ pub(super) fn write_file(f: &mut OpenFile, buf: &[u8], at: Option<u64>) -> Resul
     if let FileKind::Event(e) = &mut f.kind {
         return super::event::write(e, buf);
     }
+    if let FileKind::Socket(s) = &mut f.kind {
+        return super::net::socket_write(s, buf, at);
+    }
     match &f.kind {
-        FileKind::Event(_) => Err(Errno::EINVAL),
+        FileKind::Event(_) | FileKind::Socket(_) => Err(Errno::EINVAL),
         FileKind::Stdout | FileKind::Stderr => {
             let Some(h) = host_std(&f.kind) else {
                 return Err(Errno::EBADF);
@@ -294,6 +303,7 @@ fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> u64 {
         },
         // At least one byte, so an empty pipe still answers EAGAIN or EOF.
         FileKind::Pipe(end) if !end.write => len.min(lock(&end.pipe).buf.len().max(1) as u64),
+        FileKind::Socket(s) => len.min(s.available().max(1) as u64),
         FileKind::Null => 0,
         _ => len,
     }
@@ -341,7 +351,11 @@ fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     let mut f = lock(&file);
     let nonblocking = f.nonblocking();
     let r = write_file(&mut f, buf, at);
+    let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
     drop(f);
+    if socket && r == Err(Errno::EPIPE) {
+        super::net::raise_sigpipe(p);
+    }
     or_wait(p, nonblocking, r.map(|n| n as u64))
 }
 
@@ -502,7 +516,11 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
             Ok(n) => n,
             Err(_) if done > 0 => break,
             Err(e) => {
+                let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
                 drop(f);
+                if socket && e == Errno::EPIPE {
+                    super::net::raise_sigpipe(p);
+                }
                 return or_wait(p, nonblocking, Err(e));
             }
         };
@@ -580,7 +598,7 @@ fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
             f.offset = new as u64;
             Ok(new as u64)
         }
-        FileKind::Pipe(_) => Err(Errno::ESPIPE),
+        FileKind::Pipe(_) | FileKind::Socket(_) => Err(Errno::ESPIPE),
         FileKind::Null | FileKind::Zero | FileKind::Urandom => Ok(0),
         FileKind::PathOnly { .. } => Err(Errno::EBADF),
     }
@@ -625,6 +643,7 @@ fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             let f = lock(&file);
             let n = match &f.kind {
                 FileKind::Pipe(end) if !end.write => lock(&end.pipe).buf.len() as u64,
+                FileKind::Socket(s) => s.available() as u64,
                 FileKind::File { fd, .. } => {
                     let size = rustix::fs::fstat(fd.as_fd())?.st_size.max(0) as u64;
                     size.saturating_sub(f.offset)
@@ -694,6 +713,7 @@ fn readiness(f: &OpenFile) -> i16 {
     }
     match &f.kind {
         FileKind::Event(_) => 0,
+        FileKind::Socket(s) => s.poll(),
         FileKind::Pipe(end) => {
             let p = lock(&end.pipe);
             if end.write {
@@ -743,7 +763,7 @@ fn do_poll(
             match p.fds.get(fd) {
                 Err(_) => PollSrc::Now(POLLNVAL),
                 Ok(file) => {
-                    let f = lock(&file);
+                    let mut f = lock(&file);
                     match host_std(&f.kind) {
                         Some(h) if !f.path_only() => {
                             host.push(libc::pollfd {
@@ -754,7 +774,8 @@ fn do_poll(
                             PollSrc::Host(host.len() - 1)
                         }
                         _ => {
-                            let r = readiness(&f);
+                            // Event objects (eventfd, timerfd) too, not only pipes.
+                            let r = readiness_of(&mut f, std::time::Instant::now());
                             PollSrc::Now(if r == POLLNVAL { r } else { r & mask })
                         }
                     }
@@ -972,7 +993,7 @@ fn sys_fadvise64(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 0, name: "read", handler: sys_read, support: Support::Full, note: "" },
     SyscallEntry { nr: 1, name: "write", handler: sys_write, support: Support::Partial,
-        note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE" },
+        note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE (a stream socket's does)" },
     SyscallEntry { nr: 7, name: "poll", handler: sys_poll, support: Support::Partial,
         note: "waiting re-checks readiness every 1 ms (20 ms with one thread); other threads run meanwhile" },
     SyscallEntry { nr: 8, name: "lseek", handler: sys_lseek, support: Support::Full, note: "" },
@@ -1086,6 +1107,24 @@ mod tests {
         assert_eq!(call(&mut p, &mut m, sys_read, &[r, out, 100]), Ok(0));
         assert_eq!(call(&mut p, &mut m, sys_poll, &[pfd, 1, 0]), Ok(1));
         assert_eq!(m.read(pfd + 6, 2).unwrap(), &POLLHUP.to_le_bytes());
+    }
+
+    #[test]
+    fn poll_sees_eventfd_readiness() {
+        let (mut p, mut m) = setup();
+        let ev = super::super::event::EventObj::EventFd {
+            count: 1,
+            semaphore: false,
+        };
+        let fd = open_dev(&mut p, FileKind::Event(ev), O_RDWR);
+        let pfd = USER_BASE;
+        let mut ent = Vec::new();
+        ent.extend_from_slice(&(fd as i32).to_le_bytes());
+        ent.extend_from_slice(&POLLIN.to_le_bytes());
+        ent.extend_from_slice(&0i16.to_le_bytes());
+        m.write(pfd, &ent).unwrap();
+        assert_eq!(call(&mut p, &mut m, sys_poll, &[pfd, 1, 0]), Ok(1));
+        assert_eq!(m.read(pfd + 6, 2).unwrap(), &POLLIN.to_le_bytes());
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub mod table;
 pub mod thread;
 pub mod time;
 pub mod trace;
+pub mod unix_socket;
+pub mod xattr;
 
 use crate::memory::{AddressSpace, Fault, GuestMemory};
 pub use errno::Errno;
@@ -116,6 +118,8 @@ pub struct Process {
     pub started: Instant,
     /// Unknown syscalls already logged, so each is logged once.
     pub unknown_logged: HashSet<u64>,
+    /// POSIX timers (timer_create).
+    pub posix_timers: time::posix::Timers,
 }
 
 impl Process {
@@ -152,6 +156,7 @@ impl Process {
             comm,
             started: Instant::now(),
             unknown_logged: HashSet::new(),
+            posix_timers: time::posix::Timers::default(),
         }
     }
 }
@@ -185,6 +190,7 @@ impl Process {
             comm: self.comm,
             started: self.started,
             unknown_logged: self.unknown_logged.clone(),
+            posix_timers: time::posix::Timers::default(),
         })
     }
 }

@@ -1,72 +1,1173 @@
-//! Networking: refused. The sandbox has no network; a program that tries
-//! gets the error a host without network access would give, never a host
-//! socket.
+//! Sockets. The sandbox has no network: every family but AF_UNIX is
+//! refused with the error a host without network access would give, and
+//! no host socket is ever created. AF_UNIX sockets live inside the VM
+//! (see [`super::unix_socket`]): `socketpair` gives a connected pair
+//! (stream, datagram or seqpacket) with SCM_RIGHTS descriptor passing;
+//! `socket(AF_UNIX)` gives an unnamed socket that cannot be bound or
+//! connected to a name (nothing listens inside the VM).
 
+use super::fdtable::{lock, oflags, FileKind, FileRef, OpenFile};
+use super::fs::StatInfo;
+use super::io::{guest_buf, guest_buf_mut, MAX_RW};
 use super::table::{Support, SyscallEntry};
+use super::thread::{self, Waited};
+use super::unix_socket::{
+    Socket, DEFAULT_BUF, MAX_FDS_PER_MSG, MIN_RCVBUF, MIN_SNDBUF, SOCK_DGRAM, SOCK_SEQPACKET,
+    SOCK_STREAM,
+};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
+use std::time::Duration;
 
-/// Implements the socket family: EACCES (no network in the sandbox).
-fn sys_no_network(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+const AF_UNIX: u64 = 1;
+const SOCK_RAW: u32 = 3;
+const SOCK_TYPE_MASK: u64 = 0xf;
+const SOCK_NONBLOCK: u64 = 0o4000;
+const SOCK_CLOEXEC: u64 = 0o2000000;
+/// Longest `struct sockaddr_un`.
+const SOCKADDR_UN_SIZE: u64 = 110;
+
+const MSG_OOB: u64 = 0x1;
+const MSG_PEEK: u64 = 0x2;
+const MSG_CTRUNC: u32 = 0x8;
+const MSG_TRUNC: u64 = 0x20;
+const MSG_DONTWAIT: u64 = 0x40;
+const MSG_NOSIGNAL: u64 = 0x4000;
+const MSG_WAITFORONE: u64 = 0x10000;
+const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
+
+const SOL_SOCKET: u64 = 1;
+const SCM_RIGHTS: u32 = 1;
+const SCM_CREDENTIALS: u32 = 2;
+/// `struct cmsghdr` header: len (u64), level (i32), type (i32).
+const CMSG_HDR: u64 = 16;
+/// Largest control buffer a send accepts (Linux's optmem_max).
+const MAX_CONTROL: u64 = 20480;
+/// `struct msghdr` on x86-64.
+const MSGHDR_SIZE: u64 = 56;
+/// `struct mmsghdr`: a msghdr and the u32 length (padded).
+const MMSGHDR_SIZE: u64 = 64;
+/// Most iovec entries / mmsghdr entries per call (UIO_MAXIOV).
+const MAX_IOV: u64 = 1024;
+
+const SO_REUSEADDR: u64 = 2;
+const SO_TYPE: u64 = 3;
+const SO_ERROR: u64 = 4;
+const SO_DONTROUTE: u64 = 5;
+const SO_BROADCAST: u64 = 6;
+const SO_SNDBUF: u64 = 7;
+const SO_RCVBUF: u64 = 8;
+const SO_KEEPALIVE: u64 = 9;
+const SO_OOBINLINE: u64 = 10;
+const SO_LINGER: u64 = 13;
+const SO_REUSEPORT: u64 = 15;
+const SO_PASSCRED: u64 = 16;
+const SO_PEERCRED: u64 = 17;
+const SO_RCVLOWAT: u64 = 18;
+const SO_SNDLOWAT: u64 = 19;
+const SO_RCVTIMEO: u64 = 20;
+const SO_SNDTIMEO: u64 = 21;
+const SO_ACCEPTCONN: u64 = 30;
+const SO_SNDBUFFORCE: u64 = 32;
+const SO_RCVBUFFORCE: u64 = 33;
+const SO_PASSSEC: u64 = 34;
+const SO_PROTOCOL: u64 = 38;
+const SO_DOMAIN: u64 = 39;
+
+const SIGPIPE: u64 = 13;
+
+/// Splits a `type` argument into (SOCK_* type, nonblocking, cloexec) for AF_UNIX.
+fn socket_type(ty: u64, protocol: u64) -> Result<(u32, bool, bool), Errno> {
+    if ty & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let base = match (ty & SOCK_TYPE_MASK) as u32 {
+        SOCK_STREAM => SOCK_STREAM,
+        SOCK_DGRAM | SOCK_RAW => SOCK_DGRAM,
+        SOCK_SEQPACKET => SOCK_SEQPACKET,
+        _ => return Err(Errno::ESOCKTNOSUPPORT),
+    };
+    // protocol 0 or PF_UNIX.
+    if protocol as u32 > 1 {
+        return Err(Errno::EPROTONOSUPPORT);
+    }
+    Ok((base, ty & SOCK_NONBLOCK != 0, ty & SOCK_CLOEXEC != 0))
+}
+
+fn socket_file(s: Socket, nonblocking: bool) -> OpenFile {
+    let nb = if nonblocking { oflags::O_NONBLOCK } else { 0 };
+    OpenFile::new(FileKind::Socket(s), oflags::O_RDWR | nb)
+}
+
+/// Implements socket(2): AF_UNIX sockets inside the VM; other families EACCES.
+fn sys_socket(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] as u32 as u64 != AF_UNIX {
+        return Err(Errno::EACCES);
+    }
+    let (ty, nb, cloexec) = socket_type(a[1] as u32 as u64, a[2])?;
+    Ok(p.fds.insert(socket_file(Socket::new(ty), nb), cloexec)? as u64)
+}
+
+/// Implements socketpair(2): a connected AF_UNIX pair inside the VM.
+fn sys_socketpair(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] as u32 as u64 != AF_UNIX {
+        return Err(Errno::EACCES);
+    }
+    let (ty, nb, cloexec) = socket_type(a[1] as u32 as u64, a[2])?;
+    let sv = a[3];
+    mem.slice_mut(sv, 8)?;
+    let (x, y) = Socket::pair(ty);
+    let fx = p.fds.insert(socket_file(x, nb), cloexec)?;
+    let fy = match p.fds.insert(socket_file(y, nb), cloexec) {
+        Ok(fd) => fd,
+        Err(e) => {
+            p.fds.close(fx)?;
+            return Err(e);
+        }
+    };
+    mem.write_u32(sv, fx as u32)?;
+    mem.write_u32(sv + 4, fy as u32)?;
+    Ok(0)
+}
+
+/// The socket behind `fd`: EBADF if not open, ENOTSOCK if no socket.
+fn socket_ref(p: &Process, fd: u64) -> Result<FileRef, Errno> {
+    let file = p.fds.get(fd as i32)?;
+    if !matches!(lock(&file).kind, FileKind::Socket(_)) {
+        return Err(Errno::ENOTSOCK);
+    }
+    Ok(file)
+}
+
+/// Runs `f` on the socket behind `fd` and its O_NONBLOCK flag.
+fn with_socket<T>(
+    p: &Process,
+    fd: u64,
+    f: impl FnOnce(&mut Socket, bool) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let file = socket_ref(p, fd)?;
+    let mut of = lock(&file);
+    let nonblocking = of.nonblocking();
+    match &mut of.kind {
+        FileKind::Socket(s) => f(s, nonblocking),
+        _ => Err(Errno::ENOTSOCK),
+    }
+}
+
+/// read(2) on a socket (called by the I/O family).
+pub(super) fn socket_read(s: &mut Socket, buf: &mut [u8], at: Option<u64>) -> Result<usize, Errno> {
+    if at.is_some() {
+        return Err(Errno::ESPIPE);
+    }
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    // Descriptors passed to a plain read are closed, as on Linux.
+    Ok(s.recv(buf, false)?.copied)
+}
+
+/// write(2) on a socket (called by the I/O family); EPIPE raises SIGPIPE there.
+pub(super) fn socket_write(s: &mut Socket, buf: &[u8], at: Option<u64>) -> Result<usize, Errno> {
+    if at.is_some() {
+        return Err(Errno::ESPIPE);
+    }
+    s.send(buf, Vec::new())
+}
+
+/// fstat(2) of a socket.
+pub(super) fn socket_stat(s: &Socket) -> StatInfo {
+    const S_IFSOCK: u32 = 0o140000;
+    let uid = super::process::UID as u32;
+    StatInfo {
+        dev: 8, // makedev(0, 8): sockfs
+        ino: s.ino,
+        nlink: 1,
+        mode: S_IFSOCK | 0o777,
+        uid,
+        gid: uid,
+        blksize: 4096,
+        ..StatInfo::default()
+    }
+}
+
+/// A write to a broken socket: SIGPIPE to the process (its handler, or death).
+pub(super) fn raise_sigpipe(p: &mut Process) {
+    let _ = super::signal::send_self(p, SIGPIPE);
+}
+
+/// Checks a `struct sockaddr` the guest names: EINVAL unless a plausible AF_UNIX address.
+fn check_unix_addr(mem: &GuestMemory, addr: u64, len: u64) -> Result<(), Errno> {
+    if !(2..=SOCKADDR_UN_SIZE).contains(&(len as u32 as u64)) {
+        return Err(Errno::EINVAL);
+    }
+    let b = mem.read(addr, len as u32 as u64)?;
+    if u16::from_le_bytes([b[0], b[1]]) as u64 != AF_UNIX {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// Writes an unnamed AF_UNIX address to `addr`/`len_ptr` (getsockname, recvfrom).
+fn write_unnamed(mem: &mut GuestMemory, addr: u64, len_ptr: u64) -> Result<(), Errno> {
+    let len = mem.read_u32(len_ptr)? as i32;
+    if len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let family = (AF_UNIX as u16).to_le_bytes();
+    let n = (len as usize).min(2);
+    if n > 0 {
+        mem.write(addr, &family[..n])?;
+    }
+    mem.write_u32(len_ptr, 2)?;
+    Ok(())
+}
+
+/// Implements connect(2): nothing listens inside the VM, so every name is refused.
+fn sys_connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let connected = with_socket(p, a[0], |s, _| Ok(s.connected() && s.connection()))?;
+    check_unix_addr(mem, a[1], a[2])?;
+    if connected {
+        return Err(Errno::EISCONN);
+    }
+    Err(Errno::ECONNREFUSED)
+}
+
+/// Implements bind(2): socket names (files or abstract) are refused.
+fn sys_bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    with_socket(p, a[0], |_, _| Ok(()))?;
+    check_unix_addr(mem, a[1], a[2])?;
     Err(Errno::EACCES)
 }
 
-/// Implements calls on a socket descriptor: there are none, so EBADF or ENOTSOCK.
-fn sys_not_a_socket(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    p.fds.get(a[0] as i32)?;
-    Err(Errno::ENOTSOCK)
+/// Implements listen(2): no socket can be bound, so EINVAL (EOPNOTSUPP for datagrams).
+fn sys_listen(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    with_socket(p, a[0], |s, _| {
+        Err(if s.connection() {
+            Errno::EINVAL
+        } else {
+            Errno::EOPNOTSUPP
+        })
+    })
 }
 
-const NO_NET: &str = "no network in the sandbox: EACCES";
-const NO_SOCK: &str = "no socket can exist: EBADF or ENOTSOCK";
+/// Implements accept(2) and accept4(2): no socket listens.
+fn sys_accept(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    with_socket(p, a[0], |s, _| {
+        Err(if s.connection() {
+            Errno::EINVAL
+        } else {
+            Errno::EOPNOTSUPP
+        })
+    })
+}
+
+/// Implements shutdown(2).
+fn sys_shutdown(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    with_socket(p, a[0], |s, _| s.shutdown(a[1] as u32 as u64))?;
+    Ok(0)
+}
+
+/// Implements getsockname(2): sockets are unnamed.
+fn sys_getsockname(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    with_socket(p, a[0], |_, _| Ok(()))?;
+    write_unnamed(mem, a[1], a[2])?;
+    Ok(0)
+}
+
+/// Implements getpeername(2).
+fn sys_getpeername(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if !with_socket(p, a[0], |s, _| Ok(s.connected()))? {
+        return Err(Errno::ENOTCONN);
+    }
+    write_unnamed(mem, a[1], a[2])?;
+    Ok(0)
+}
+
+/// A blocking call found nothing to do: wait (other threads run) and make
+/// the call again, or EAGAIN once `timeout` has passed.
+fn wait_or(p: &mut Process, timeout: Option<Duration>) -> SysResult {
+    match thread::wait(p, timeout, None) {
+        Waited::Retry => Ok(0),
+        Waited::TimedOut => Err(Errno::EAGAIN),
+    }
+}
+
+/// Reads an iovec array (at most [`MAX_IOV`] entries; total capped at MAX_RW).
+fn read_iovecs(mem: &GuestMemory, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
+    if count > MAX_IOV {
+        return Err(Errno::EMSGSIZE);
+    }
+    let raw = guest_buf(mem, addr, count * 16)?;
+    let mut out = Vec::with_capacity(count as usize);
+    let mut total = 0u64;
+    for c in raw.chunks_exact(16) {
+        let base = u64::from_le_bytes(c[..8].try_into().map_err(|_| Errno::EFAULT)?);
+        let len = u64::from_le_bytes(c[8..].try_into().map_err(|_| Errno::EFAULT)?);
+        if (len as i64) < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let len = len.min(MAX_RW - total);
+        total += len;
+        out.push((base, len));
+    }
+    Ok(out)
+}
+
+/// Copies the first `limit` bytes the iovecs describe out of guest memory.
+fn gather(mem: &GuestMemory, iovs: &[(u64, u64)], limit: u64) -> Result<Vec<u8>, Errno> {
+    let mut out = Vec::with_capacity(limit as usize);
+    for &(base, len) in iovs {
+        let n = len.min(limit - out.len() as u64);
+        out.extend_from_slice(guest_buf(mem, base, n)?);
+        if out.len() as u64 == limit {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Copies `data` into the iovecs.
+fn scatter(mem: &mut GuestMemory, iovs: &[(u64, u64)], mut data: &[u8]) -> Result<(), Errno> {
+    for &(base, len) in iovs {
+        if data.is_empty() {
+            break;
+        }
+        let n = (len as usize).min(data.len());
+        guest_buf_mut(mem, base, n as u64)?.copy_from_slice(&data[..n]);
+        data = &data[n..];
+    }
+    Ok(())
+}
+
+/// Checks that the iovecs are writable guest memory.
+fn check_writable(mem: &mut GuestMemory, iovs: &[(u64, u64)]) -> Result<(), Errno> {
+    for &(base, len) in iovs {
+        guest_buf_mut(mem, base, len)?;
+    }
+    Ok(())
+}
+
+/// Descriptors named by SCM_RIGHTS messages in a send's control buffer.
+fn control_fds(p: &Process, mem: &GuestMemory, addr: u64, len: u64) -> Result<Vec<FileRef>, Errno> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    if len > MAX_CONTROL {
+        return Err(Errno::ENOBUFS);
+    }
+    let buf = mem.read(addr, len)?;
+    let mut fds = Vec::new();
+    let mut off = 0usize;
+    while off + CMSG_HDR as usize <= buf.len() {
+        let h = &buf[off..];
+        let clen = u64::from_le_bytes(h[..8].try_into().map_err(|_| Errno::EINVAL)?) as usize;
+        let level = u32::from_le_bytes(h[8..12].try_into().map_err(|_| Errno::EINVAL)?);
+        let ty = u32::from_le_bytes(h[12..16].try_into().map_err(|_| Errno::EINVAL)?);
+        if clen < CMSG_HDR as usize || clen > buf.len() - off {
+            return Err(Errno::EINVAL);
+        }
+        if u64::from(level) != SOL_SOCKET {
+            return Err(Errno::EINVAL);
+        }
+        let data = &h[CMSG_HDR as usize..clen];
+        match ty {
+            SCM_RIGHTS => {
+                for c in data.chunks_exact(4) {
+                    if fds.len() >= MAX_FDS_PER_MSG {
+                        return Err(Errno::EINVAL);
+                    }
+                    let fd = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    let f = p.fds.get(fd)?;
+                    if lock(&f).path_only() {
+                        return Err(Errno::EBADF);
+                    }
+                    fds.push(f);
+                }
+            }
+            // The receiver's credentials are always ours: nothing to carry.
+            SCM_CREDENTIALS if data.len() == 12 => {}
+            _ => return Err(Errno::EINVAL),
+        }
+        off += clen.div_ceil(8) * 8;
+    }
+    Ok(fds)
+}
+
+/// The common part of send, sendto, sendmsg and sendmmsg.
+fn send_common(
+    p: &mut Process,
+    mem: &GuestMemory,
+    fd: u64,
+    iovs: &[(u64, u64)],
+    flags: u64,
+    to: Option<(u64, u64)>,
+    control: (u64, u64),
+) -> SysResult {
+    let file = socket_ref(p, fd)?;
+    if flags & MSG_OOB != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if let Some((addr, len)) = to {
+        let (connection, connected) = match &lock(&file).kind {
+            FileKind::Socket(s) => (s.connection(), s.connected()),
+            _ => return Err(Errno::ENOTSOCK),
+        };
+        if connection {
+            return Err(if connected {
+                Errno::EISCONN
+            } else {
+                Errno::EOPNOTSUPP
+            });
+        }
+        check_unix_addr(mem, addr, len)?;
+        // No datagram socket has a name to send to.
+        return Err(Errno::ECONNREFUSED);
+    }
+    let total: u64 = iovs.iter().map(|v| v.1).sum();
+    let fds = control_fds(p, mem, control.0, control.1)?;
+    let mut of = lock(&file);
+    let nonblocking = of.nonblocking() || flags & MSG_DONTWAIT != 0;
+    let FileKind::Socket(s) = &mut of.kind else {
+        return Err(Errno::ENOTSOCK);
+    };
+    let sndbuf = u64::from(s.sndbuf);
+    let timeout = s.sndtimeo;
+    let sigpipe = s.sigpipe();
+    // A stream send takes at most a send buffer's worth; a larger datagram is EMSGSIZE.
+    let limit = if s.ty == SOCK_STREAM {
+        total.min(sndbuf)
+    } else if total > sndbuf {
+        return Err(Errno::EMSGSIZE);
+    } else {
+        total
+    };
+    // Linux checks the whole buffer before sending any of it.
+    for &(base, len) in iovs {
+        guest_buf(mem, base, len)?;
+    }
+    let data = gather(mem, iovs, limit)?;
+    let r = s.send(&data, fds);
+    drop(of);
+    match r {
+        Ok(n) => Ok(n as u64),
+        Err(Errno::EAGAIN) if !nonblocking => wait_or(p, timeout),
+        Err(Errno::EPIPE) => {
+            if sigpipe && flags & MSG_NOSIGNAL == 0 {
+                raise_sigpipe(p);
+            }
+            Err(Errno::EPIPE)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Implements sendto(2) (and send(3)).
+fn sys_sendto(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [fd, buf, len, flags, addr, alen] = *a;
+    let to = (addr != 0).then_some((addr, alen));
+    send_common(p, mem, fd, &[(buf, len.min(MAX_RW))], flags, to, (0, 0))
+}
+
+/// A guest `struct msghdr`.
+struct MsgHdr {
+    name: u64,
+    namelen: u64,
+    iov: u64,
+    iovlen: u64,
+    control: u64,
+    controllen: u64,
+}
+
+fn read_msghdr(mem: &GuestMemory, addr: u64) -> Result<MsgHdr, Errno> {
+    let b = mem.read(addr, MSGHDR_SIZE)?;
+    let q = |o: usize| -> u64 {
+        let mut v = [0u8; 8];
+        v.copy_from_slice(&b[o..o + 8]);
+        u64::from_le_bytes(v)
+    };
+    Ok(MsgHdr {
+        name: q(0),
+        namelen: q(8) & 0xffff_ffff,
+        iov: q(16),
+        iovlen: q(24),
+        control: q(32),
+        controllen: q(40),
+    })
+}
+
+fn sendmsg_one(p: &mut Process, mem: &GuestMemory, fd: u64, hdr: u64, flags: u64) -> SysResult {
+    socket_ref(p, fd)?;
+    let h = read_msghdr(mem, hdr)?;
+    let iovs = read_iovecs(mem, h.iov, h.iovlen)?;
+    let to = (h.name != 0 && h.namelen != 0).then_some((h.name, h.namelen));
+    send_common(p, mem, fd, &iovs, flags, to, (h.control, h.controllen))
+}
+
+/// Implements sendmsg(2), with SCM_RIGHTS descriptor passing.
+fn sys_sendmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    sendmsg_one(p, mem, a[0], a[1], a[2])
+}
+
+/// Implements sendmmsg(2).
+fn sys_sendmmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [fd, vec, vlen, flags, ..] = *a;
+    socket_ref(p, fd)?;
+    let vlen = vlen.min(MAX_IOV);
+    let mut sent = 0u64;
+    for i in 0..vlen {
+        let hdr = vec.checked_add(i * MMSGHDR_SIZE).ok_or(Errno::EFAULT)?;
+        // After the first message, never wait (as Linux returns what it sent).
+        let fl = if sent > 0 {
+            flags | MSG_DONTWAIT
+        } else {
+            flags
+        };
+        match sendmsg_one(p, mem, fd, hdr, fl) {
+            Ok(n) if p.sched.is_none() => {
+                mem.write_u32(hdr + MSGHDR_SIZE, n as u32)?;
+                sent += 1;
+            }
+            Ok(_) => return Ok(0), // waiting: the call is made again
+            Err(_) if sent > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(sent)
+}
+
+/// One receive: the bytes, the message length and its descriptors, or a wait.
+enum Got {
+    Data {
+        data: Vec<u8>,
+        full: usize,
+        fds: Vec<FileRef>,
+    },
+    /// The thread waits; the call will be made again.
+    Waiting,
+}
+
+fn recv_common(p: &mut Process, fd: u64, want: u64, flags: u64) -> Result<Got, Errno> {
+    if flags & MSG_OOB != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let file = socket_ref(p, fd)?;
+    let mut of = lock(&file);
+    let nonblocking = of.nonblocking() || flags & MSG_DONTWAIT != 0;
+    let FileKind::Socket(s) = &mut of.kind else {
+        return Err(Errno::ENOTSOCK);
+    };
+    let timeout = s.rcvtimeo;
+    // Never more than is queued (bounded by the send buffer), so the bounce
+    // buffer is not sized by the guest.
+    let n = want.min(s.available().max(1) as u64) as usize;
+    let mut buf = vec![0u8; n];
+    let r = s.recv(&mut buf, flags & MSG_PEEK != 0);
+    drop(of);
+    match r {
+        Ok(got) => {
+            buf.truncate(got.copied);
+            Ok(Got::Data {
+                data: buf,
+                full: got.full,
+                fds: got.fds,
+            })
+        }
+        Err(Errno::EAGAIN) if !nonblocking => wait_or(p, timeout).map(|_| Got::Waiting),
+        Err(e) => Err(e),
+    }
+}
+
+/// Implements recvfrom(2) (and recv(3)).
+fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [fd, buf, len, flags, addr, alen] = *a;
+    let len = len.min(MAX_RW);
+    socket_ref(p, fd)?;
+    guest_buf_mut(mem, buf, len)?;
+    match recv_common(p, fd, len, flags)? {
+        Got::Waiting => Ok(0),
+        Got::Data { data, full, .. } => {
+            guest_buf_mut(mem, buf, data.len() as u64)?.copy_from_slice(&data);
+            if addr != 0 && alen != 0 {
+                // The sender is unnamed: an empty address.
+                if (mem.read_u32(alen)? as i32) < 0 {
+                    return Err(Errno::EINVAL);
+                }
+                mem.write_u32(alen, 0)?;
+            }
+            Ok(if flags & MSG_TRUNC != 0 {
+                full as u64
+            } else {
+                data.len() as u64
+            })
+        }
+    }
+}
+
+/// Installs received descriptors and writes the SCM_RIGHTS control message;
+/// returns (control bytes used, MSG_CTRUNC if some did not fit).
+fn deliver_fds(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    control: u64,
+    controllen: u64,
+    fds: Vec<FileRef>,
+    cloexec: bool,
+) -> Result<(u64, u32), Errno> {
+    if fds.is_empty() {
+        return Ok((0, 0));
+    }
+    let room = if control == 0 {
+        0
+    } else {
+        controllen.saturating_sub(CMSG_HDR) / 4
+    };
+    let total = fds.len();
+    let mut nums = Vec::new();
+    for f in fds.into_iter().take(room as usize) {
+        match p.fds.insert_from(0, f, cloexec) {
+            Ok(n) => nums.push(n),
+            Err(_) => break,
+        }
+    }
+    if nums.is_empty() {
+        return Ok((0, MSG_CTRUNC));
+    }
+    let clen = CMSG_HDR + 4 * nums.len() as u64;
+    let mut b = Vec::with_capacity(clen as usize);
+    b.extend_from_slice(&clen.to_le_bytes());
+    b.extend_from_slice(&(SOL_SOCKET as u32).to_le_bytes());
+    b.extend_from_slice(&SCM_RIGHTS.to_le_bytes());
+    for n in &nums {
+        b.extend_from_slice(&n.to_le_bytes());
+    }
+    mem.write(control, &b)?;
+    let used = clen.div_ceil(8) * 8;
+    let trunc = if nums.len() < total { MSG_CTRUNC } else { 0 };
+    Ok((used.min(controllen), trunc))
+}
+
+/// recvmsg for one header; `None` when the thread waits.
+fn recvmsg_one(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    fd: u64,
+    hdr: u64,
+    flags: u64,
+) -> Result<Option<u64>, Errno> {
+    socket_ref(p, fd)?;
+    let h = read_msghdr(mem, hdr)?;
+    let iovs = read_iovecs(mem, h.iov, h.iovlen)?;
+    check_writable(mem, &iovs)?;
+    if h.controllen > 0 && h.control != 0 {
+        guest_buf_mut(mem, h.control, h.controllen.min(MAX_CONTROL))?;
+    }
+    let want: u64 = iovs.iter().map(|v| v.1).sum();
+    let Got::Data { data, full, fds } = recv_common(p, fd, want, flags)? else {
+        return Ok(None);
+    };
+    scatter(mem, &iovs, &data)?;
+    let (used, mut mflags) = deliver_fds(
+        p,
+        mem,
+        h.control,
+        h.controllen,
+        fds,
+        flags & MSG_CMSG_CLOEXEC != 0,
+    )?;
+    if full > data.len() {
+        mflags |= MSG_TRUNC as u32;
+    }
+    if h.name != 0 {
+        mem.write_u32(hdr + 8, 0)?; // msg_namelen: the sender is unnamed
+    }
+    mem.write_u64(hdr + 40, used)?;
+    mem.write_u32(hdr + 48, mflags)?;
+    Ok(Some(if flags & MSG_TRUNC != 0 {
+        full as u64
+    } else {
+        data.len() as u64
+    }))
+}
+
+/// Implements recvmsg(2), with SCM_RIGHTS descriptor passing.
+fn sys_recvmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    Ok(recvmsg_one(p, mem, a[0], a[1], a[2])?.unwrap_or(0))
+}
+
+/// Implements recvmmsg(2) (the timeout is checked, not applied).
+fn sys_recvmmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [fd, vec, vlen, flags, timeout, _] = *a;
+    socket_ref(p, fd)?;
+    if timeout != 0 {
+        super::io::read_timespec(mem, timeout)?;
+    }
+    let vlen = vlen.min(MAX_IOV);
+    let mut got = 0u64;
+    for i in 0..vlen {
+        let hdr = vec.checked_add(i * MMSGHDR_SIZE).ok_or(Errno::EFAULT)?;
+        let fl = if got > 0 && flags & MSG_WAITFORONE != 0 {
+            flags | MSG_DONTWAIT
+        } else {
+            flags
+        };
+        let fl = if got > 0 { fl | MSG_DONTWAIT } else { fl };
+        match recvmsg_one(p, mem, fd, hdr, fl & !MSG_WAITFORONE) {
+            Ok(Some(n)) => {
+                mem.write_u32(hdr + MSGHDR_SIZE, n as u32)?;
+                got += 1;
+            }
+            Ok(None) => return Ok(0),
+            Err(_) if got > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Reads an int option value (at least 4 bytes).
+fn opt_int(mem: &GuestMemory, val: u64, len: u64) -> Result<i32, Errno> {
+    if (len as u32) < 4 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(mem.read_u32(val)? as i32)
+}
+
+/// Reads a `struct timeval` option (SO_RCVTIMEO/SO_SNDTIMEO); zero is "forever".
+fn opt_timeval(mem: &GuestMemory, val: u64, len: u64) -> Result<Option<Duration>, Errno> {
+    if (len as u32) < 16 {
+        return Err(Errno::EINVAL);
+    }
+    let s = mem.read_u64(val)? as i64;
+    let us = mem.read_u64(val + 8)? as i64;
+    if !(0..1_000_000).contains(&us) {
+        return Err(Errno::EDOM);
+    }
+    if s < 0 {
+        return Ok(Some(Duration::ZERO));
+    }
+    let d = Duration::new(s as u64, us as u32 * 1000);
+    Ok((!d.is_zero()).then_some(d))
+}
+
+/// Options accepted and reported back as plain ints.
+fn plain_int_option(name: u64) -> bool {
+    matches!(
+        name,
+        SO_REUSEADDR
+            | SO_DONTROUTE
+            | SO_BROADCAST
+            | SO_KEEPALIVE
+            | SO_OOBINLINE
+            | SO_REUSEPORT
+            | SO_PASSCRED
+            | SO_RCVLOWAT
+            | SO_SNDLOWAT
+            | SO_PASSSEC
+    )
+}
+
+/// Implements setsockopt(2) (SOL_SOCKET options).
+fn sys_setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [fd, level, name, val, len, _] = *a;
+    socket_ref(p, fd)?;
+    if level as u32 as u64 != SOL_SOCKET {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let name = name as u32 as u64;
+    match name {
+        SO_SNDBUF | SO_SNDBUFFORCE | SO_RCVBUF | SO_RCVBUFFORCE => {
+            let v = opt_int(mem, val, len)?.max(0) as u32;
+            // Linux doubles the value (bookkeeping overhead), within its limits.
+            let doubled = v.min(DEFAULT_BUF).saturating_mul(2);
+            with_socket(p, fd, |s, _| {
+                if matches!(name, SO_SNDBUF | SO_SNDBUFFORCE) {
+                    s.sndbuf = doubled.max(MIN_SNDBUF);
+                } else {
+                    s.rcvbuf = doubled.max(MIN_RCVBUF);
+                }
+                Ok(0)
+            })
+        }
+        SO_RCVTIMEO | SO_SNDTIMEO => {
+            let t = opt_timeval(mem, val, len)?;
+            with_socket(p, fd, |s, _| {
+                if name == SO_RCVTIMEO {
+                    s.rcvtimeo = t;
+                } else {
+                    s.sndtimeo = t;
+                }
+                Ok(0)
+            })
+        }
+        SO_LINGER => {
+            if (len as u32) < 8 {
+                return Err(Errno::EINVAL);
+            }
+            mem.read(val, 8)?;
+            Ok(0)
+        }
+        n if plain_int_option(n) => {
+            let v = opt_int(mem, val, len)?;
+            with_socket(p, fd, |s, _| {
+                let key = n as i32;
+                match s.flags.iter_mut().find(|(k, _)| *k == key) {
+                    Some(e) => e.1 = v,
+                    None => s.flags.push((key, v)),
+                }
+                Ok(0)
+            })
+        }
+        _ => Err(Errno::ENOPROTOOPT),
+    }
+}
+
+/// Implements getsockopt(2) (SOL_SOCKET options).
+fn sys_getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [fd, level, name, val, len_ptr, _] = *a;
+    socket_ref(p, fd)?;
+    if level as u32 as u64 != SOL_SOCKET {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let len = mem.read_u32(len_ptr)? as i32;
+    if len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let name = name as u32 as u64;
+    let int = |v: i32| v.to_le_bytes().to_vec();
+    let timeval = |d: Option<Duration>| {
+        let d = d.unwrap_or(Duration::ZERO);
+        let mut b = d.as_secs().to_le_bytes().to_vec();
+        b.extend_from_slice(&u64::from(d.subsec_micros()).to_le_bytes());
+        b
+    };
+    let bytes = with_socket(p, fd, |s, _| {
+        Ok(match name {
+            SO_TYPE => int(s.ty as i32),
+            SO_ERROR => int(s.take_error()),
+            SO_SNDBUF => int(s.sndbuf as i32),
+            SO_RCVBUF => int(s.rcvbuf as i32),
+            SO_DOMAIN => int(AF_UNIX as i32),
+            SO_PROTOCOL => int(0),
+            SO_ACCEPTCONN => int(0),
+            SO_RCVTIMEO => timeval(s.rcvtimeo),
+            SO_SNDTIMEO => timeval(s.sndtimeo),
+            SO_LINGER => vec![0; 8],
+            SO_PEERCRED => {
+                if !s.connected() {
+                    return Err(Errno::ENOTCONN);
+                }
+                // The peer is this very process.
+                let mut b = (super::process::PID as u32).to_le_bytes().to_vec();
+                b.extend_from_slice(&(super::process::UID as u32).to_le_bytes());
+                b.extend_from_slice(&(super::process::UID as u32).to_le_bytes());
+                b
+            }
+            SO_RCVLOWAT => {
+                let v = s.flags.iter().find(|(k, _)| *k == name as i32);
+                int(v.map_or(1, |e| e.1))
+            }
+            n if plain_int_option(n) => {
+                let v = s.flags.iter().find(|(k, _)| *k == n as i32);
+                int(v.map_or(0, |e| i32::from(e.1 != 0)))
+            }
+            _ => return Err(Errno::ENOPROTOOPT),
+        })
+    })?;
+    let n = bytes.len().min(len as usize);
+    if n > 0 {
+        mem.write(val, &bytes[..n])?;
+    }
+    mem.write_u32(len_ptr, n as u32)?;
+    Ok(0)
+}
+
+const NO_NET: &str = "AF_UNIX only, inside the VM; other families are refused (no network): EACCES";
+const NO_NAME: &str = "socket names are refused: no socket file or abstract name exists in the VM";
 
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
-    SyscallEntry { nr: 41, name: "socket", handler: sys_no_network, support: Support::Refused, note: NO_NET },
-    SyscallEntry { nr: 42, name: "connect", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 43, name: "accept", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 44, name: "sendto", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 45, name: "recvfrom", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 46, name: "sendmsg", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 47, name: "recvmsg", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 48, name: "shutdown", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 49, name: "bind", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 50, name: "listen", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 51, name: "getsockname", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 52, name: "getpeername", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 53, name: "socketpair", handler: sys_no_network, support: Support::Refused, note: NO_NET },
-    SyscallEntry { nr: 54, name: "setsockopt", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 55, name: "getsockopt", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 288, name: "accept4", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 299, name: "recvmmsg", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
-    SyscallEntry { nr: 307, name: "sendmmsg", handler: sys_not_a_socket, support: Support::Refused, note: NO_SOCK },
+    SyscallEntry { nr: 41, name: "socket", handler: sys_socket, support: Support::Partial,
+        note: "AF_UNIX (unnamed: it cannot be bound or connected); other families are refused (no network): EACCES" },
+    SyscallEntry { nr: 42, name: "connect", handler: sys_connect, support: Support::Partial,
+        note: "nothing listens inside the VM: ECONNREFUSED" },
+    SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,
+        note: "no socket can listen: EINVAL" },
+    SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,
+        note: "connected AF_UNIX sockets; a destination address is refused (ECONNREFUSED/EISCONN); EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
+    SyscallEntry { nr: 45, name: "recvfrom", handler: sys_recvfrom, support: Support::Partial,
+        note: "AF_UNIX; MSG_WAITALL may return less than asked" },
+    SyscallEntry { nr: 46, name: "sendmsg", handler: sys_sendmsg, support: Support::Partial,
+        note: "as sendto; SCM_RIGHTS passes descriptors, SCM_CREDENTIALS is accepted and ignored" },
+    SyscallEntry { nr: 47, name: "recvmsg", handler: sys_recvmsg, support: Support::Partial,
+        note: "as recvfrom; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
+    SyscallEntry { nr: 48, name: "shutdown", handler: sys_shutdown, support: Support::Full, note: "" },
+    SyscallEntry { nr: 49, name: "bind", handler: sys_bind, support: Support::Refused, note: NO_NAME },
+    SyscallEntry { nr: 50, name: "listen", handler: sys_listen, support: Support::Refused,
+        note: "no socket can be bound: EINVAL (EOPNOTSUPP for datagrams)" },
+    SyscallEntry { nr: 51, name: "getsockname", handler: sys_getsockname, support: Support::Full, note: "" },
+    SyscallEntry { nr: 52, name: "getpeername", handler: sys_getpeername, support: Support::Full, note: "" },
+    SyscallEntry { nr: 53, name: "socketpair", handler: sys_socketpair, support: Support::Partial, note: NO_NET },
+    SyscallEntry { nr: 54, name: "setsockopt", handler: sys_setsockopt, support: Support::Partial,
+        note: "SOL_SOCKET: buffer sizes, timeouts and common flags; other levels EOPNOTSUPP" },
+    SyscallEntry { nr: 55, name: "getsockopt", handler: sys_getsockopt, support: Support::Partial,
+        note: "SOL_SOCKET: SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, buffer sizes, timeouts, SO_PEERCRED, flags" },
+    SyscallEntry { nr: 288, name: "accept4", handler: sys_accept, support: Support::Partial,
+        note: "no socket can listen: EINVAL" },
+    SyscallEntry { nr: 299, name: "recvmmsg", handler: sys_recvmmsg, support: Support::Partial,
+        note: "as recvmsg; the timeout is checked but not applied" },
+    SyscallEntry { nr: 307, name: "sendmmsg", handler: sys_sendmmsg, support: Support::Partial,
+        note: "as sendmsg" },
 ];
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linux::{Policy, Process};
-    use crate::memory::AddressSpace;
+    use crate::abi::USER_BASE;
+    use crate::linux::test_call as call;
+
+    fn setup() -> (Process, GuestMemory) {
+        crate::linux::test_setup(crate::linux::Policy::default())
+    }
+
+    fn pair(p: &mut Process, m: &mut GuestMemory, ty: u64) -> (u64, u64) {
+        let sv = USER_BASE + 0x7000;
+        assert_eq!(call(p, m, sys_socketpair, &[AF_UNIX, ty, 0, sv]), Ok(0));
+        (
+            u64::from(m.read_u32(sv).unwrap()),
+            u64::from(m.read_u32(sv + 4).unwrap()),
+        )
+    }
 
     #[test]
-    fn every_network_call_is_refused_without_touching_the_host() {
-        let mut m = GuestMemory::new(8 << 20).unwrap();
-        let mut p = Process::new(
-            Policy::default(),
-            AddressSpace::new(0x40_0000, 0x70_0000),
-            "/".into(),
-            "/p".into(),
-        );
-        for e in SYSCALLS {
-            // fd 1 exists (stdout) but is no socket; fd 77 does not exist.
+    fn other_families_are_refused_and_non_sockets_are_enotsock() {
+        let (mut p, mut m) = setup();
+        for fam in [2u64, 10, 16, 17] {
+            assert_eq!(
+                call(&mut p, &mut m, sys_socket, &[fam, 1, 0]),
+                Err(Errno::EACCES)
+            );
+            assert_eq!(
+                call(&mut p, &mut m, sys_socketpair, &[fam, 1, 0, USER_BASE]),
+                Err(Errno::EACCES)
+            );
+        }
+        for e in SYSCALLS.iter().filter(|e| !matches!(e.nr, 41 | 53)) {
             for args in [[1u64, 0, 0, 0, 0, 0], [77, u64::MAX, 0, 0, 0, 0]] {
                 let r = (e.handler)(&mut p, &mut m, &args);
                 assert!(
-                    matches!(r, Err(Errno::EACCES | Errno::ENOTSOCK | Errno::EBADF)),
+                    matches!(r, Err(Errno::ENOTSOCK | Errno::EBADF)),
                     "{}: {r:?}",
                     e.name
                 );
             }
+        }
+        assert_eq!(p.fds.open_fds(), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn socketpair_checks_its_arguments() {
+        let (mut p, mut m) = setup();
+        for bad in [0u64, 0xffff_8000_0000_0000, 8 << 20, u64::MAX - 3] {
+            assert_eq!(
+                call(&mut p, &mut m, sys_socketpair, &[AF_UNIX, 1, 0, bad]),
+                Err(Errno::EFAULT)
+            );
+        }
+        assert_eq!(
+            call(&mut p, &mut m, sys_socketpair, &[AF_UNIX, 4, 0, USER_BASE]),
+            Err(Errno::ESOCKTNOSUPPORT)
+        );
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_socketpair,
+                &[AF_UNIX, 1 | 0x100, 0, USER_BASE]
+            ),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_socketpair, &[AF_UNIX, 1, 6, USER_BASE]),
+            Err(Errno::EPROTONOSUPPORT)
+        );
+        assert_eq!(p.fds.open_fds(), vec![0, 1, 2], "nothing leaked");
+        let (a, b) = pair(&mut p, &mut m, 1 | SOCK_CLOEXEC | SOCK_NONBLOCK);
+        assert_eq!((a, b), (3, 4));
+        assert_eq!(p.fds.cloexec(3), Ok(true));
+        assert!(lock(&p.fds.get(4).unwrap()).nonblocking());
+    }
+
+    #[test]
+    fn send_recv_options_and_sigpipe() {
+        let (mut p, mut m) = setup();
+        let (a, b) = pair(&mut p, &mut m, u64::from(SOCK_STREAM));
+        let buf = USER_BASE;
+        m.write(buf, b"ping").unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_sendto, &[a, buf, 4, 0, 0, 0]),
+            Ok(4)
+        );
+        let out = USER_BASE + 0x1000;
+        assert_eq!(
+            call(&mut p, &mut m, sys_recvfrom, &[b, out, 100, MSG_PEEK, 0, 0]),
+            Ok(4)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_recvfrom, &[b, out, 100, 0, 0, 0]),
+            Ok(4)
+        );
+        assert_eq!(m.read(out, 4).unwrap(), b"ping");
+        // Empty and MSG_DONTWAIT: EAGAIN; blocking: the thread waits.
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_recvfrom,
+                &[b, out, 100, MSG_DONTWAIT, 0, 0]
+            ),
+            Err(Errno::EAGAIN)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_recvfrom, &[b, out, 100, 0, 0, 0]),
+            Ok(0)
+        );
+        assert!(matches!(p.sched.take(), Some(thread::Sched::Retry(_))));
+        p.waiting = None;
+        // Options.
+        let (val, len) = (USER_BASE + 0x2000, USER_BASE + 0x2100);
+        m.write_u32(len, 4).unwrap();
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_getsockopt,
+                &[a, SOL_SOCKET, SO_TYPE, val, len]
+            ),
+            Ok(0)
+        );
+        assert_eq!(m.read_u32(val), Ok(SOCK_STREAM));
+        m.write_u32(val, 1000).unwrap();
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_setsockopt,
+                &[a, SOL_SOCKET, SO_SNDBUF, val, 4]
+            ),
+            Ok(0)
+        );
+        call(
+            &mut p,
+            &mut m,
+            sys_getsockopt,
+            &[a, SOL_SOCKET, SO_SNDBUF, val, len],
+        )
+        .unwrap();
+        assert_eq!(m.read_u32(val), Ok(MIN_SNDBUF));
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_getsockopt,
+                &[a, SOL_SOCKET, 999, val, len]
+            ),
+            Err(Errno::ENOPROTOOPT)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_getsockopt, &[a, 6, 1, val, len]),
+            Err(Errno::EOPNOTSUPP)
+        );
+        // Peer gone: EPIPE, and SIGPIPE only without MSG_NOSIGNAL.
+        p.fds.close(b as i32).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_sendto, &[a, buf, 4, MSG_NOSIGNAL, 0, 0]),
+            Err(Errno::EPIPE)
+        );
+        assert_eq!(p.exit_status, None);
+        assert_eq!(
+            call(&mut p, &mut m, sys_sendto, &[a, buf, 4, 0, 0, 0]),
+            Err(Errno::EPIPE)
+        );
+        assert_eq!(p.killed_by, Some(SIGPIPE as i32));
+    }
+
+    #[test]
+    fn rights_pass_descriptors_and_bad_control_is_rejected() {
+        let (mut p, mut m) = setup();
+        let (a, b) = pair(&mut p, &mut m, u64::from(SOCK_DGRAM));
+        let (hdr, iov, data, ctl) = (
+            USER_BASE,
+            USER_BASE + 0x100,
+            USER_BASE + 0x200,
+            USER_BASE + 0x300,
+        );
+        m.write(data, b"fd!").unwrap();
+        m.write_u64(iov, data).unwrap();
+        m.write_u64(iov + 8, 3).unwrap();
+        let mut c = Vec::new();
+        c.extend_from_slice(&20u64.to_le_bytes());
+        c.extend_from_slice(&1u32.to_le_bytes());
+        c.extend_from_slice(&SCM_RIGHTS.to_le_bytes());
+        c.extend_from_slice(&1i32.to_le_bytes()); // stdout
+        c.extend_from_slice(&[0; 4]);
+        m.write(ctl, &c).unwrap();
+        let mut h = vec![0u8; MSGHDR_SIZE as usize];
+        h[16..24].copy_from_slice(&iov.to_le_bytes());
+        h[24..32].copy_from_slice(&1u64.to_le_bytes());
+        h[32..40].copy_from_slice(&ctl.to_le_bytes());
+        h[40..48].copy_from_slice(&24u64.to_le_bytes());
+        m.write(hdr, &h).unwrap();
+        assert_eq!(call(&mut p, &mut m, sys_sendmsg, &[a, hdr, 0]), Ok(3));
+        // A bad descriptor in the control message: EBADF, nothing sent.
+        m.write(ctl + 16, &99i32.to_le_bytes()).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_sendmsg, &[a, hdr, 0]),
+            Err(Errno::EBADF)
+        );
+        m.write_u64(ctl, 9999).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_sendmsg, &[a, hdr, 0]),
+            Err(Errno::EINVAL)
+        );
+        // Receive: a new descriptor for stdout's description.
+        m.write(ctl, &[0u8; 24]).unwrap();
+        m.write(data, &[0u8; 3]).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_recvmsg, &[b, hdr, MSG_CMSG_CLOEXEC]),
+            Ok(3)
+        );
+        assert_eq!(m.read(data, 3).unwrap(), b"fd!");
+        assert_eq!(m.read_u64(hdr + 40), Ok(24));
+        let got = m.read_u32(ctl + 16).unwrap() as i32;
+        assert_eq!(got, 5);
+        assert!(std::sync::Arc::ptr_eq(
+            &p.fds.get(got).unwrap(),
+            &p.fds.get(1).unwrap()
+        ));
+        assert_eq!(p.fds.cloexec(got), Ok(true));
+        // Bad headers.
+        for bad in [0u64, 0xffff_8000_0000_0000, u64::MAX - 8] {
+            assert_eq!(
+                call(&mut p, &mut m, sys_recvmsg, &[b, bad, 0]),
+                Err(Errno::EFAULT)
+            );
+            assert_eq!(
+                call(&mut p, &mut m, sys_sendmsg, &[a, bad, 0]),
+                Err(Errno::EFAULT)
+            );
+        }
+        // A huge iovec count is refused before any allocation.
+        m.write_u64(hdr + 24, 1 << 40).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_sendmsg, &[a, hdr, 0]),
+            Err(Errno::EMSGSIZE)
+        );
+        // Message vectors at the top of the address space: EFAULT, no overflow.
+        for h in [sys_sendmmsg as crate::linux::Handler, sys_recvmmsg] {
+            assert_eq!(
+                call(&mut p, &mut m, h, &[a, u64::MAX - 70, 4, MSG_DONTWAIT]),
+                Err(Errno::EFAULT)
+            );
         }
     }
 }

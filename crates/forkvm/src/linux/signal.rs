@@ -134,7 +134,7 @@ fn default_terminates(sig: u64) -> bool {
 }
 
 /// Sends `sig` to the process itself.
-fn send_self(p: &mut Process, sig: u64) -> SysResult {
+pub(super) fn send_self(p: &mut Process, sig: u64) -> SysResult {
     if sig == 0 {
         return Ok(0);
     }
@@ -363,14 +363,15 @@ const SIGALRM: u64 = 14;
 /// Fires ITIMER_REAL if it is due: SIGALRM to the process (its handler, or
 /// the default action: termination). Returns whether it fired.
 pub fn fire_timer(p: &mut Process) -> bool {
+    let posix = super::time::fire_posix_timers(p);
     let Some((next, period)) = p.itimer else {
-        return false;
+        return posix;
     };
     let now = std::time::Instant::now();
     if now < next {
-        return false;
+        return posix;
     }
-    p.itimer = (!period.is_zero()).then(|| (now + period, period));
+    p.itimer = (!period.is_zero()).then(|| (super::time::after(now, period), period));
     let _ = send_self(p, SIGALRM);
     true
 }
@@ -380,7 +381,7 @@ fn sys_pause(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
     if p.pending_signal.is_some() || fire_timer(p) {
         return Err(Errno::EINTR);
     }
-    let wake = p.itimer.map(|(next, _)| next);
+    let wake = p.next_timer_due();
     let _ = super::thread::wait(p, None, wake);
     Ok(0)
 }
@@ -405,7 +406,7 @@ fn sys_tgkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Sends `sig` to thread `tid` of the process: the running one now, another
 /// when it next runs (Go's preemption signal, SIGURG, goes this way).
-fn send_to_thread(p: &mut Process, tid: u64, sig: u64) -> SysResult {
+pub(super) fn send_to_thread(p: &mut Process, tid: u64, sig: u64) -> SysResult {
     if tid == p.tid {
         return send_self(p, sig);
     }

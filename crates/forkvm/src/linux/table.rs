@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 10] {
+fn families() -> [&'static [SyscallEntry]; 11] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -46,6 +46,7 @@ fn families() -> [&'static [SyscallEntry]; 10] {
         super::thread::SYSCALLS,
         super::event::SYSCALLS,
         super::net::SYSCALLS,
+        super::xattr::SYSCALLS,
     ]
 }
 

@@ -91,10 +91,17 @@ fn sys_time(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(t)
 }
 
+/// `now + d`, saturating far in the future instead of overflowing (a guest
+/// may ask for any number of seconds).
+pub fn after(now: std::time::Instant, d: std::time::Duration) -> std::time::Instant {
+    const CENTURY: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 86_400);
+    now.checked_add(d.min(CENTURY)).unwrap_or(now)
+}
+
 /// With other threads, a sleeping thread lets them run instead of sleeping the vCPU.
 fn block_thread(p: &mut Process, d: std::time::Duration) -> SysResult {
     p.sched = Some(super::thread::Sched::Block(super::thread::Wait::Sleep(
-        std::time::Instant::now() + d,
+        after(std::time::Instant::now(), d),
     )));
     Ok(0)
 }
@@ -227,7 +234,7 @@ fn sys_setitimer(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
         write_itimerval(mem, a[2], p)?;
     }
     if let Some((period, value)) = new {
-        p.itimer = (!value.is_zero()).then(|| (std::time::Instant::now() + value, period));
+        p.itimer = (!value.is_zero()).then(|| (after(std::time::Instant::now(), value), period));
     }
     Ok(0)
 }
@@ -283,7 +290,248 @@ fn sys_getrusage(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
     Ok(0)
 }
 
+/// POSIX per-process timers (timer_create and friends).
+pub mod posix {
+    use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
+
+    /// How an expiry is announced.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Notify {
+        /// SIGEV_NONE: nothing (timer_gettime shows the progress).
+        None,
+        /// SIGEV_SIGNAL: this signal to the process.
+        Signal(u64),
+        /// SIGEV_THREAD_ID: this signal to that thread.
+        Thread(u64, u64),
+    }
+
+    /// One timer.
+    #[derive(Debug, Clone)]
+    pub struct Timer {
+        /// The clock it was created on.
+        pub clock: u64,
+        /// What an expiry does.
+        pub notify: Notify,
+        /// Next expiry, if armed.
+        pub next: Option<Instant>,
+        /// Period (zero: one shot).
+        pub interval: Duration,
+        /// Expirations folded into the last signal (timer_getoverrun).
+        pub overrun: u64,
+    }
+
+    /// The process's timers, by id.
+    #[derive(Debug, Clone, Default)]
+    pub struct Timers {
+        /// Live timers.
+        pub map: BTreeMap<i32, Timer>,
+    }
+
+    impl Timers {
+        /// The earliest armed expiry.
+        pub fn next_due(&self) -> Option<Instant> {
+            self.map.values().filter_map(|t| t.next).min()
+        }
+    }
+}
+
+/// Most timers one process may create.
+const MAX_POSIX_TIMERS: usize = 1024;
+const SIGEV_SIGNAL: u32 = 0;
+const SIGEV_NONE: u32 = 1;
+const SIGEV_THREAD_ID: u32 = 4;
+/// `struct sigevent` size.
+const SIGEVENT_SIZE: u64 = 64;
+const SIGALRM_NR: u64 = 14;
+
+impl Process {
+    /// The next moment a timer (alarm, setitimer or a POSIX timer) expires.
+    pub fn next_timer_due(&self) -> Option<std::time::Instant> {
+        let posix = self.posix_timers.next_due();
+        match (self.itimer.map(|(next, _)| next), posix) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Fires the POSIX timers that are due: their signal is sent (expiries
+/// missed meanwhile become the overrun count). Returns whether one fired.
+pub fn fire_posix_timers(p: &mut Process) -> bool {
+    let now = std::time::Instant::now();
+    let mut sends = Vec::new();
+    for t in p.posix_timers.map.values_mut() {
+        let Some(next) = t.next else { continue };
+        if now < next {
+            continue;
+        }
+        let n = if t.interval.is_zero() {
+            t.next = None;
+            1
+        } else {
+            let n = ((now - next).as_nanos() / t.interval.as_nanos()).saturating_add(1);
+            let n = u32::try_from(n).unwrap_or(u32::MAX);
+            t.next = Some(after(next, t.interval.saturating_mul(n)));
+            u64::from(n)
+        };
+        t.overrun = n - 1;
+        if t.notify != posix::Notify::None {
+            sends.push(t.notify);
+        }
+    }
+    let fired = !sends.is_empty();
+    for n in sends {
+        let _ = match n {
+            posix::Notify::None => continue,
+            posix::Notify::Signal(sig) => super::signal::send_self(p, sig),
+            posix::Notify::Thread(tid, sig) => super::signal::send_to_thread(p, tid, sig),
+        };
+    }
+    fired
+}
+
+/// Implements timer_create(2).
+fn sys_timer_create(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [clockid, sevp, idp, ..] = *a;
+    let clockid = clockid as u32 as u64;
+    // REALTIME, MONOTONIC, PROCESS/THREAD_CPUTIME (as elapsed time), BOOTTIME.
+    if !matches!(clockid, 0 | 1 | 2 | 3 | 7) {
+        return Err(if matches!(clockid, 8 | 9) {
+            Errno::EPERM
+        } else {
+            Errno::EINVAL
+        });
+    }
+    let next_id = (0..MAX_POSIX_TIMERS as i32)
+        .find(|i| !p.posix_timers.map.contains_key(i))
+        .ok_or(Errno::EAGAIN)?;
+    let notify = if sevp == 0 {
+        posix::Notify::Signal(SIGALRM_NR)
+    } else {
+        let b = mem.read(sevp, SIGEVENT_SIZE)?;
+        let signo = u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as u64;
+        let how = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
+        let tid = u32::from_le_bytes([b[16], b[17], b[18], b[19]]) as u64;
+        let valid_sig = (1..=64).contains(&signo);
+        match how {
+            SIGEV_NONE => posix::Notify::None,
+            SIGEV_SIGNAL if valid_sig => posix::Notify::Signal(signo),
+            SIGEV_THREAD_ID if valid_sig => {
+                if tid != p.tid && !p.threads.others.iter().any(|t| t.tid == tid) {
+                    return Err(Errno::EINVAL);
+                }
+                posix::Notify::Thread(tid, signo)
+            }
+            _ => return Err(Errno::EINVAL),
+        }
+    };
+    mem.write_u32(idp, next_id as u32)?;
+    p.posix_timers.map.insert(
+        next_id,
+        posix::Timer {
+            clock: clockid,
+            notify,
+            next: None,
+            interval: std::time::Duration::ZERO,
+            overrun: 0,
+        },
+    );
+    Ok(0)
+}
+
+fn posix_timer(p: &mut Process, id: u64) -> Result<&mut posix::Timer, Errno> {
+    // timer_t is an int: the upper half of the register is ignored.
+    p.posix_timers
+        .map
+        .get_mut(&(id as u32 as i32))
+        .ok_or(Errno::EINVAL)
+}
+
+fn duration(t: Timespec) -> std::time::Duration {
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Writes `struct itimerspec` {interval, value} for a timer.
+fn write_itimerspec(
+    mem: &mut GuestMemory,
+    addr: u64,
+    t: &posix::Timer,
+    now: std::time::Instant,
+) -> Result<(), Errno> {
+    let left = t.next.map_or(std::time::Duration::ZERO, |n| {
+        n.saturating_duration_since(now)
+            .max(std::time::Duration::from_nanos(1))
+    });
+    let mut b = [0u8; 32];
+    for (i, d) in [t.interval, left].iter().enumerate() {
+        b[i * 16..i * 16 + 8].copy_from_slice(&d.as_secs().to_le_bytes());
+        b[i * 16 + 8..i * 16 + 16].copy_from_slice(&u64::from(d.subsec_nanos()).to_le_bytes());
+    }
+    mem.write(addr, &b)?;
+    Ok(())
+}
+
+/// Implements timer_settime(2).
+fn sys_timer_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [id, flags, new, old, ..] = *a;
+    posix_timer(p, id)?;
+    if flags as u32 & !(TIMER_ABSTIME as u32) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let interval = duration(read_timespec(mem, new)?);
+    let value = read_timespec(mem, new + 16)?;
+    let now = std::time::Instant::now();
+    if old != 0 {
+        let t = posix_timer(p, id)?.clone();
+        write_itimerspec(mem, old, &t, now)?;
+    }
+    let t = posix_timer(p, id)?;
+    let first = if value.tv_sec == 0 && value.tv_nsec == 0 {
+        None
+    } else if flags & TIMER_ABSTIME != 0 {
+        let cur = duration(rustix::time::clock_gettime(clock(t.clock)?));
+        Some(after(now, duration(value).saturating_sub(cur)))
+    } else {
+        Some(after(now, duration(value)))
+    };
+    t.next = first;
+    t.interval = if first.is_some() {
+        interval
+    } else {
+        std::time::Duration::ZERO
+    };
+    t.overrun = 0;
+    Ok(0)
+}
+
+/// Implements timer_gettime(2).
+fn sys_timer_gettime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = posix_timer(p, a[0])?.clone();
+    write_itimerspec(mem, a[1], &t, std::time::Instant::now())?;
+    Ok(0)
+}
+
+/// Implements timer_getoverrun(2).
+fn sys_timer_getoverrun(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    Ok(posix_timer(p, a[0])?.overrun.min(i32::MAX as u64))
+}
+
+/// Implements timer_delete(2).
+fn sys_timer_delete(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    posix_timer(p, a[0])?;
+    p.posix_timers.map.remove(&(a[0] as u32 as i32));
+    Ok(0)
+}
+
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 222, name: "timer_create", handler: sys_timer_create, support: Support::Partial,
+        note: "SIGEV_SIGNAL, SIGEV_NONE, SIGEV_THREAD_ID; CPU-time clocks count elapsed time; siginfo carries no timer id" },
+    SyscallEntry { nr: 223, name: "timer_settime", handler: sys_timer_settime, support: Support::Partial,
+        note: "signals are delivered at the thread's next syscall or preemption tick" },
+    SyscallEntry { nr: 224, name: "timer_gettime", handler: sys_timer_gettime, support: Support::Full, note: "" },
+    SyscallEntry { nr: 225, name: "timer_getoverrun", handler: sys_timer_getoverrun, support: Support::Full, note: "" },
+    SyscallEntry { nr: 226, name: "timer_delete", handler: sys_timer_delete, support: Support::Full, note: "" },
     SyscallEntry { nr: 98, name: "getrusage", handler: sys_getrusage, support: Support::Partial,
         note: "CPU time and peak mapped memory; other fields 0" },
     SyscallEntry { nr: 100, name: "times", handler: sys_times, support: Support::Partial,
@@ -306,6 +554,120 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn posix_timers_arm_fire_and_delete() {
+        let (mut p, mut m, buf) = crate::linux::test_process();
+        let (sev, idp, spec) = (buf, buf + 0x100, buf + 0x200);
+        // SIGEV_SIGNAL with SIGUSR1 on CLOCK_MONOTONIC.
+        let mut e = [0u8; 64];
+        e[8..12].copy_from_slice(&10u32.to_le_bytes());
+        m.write(sev, &e).unwrap();
+        assert_eq!(
+            sys_timer_create(&mut p, &mut m, &[1, sev, idp, 0, 0, 0]),
+            Ok(0)
+        );
+        let id = u64::from(m.read_u32(idp).unwrap());
+        assert_eq!(id, 0);
+        // NULL sigevent: SIGALRM; the next id.
+        assert_eq!(
+            sys_timer_create(&mut p, &mut m, &[0, 0, idp, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(m.read_u32(idp), Ok(1));
+        // Bad clocks, notifications, signals and pointers.
+        assert_eq!(
+            sys_timer_create(&mut p, &mut m, &[42, 0, idp, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        e[12..16].copy_from_slice(&7u32.to_le_bytes());
+        m.write(sev, &e).unwrap();
+        assert_eq!(
+            sys_timer_create(&mut p, &mut m, &[1, sev, idp, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        e[12..16].copy_from_slice(&4u32.to_le_bytes()); // SIGEV_THREAD_ID, unknown tid
+        e[16..20].copy_from_slice(&9999u32.to_le_bytes());
+        m.write(sev, &e).unwrap();
+        assert_eq!(
+            sys_timer_create(&mut p, &mut m, &[1, sev, idp, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            sys_timer_create(&mut p, &mut m, &[1, 0, 0, 0, 0, 0]),
+            Err(Errno::EFAULT)
+        );
+        assert_eq!(p.posix_timers.map.len(), 2, "failed calls create nothing");
+        // Arm: 1 ns, periodic 1 s.
+        let mut s = [0u8; 32];
+        s[0..8].copy_from_slice(&1u64.to_le_bytes());
+        s[24..32].copy_from_slice(&1u64.to_le_bytes());
+        m.write(spec, &s).unwrap();
+        assert_eq!(
+            sys_timer_settime(&mut p, &mut m, &[id, 0, spec, 0, 0, 0]),
+            Ok(0)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        p.sigactions[9].handler = 0x1234; // a handler for SIGUSR1
+        assert!(fire_posix_timers(&mut p));
+        assert_eq!(p.pending_signal, Some(10));
+        assert!(!fire_posix_timers(&mut p), "next expiry is a second away");
+        assert_eq!(
+            sys_timer_gettime(&mut p, &mut m, &[id, spec + 0x40, 0, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(m.read_u64(spec + 0x40), Ok(1), "interval");
+        assert!(p.next_timer_due().is_some());
+        assert_eq!(
+            sys_timer_getoverrun(&mut p, &mut m, &[id, 0, 0, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(
+            sys_timer_delete(&mut p, &mut m, &[id, 0, 0, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(
+            sys_timer_delete(&mut p, &mut m, &[id, 0, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            sys_timer_gettime(&mut p, &mut m, &[id, spec, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(p.next_timer_due(), None, "timer 1 was never armed");
+        assert_eq!(
+            sys_timer_settime(&mut p, &mut m, &[1, 0, 0, 0, 0, 0]),
+            Err(Errno::EFAULT)
+        );
+        assert_eq!(
+            sys_timer_settime(&mut p, &mut m, &[1, 2, spec, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+    }
+
+    #[test]
+    fn huge_times_saturate_instead_of_panicking() {
+        let (mut p, mut m, buf) = crate::linux::test_process();
+        m.write_u64(buf, i64::MAX as u64).unwrap();
+        m.write_u64(buf + 8, 0).unwrap();
+        m.write_u64(buf + 16, i64::MAX as u64).unwrap();
+        m.write_u64(buf + 24, 0).unwrap();
+        assert_eq!(sys_setitimer(&mut p, &mut m, &[0, buf, 0, 0, 0, 0]), Ok(0));
+        assert!(p.itimer.is_some());
+        assert_eq!(
+            sys_timer_create(&mut p, &mut m, &[1, 0, buf + 0x100, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(
+            sys_timer_settime(&mut p, &mut m, &[0, 0, buf, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(
+            sys_timer_settime(&mut p, &mut m, &[0, 1, buf, 0, 0, 0]),
+            Ok(0)
+        );
+        assert!(!fire_posix_timers(&mut p));
+    }
 
     #[test]
     fn times_and_rusage_write_their_structs() {

@@ -433,7 +433,7 @@ impl Machine {
             if deadline.expired() {
                 return Ok(Outcome::TimedOut(timeout));
             }
-            let due = self.proc.itimer.map(|(next, _)| next);
+            let due = self.proc.next_timer_due();
             if alarm.as_ref().map(|(at, _)| *at) != due {
                 alarm = due.map(|at| {
                     (

@@ -1,0 +1,584 @@
+//! UNIX-domain sockets inside one VM: `socketpair(AF_UNIX)` and unnamed
+//! `socket(AF_UNIX)`. No network and no host socket is involved: a
+//! connected pair is two in-process queues, one per direction.
+//!
+//! Each queue holds messages (a write's bytes plus any descriptors passed
+//! with SCM_RIGHTS). A stream read joins messages; a datagram or
+//! seqpacket read takes exactly one. Shutdown and close follow Linux's
+//! `sk_shutdown` bits: for stream and seqpacket sockets they propagate to
+//! the peer (EOF, EPIPE), for datagram sockets they stay local and a send
+//! to a closed peer is ECONNREFUSED.
+
+use super::fdtable::{lock, FileRef};
+use super::Errno;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// `SOCK_STREAM`.
+pub const SOCK_STREAM: u32 = 1;
+/// `SOCK_DGRAM`.
+pub const SOCK_DGRAM: u32 = 2;
+/// `SOCK_SEQPACKET`.
+pub const SOCK_SEQPACKET: u32 = 5;
+
+/// Default (and largest settable, doubled) send buffer, as Linux's wmem_default.
+pub const DEFAULT_BUF: u32 = 212_992;
+/// Smallest send buffer Linux allows (SOCK_MIN_SNDBUF).
+pub const MIN_SNDBUF: u32 = 4608;
+/// Smallest receive buffer Linux allows (SOCK_MIN_RCVBUF).
+pub const MIN_RCVBUF: u32 = 2304;
+/// Bytes each queued message is charged beyond its data (roughly an skb).
+const MSG_OVERHEAD: usize = 576;
+/// Most descriptors one message may carry (SCM_MAX_FD).
+pub const MAX_FDS_PER_MSG: usize = 253;
+
+const ECONNRESET: i32 = 104;
+
+/// `sk_shutdown` bit: no more receiving.
+const RCV_SHUTDOWN: u8 = 1;
+/// `sk_shutdown` bit: no more sending.
+const SEND_SHUTDOWN: u8 = 2;
+
+const POLLIN: i16 = 0x1;
+const POLLOUT: i16 = 0x4;
+const POLLERR: i16 = 0x8;
+const POLLHUP: i16 = 0x10;
+const POLLRDNORM: i16 = 0x40;
+const POLLWRNORM: i16 = 0x100;
+/// Peer closed its writing side (epoll's EPOLLRDHUP).
+pub const POLLRDHUP: i16 = 0x2000;
+
+/// One queued write.
+pub struct Msg {
+    /// Its bytes.
+    pub data: Vec<u8>,
+    /// How many of them a stream reader already took.
+    pub off: usize,
+    /// Descriptions passed with SCM_RIGHTS (taken by the first read that reaches them).
+    pub fds: Vec<FileRef>,
+}
+
+/// What both ends of a connected pair share.
+pub struct Pair {
+    /// Receive queue of each side (side `s` reads `queues[s]`).
+    pub queues: [VecDeque<Msg>; 2],
+    /// Bytes charged to each receive queue.
+    pub bytes: [usize; 2],
+    /// `sk_shutdown` of each side.
+    pub shut: [u8; 2],
+    /// Whether each side has been closed.
+    pub closed: [bool; 2],
+    /// Pending `sk_err` of each side (ECONNRESET when the peer closed with unread data).
+    pub error: [i32; 2],
+    /// Socket type (the same for both sides).
+    pub ty: u32,
+}
+
+/// One socket: an open file description's view of a UNIX socket.
+pub struct Socket {
+    /// SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET.
+    pub ty: u32,
+    /// The connection, if any, and which side of it this is.
+    pub conn: Option<(Arc<Mutex<Pair>>, usize)>,
+    /// `sk_shutdown` of an unconnected socket (a connected one keeps it in the pair).
+    pub shut: u8,
+    /// SO_SNDBUF as getsockopt reports it.
+    pub sndbuf: u32,
+    /// SO_RCVBUF as getsockopt reports it.
+    pub rcvbuf: u32,
+    /// SO_RCVTIMEO (None: forever).
+    pub rcvtimeo: Option<Duration>,
+    /// SO_SNDTIMEO (None: forever).
+    pub sndtimeo: Option<Duration>,
+    /// Other boolean/int options set with setsockopt (SO_PASSCRED, SO_KEEPALIVE, ...), by name.
+    pub flags: Vec<(i32, i32)>,
+    /// Inode number reported by fstat.
+    pub ino: u64,
+}
+
+fn next_ino() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Socket {
+    /// An unconnected socket of type `ty`.
+    pub fn new(ty: u32) -> Socket {
+        Socket {
+            ty,
+            conn: None,
+            shut: 0,
+            sndbuf: DEFAULT_BUF,
+            rcvbuf: DEFAULT_BUF,
+            rcvtimeo: None,
+            sndtimeo: None,
+            flags: Vec::new(),
+            ino: next_ino(),
+        }
+    }
+
+    /// A connected pair of type `ty` (socketpair).
+    pub fn pair(ty: u32) -> (Socket, Socket) {
+        let pair = Arc::new(Mutex::new(Pair {
+            queues: [VecDeque::new(), VecDeque::new()],
+            bytes: [0, 0],
+            shut: [0, 0],
+            closed: [false, false],
+            error: [0, 0],
+            ty,
+        }));
+        let mut a = Socket::new(ty);
+        let mut b = Socket::new(ty);
+        a.conn = Some((pair.clone(), 0));
+        b.conn = Some((pair, 1));
+        (a, b)
+    }
+
+    /// Whether this is a connection-oriented type (stream or seqpacket).
+    pub fn connection(&self) -> bool {
+        self.ty != SOCK_DGRAM
+    }
+
+    /// Whether the socket is connected (a peer exists, even if closed since).
+    pub fn connected(&self) -> bool {
+        self.conn.is_some()
+    }
+
+    /// A copy for a forked process: same state and queued bytes, a new pair
+    /// shared only with the copies made through the same `pairs` list.
+    /// Descriptors in flight are not copied (they would be shared with the original).
+    pub fn fork_copy(&self, pairs: &mut Vec<(usize, Arc<Mutex<Pair>>)>) -> Socket {
+        let conn = self.conn.as_ref().map(|(pair, side)| {
+            let key = Arc::as_ptr(pair) as usize;
+            let copy = match pairs.iter().find(|(k, _)| *k == key) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    let old = lock(pair);
+                    let q = |q: &VecDeque<Msg>| {
+                        q.iter()
+                            .map(|m| Msg {
+                                data: m.data.clone(),
+                                off: m.off,
+                                fds: Vec::new(),
+                            })
+                            .collect::<VecDeque<Msg>>()
+                    };
+                    let c = Arc::new(Mutex::new(Pair {
+                        queues: [q(&old.queues[0]), q(&old.queues[1])],
+                        bytes: old.bytes,
+                        shut: old.shut,
+                        closed: old.closed,
+                        error: old.error,
+                        ty: old.ty,
+                    }));
+                    pairs.push((key, c.clone()));
+                    c
+                }
+            };
+            (copy, *side)
+        });
+        Socket {
+            ty: self.ty,
+            conn,
+            shut: self.shut,
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+            rcvtimeo: self.rcvtimeo,
+            sndtimeo: self.sndtimeo,
+            flags: self.flags.clone(),
+            ino: self.ino,
+        }
+    }
+
+    /// shutdown(2): `how` is SHUT_RD (0), SHUT_WR (1) or SHUT_RDWR (2).
+    pub fn shutdown(&mut self, how: u64) -> Result<(), Errno> {
+        let mask = match how {
+            0 => RCV_SHUTDOWN,
+            1 => SEND_SHUTDOWN,
+            2 => RCV_SHUTDOWN | SEND_SHUTDOWN,
+            _ => return Err(Errno::EINVAL),
+        };
+        let Some((pair, side)) = &self.conn else {
+            // Linux accepts it and only records it.
+            self.shut |= mask;
+            return Ok(());
+        };
+        let mut g = lock(pair);
+        g.shut[*side] |= mask;
+        if self.ty != SOCK_DGRAM {
+            // What I stop sending, the peer stops receiving, and the reverse.
+            let mut peer = 0;
+            if mask & RCV_SHUTDOWN != 0 {
+                peer |= SEND_SHUTDOWN;
+            }
+            if mask & SEND_SHUTDOWN != 0 {
+                peer |= RCV_SHUTDOWN;
+            }
+            g.shut[1 - *side] |= peer;
+        }
+        Ok(())
+    }
+
+    /// Bytes the next read could return (stream: all queued; otherwise the next message).
+    pub fn available(&self) -> usize {
+        let Some((pair, side)) = &self.conn else {
+            return 0;
+        };
+        let g = lock(pair);
+        let q = &g.queues[*side];
+        if self.ty == SOCK_STREAM {
+            q.iter().map(|m| m.data.len() - m.off).sum()
+        } else {
+            q.front().map_or(0, |m| m.data.len())
+        }
+    }
+
+    /// Takes the pending error (SO_ERROR), 0 if none.
+    pub fn take_error(&mut self) -> i32 {
+        match &self.conn {
+            Some((pair, side)) => std::mem::take(&mut lock(pair).error[*side]),
+            None => 0,
+        }
+    }
+
+    /// Whether EPIPE from a send raises SIGPIPE (stream sockets only, as on Linux).
+    pub fn sigpipe(&self) -> bool {
+        self.ty == SOCK_STREAM
+    }
+
+    /// poll(2) bits now.
+    pub fn poll(&self) -> i16 {
+        let shut_bits = |shut: u8| {
+            let mut r = 0;
+            if shut & RCV_SHUTDOWN != 0 {
+                r |= POLLIN | POLLRDNORM | POLLRDHUP;
+            }
+            if shut == RCV_SHUTDOWN | SEND_SHUTDOWN {
+                r |= POLLHUP;
+            }
+            r
+        };
+        let Some((pair, side)) = &self.conn else {
+            // Unconnected: a stream/seqpacket socket is "closed" (POLLHUP); a
+            // datagram one can always send (to an address) but nothing arrives.
+            let hup = if self.connection() { POLLHUP } else { 0 };
+            return POLLOUT | POLLWRNORM | hup | shut_bits(self.shut);
+        };
+        let g = lock(pair);
+        let s = *side;
+        let mut r = shut_bits(g.shut[s]);
+        if !g.queues[s].is_empty() {
+            r |= POLLIN | POLLRDNORM;
+        }
+        if g.error[s] != 0 {
+            r |= POLLERR;
+        }
+        // Linux: writable while at most a quarter of the send buffer is in flight.
+        let writable = g.bytes[1 - s].saturating_mul(4) <= self.sndbuf as usize
+            || g.closed[1 - s]
+            || g.shut[s] & SEND_SHUTDOWN != 0;
+        if writable {
+            r |= POLLOUT | POLLWRNORM;
+        }
+        r
+    }
+
+    /// Sends `data` (and `fds`) to the peer. Stream sockets may take part of
+    /// it (the count is returned); others take the whole message or nothing.
+    /// EAGAIN when there is no room; EPIPE when the peer is gone or shut
+    /// down (the caller raises SIGPIPE).
+    pub fn send(&mut self, data: &[u8], fds: Vec<FileRef>) -> Result<usize, Errno> {
+        let Some((pair, side)) = &self.conn else {
+            if self.shut & SEND_SHUTDOWN != 0 && !self.connection() {
+                return Err(Errno::EPIPE);
+            }
+            return Err(Errno::ENOTCONN);
+        };
+        let (s, peer) = (*side, 1 - *side);
+        let mut g = lock(pair);
+        if self.ty == SOCK_SEQPACKET && g.error[s] != 0 {
+            // Datagram-style sends report a pending error first.
+            return Err(Errno(std::mem::take(&mut g.error[s])));
+        }
+        if g.shut[s] & SEND_SHUTDOWN != 0 {
+            return Err(Errno::EPIPE);
+        }
+        if g.closed[peer] {
+            // Only datagram sockets get here (stream peers set SEND_SHUTDOWN on close).
+            drop(g);
+            self.conn = None;
+            return Err(Errno::ECONNREFUSED);
+        }
+        if g.shut[peer] & RCV_SHUTDOWN != 0 {
+            return Err(Errno::EPIPE);
+        }
+        let cap = self.sndbuf as usize;
+        let used = g.bytes[peer];
+        if self.ty == SOCK_STREAM {
+            if data.is_empty() && fds.is_empty() {
+                return Ok(0);
+            }
+            let room = cap.saturating_sub(used + MSG_OVERHEAD);
+            if room == 0 {
+                return Err(Errno::EAGAIN);
+            }
+            let n = room.min(data.len());
+            g.queues[peer].push_back(Msg {
+                data: data[..n].to_vec(),
+                off: 0,
+                fds,
+            });
+            g.bytes[peer] += n + MSG_OVERHEAD;
+            return Ok(n);
+        }
+        if data.len() + MSG_OVERHEAD > cap {
+            return Err(Errno::EMSGSIZE);
+        }
+        if used + data.len() + MSG_OVERHEAD > cap {
+            return Err(Errno::EAGAIN);
+        }
+        g.queues[peer].push_back(Msg {
+            data: data.to_vec(),
+            off: 0,
+            fds,
+        });
+        g.bytes[peer] += data.len() + MSG_OVERHEAD;
+        Ok(data.len())
+    }
+
+    /// Receives into `buf`. Returns the bytes copied, the full length of
+    /// the message (datagrams: more than copied when truncated) and the
+    /// descriptors that came with it. Ok with 0 bytes is end of file;
+    /// EAGAIN when nothing is there yet.
+    pub fn recv(&mut self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
+        let Some((pair, side)) = &self.conn else {
+            return Err(match self.ty {
+                SOCK_STREAM => Errno::EINVAL,
+                SOCK_SEQPACKET => Errno::ENOTCONN,
+                _ => Errno::EAGAIN,
+            });
+        };
+        let s = *side;
+        let mut g = lock(pair);
+        if g.queues[s].is_empty() {
+            if g.error[s] != 0 {
+                return Err(Errno(std::mem::take(&mut g.error[s])));
+            }
+            return if g.shut[s] & RCV_SHUTDOWN != 0 {
+                Ok(Received::default())
+            } else {
+                Err(Errno::EAGAIN)
+            };
+        }
+        let mut out = Received::default();
+        if self.ty != SOCK_STREAM {
+            let Some(m) = g.queues[s].front() else {
+                return Err(Errno::EAGAIN);
+            };
+            let n = m.data.len().min(buf.len());
+            buf[..n].copy_from_slice(&m.data[..n]);
+            out.copied = n;
+            out.full = m.data.len();
+            if peek {
+                out.fds = m.fds.clone();
+            } else if let Some(m) = g.queues[s].pop_front() {
+                g.bytes[s] = g.bytes[s].saturating_sub(m.data.len() + MSG_OVERHEAD);
+                out.fds = m.fds;
+            }
+            return Ok(out);
+        }
+        // Stream: join messages, but never across descriptors (they belong
+        // to the read that reaches their message first).
+        let mut done = 0usize;
+        let mut i = 0usize;
+        while done < buf.len() {
+            let Some(m) = g.queues[s].get_mut(i) else {
+                break;
+            };
+            if !m.fds.is_empty() && done > 0 {
+                break;
+            }
+            let has_fds = !m.fds.is_empty();
+            let avail = &m.data[m.off..];
+            let n = avail.len().min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&avail[..n]);
+            done += n;
+            if peek {
+                if has_fds {
+                    out.fds = m.fds.clone();
+                    break;
+                }
+                i += 1;
+                continue;
+            }
+            out.fds.append(&mut m.fds);
+            m.off += n;
+            if m.off == m.data.len() {
+                if let Some(m) = g.queues[s].pop_front() {
+                    g.bytes[s] = g.bytes[s].saturating_sub(m.data.len() + MSG_OVERHEAD);
+                }
+            }
+            if has_fds {
+                break;
+            }
+        }
+        out.copied = done;
+        out.full = done;
+        Ok(out)
+    }
+}
+
+/// What one receive returned.
+#[derive(Default)]
+pub struct Received {
+    /// Bytes copied into the caller's buffer.
+    pub copied: usize,
+    /// Length of the message (datagrams; equal to `copied` for streams).
+    pub full: usize,
+    /// Descriptions passed with the message.
+    pub fds: Vec<FileRef>,
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        let Some((pair, side)) = self.conn.take() else {
+            return;
+        };
+        let dropped;
+        {
+            let mut g = lock(&pair);
+            g.closed[side] = true;
+            g.shut[side] = RCV_SHUTDOWN | SEND_SHUTDOWN;
+            if g.ty != SOCK_DGRAM {
+                g.shut[1 - side] = RCV_SHUTDOWN | SEND_SHUTDOWN;
+            }
+            // What was never read goes away with the socket; it is dropped
+            // after the lock is released, since it may hold descriptions of
+            // this very pair.
+            dropped = std::mem::take(&mut g.queues[side]);
+            if g.ty != SOCK_DGRAM && !dropped.is_empty() {
+                g.error[1 - side] = ECONNRESET;
+            }
+            g.bytes[side] = 0;
+        }
+        drop(dropped);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::fdtable::{FileKind, OpenFile};
+
+    #[test]
+    fn stream_pair_round_trip_and_eof() {
+        let (mut a, mut b) = Socket::pair(SOCK_STREAM);
+        assert_eq!(a.send(b"hello", Vec::new()), Ok(5));
+        assert_eq!(a.send(b" world", Vec::new()), Ok(6));
+        assert_eq!(b.available(), 11);
+        let mut buf = [0u8; 64];
+        let r = b.recv(&mut buf, true).unwrap();
+        assert_eq!(&buf[..r.copied], b"hello world", "peek joins messages");
+        let r = b.recv(&mut buf[..3], false).unwrap();
+        assert_eq!(&buf[..r.copied], b"hel");
+        let r = b.recv(&mut buf, false).unwrap();
+        assert_eq!(&buf[..r.copied], b"lo world");
+        assert_eq!(b.recv(&mut buf, false).err(), Some(Errno::EAGAIN));
+        assert_eq!(b.poll() & POLLIN, 0);
+        drop(a);
+        assert_eq!(b.recv(&mut buf, false).map(|r| r.copied), Ok(0));
+        assert_ne!(b.poll() & POLLHUP, 0);
+        assert_eq!(b.send(b"x", Vec::new()), Err(Errno::EPIPE));
+    }
+
+    #[test]
+    fn datagrams_keep_boundaries_and_truncate() {
+        let (mut a, mut b) = Socket::pair(SOCK_DGRAM);
+        a.send(b"one", Vec::new()).unwrap();
+        a.send(b"three", Vec::new()).unwrap();
+        a.send(b"", Vec::new()).unwrap();
+        let mut buf = [0u8; 4];
+        let r = b.recv(&mut buf, false).unwrap();
+        assert_eq!((r.copied, r.full), (3, 3));
+        let r = b.recv(&mut buf, false).unwrap();
+        assert_eq!((r.copied, r.full), (4, 5), "truncated, rest dropped");
+        let r = b.recv(&mut buf, false).unwrap();
+        assert_eq!((r.copied, r.full), (0, 0), "empty datagram");
+        assert_eq!(b.recv(&mut buf, false).err(), Some(Errno::EAGAIN));
+        let huge = vec![0u8; DEFAULT_BUF as usize];
+        assert_eq!(a.send(&huge, Vec::new()), Err(Errno::EMSGSIZE));
+        // Filling up: EAGAIN, never unbounded memory.
+        let mut n = 0;
+        while a.send(&[0u8; 1000], Vec::new()).is_ok() {
+            n += 1;
+            assert!(n < 10_000);
+        }
+        assert_eq!(a.poll() & POLLOUT, 0);
+        // Peer closed: datagram sends are refused, then not connected.
+        drop(b);
+        assert_eq!(a.send(b"x", Vec::new()), Err(Errno::ECONNREFUSED));
+        assert_eq!(a.send(b"x", Vec::new()), Err(Errno::ENOTCONN));
+    }
+
+    #[test]
+    fn shutdown_propagates_for_streams_only() {
+        let (mut a, mut b) = Socket::pair(SOCK_STREAM);
+        a.shutdown(1).unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(b.recv(&mut buf, false).map(|r| r.copied), Ok(0));
+        assert_ne!(b.poll() & POLLRDHUP, 0);
+        assert_eq!(a.send(b"x", Vec::new()), Err(Errno::EPIPE));
+        assert_eq!(b.send(b"x", Vec::new()), Ok(1), "the other way still works");
+        assert_eq!(a.shutdown(7), Err(Errno::EINVAL));
+        let (mut c, mut d) = Socket::pair(SOCK_DGRAM);
+        c.shutdown(1).unwrap();
+        assert_eq!(d.recv(&mut buf, false).err(), Some(Errno::EAGAIN));
+        assert_eq!(c.send(b"x", Vec::new()), Err(Errno::EPIPE));
+        let mut lone = Socket::new(SOCK_STREAM);
+        assert_eq!(lone.recv(&mut buf, false).err(), Some(Errno::EINVAL));
+        assert_eq!(lone.poll(), POLLOUT | POLLWRNORM | POLLHUP);
+        assert_eq!(lone.shutdown(2), Ok(()));
+        assert_eq!(lone.send(b"x", Vec::new()), Err(Errno::ENOTCONN));
+        // Closing with unread data resets the peer once.
+        let (mut e, f) = Socket::pair(SOCK_STREAM);
+        e.send(b"unread", Vec::new()).unwrap();
+        drop(f);
+        assert_ne!(e.poll() & POLLERR, 0);
+        assert_eq!(e.recv(&mut buf, false).err(), Some(Errno(ECONNRESET)));
+        assert_eq!(e.recv(&mut buf, false).map(|r| r.copied), Ok(0));
+    }
+
+    #[test]
+    fn descriptors_travel_with_their_bytes_and_cycles_do_not_deadlock() {
+        let (mut a, b) = Socket::pair(SOCK_STREAM);
+        let file = OpenFile::new(FileKind::Null, 0).into_ref();
+        a.send(b"ab", Vec::new()).unwrap();
+        a.send(b"cd", vec![file.clone()]).unwrap();
+        let mut b = b;
+        let mut buf = [0u8; 8];
+        let r = b.recv(&mut buf, false).unwrap();
+        assert_eq!((r.copied, r.fds.len()), (2, 0), "stops before the fds");
+        let r = b.recv(&mut buf, false).unwrap();
+        assert_eq!((r.copied, r.fds.len()), (2, 1));
+        assert!(Arc::ptr_eq(&r.fds[0], &file));
+        // A socket end queued inside its own pair: closing must not deadlock.
+        let (x, y) = Socket::pair(SOCK_STREAM);
+        let xref = OpenFile::new(FileKind::Socket(x), 2).into_ref();
+        let mut y = y;
+        let other = {
+            let mut g = lock(&xref);
+            match &mut g.kind {
+                FileKind::Socket(s) => s.send(b"z", vec![xref.clone()]),
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(other, Ok(1));
+        drop(xref);
+        let r = y.recv(&mut buf, false).unwrap();
+        assert_eq!(r.fds.len(), 1);
+        drop(r);
+        drop(y);
+    }
+}
