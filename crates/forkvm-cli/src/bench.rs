@@ -5,7 +5,7 @@
 use anyhow::Context;
 use forkvm::builtin;
 use forkvm::floors;
-use forkvm::hypervisor::Hypervisor;
+use forkvm::hypervisor::{Hypervisor, SyscallPath};
 use forkvm::machine::{Config, Machine, Outcome};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -97,13 +97,17 @@ fn spawn_times(n: usize, mut cmd: impl FnMut() -> Command) -> anyhow::Result<Vec
     Ok(v)
 }
 
-/// Per-syscall cost: (run of N getppid calls - run of 0) / N, per sample.
-fn syscall_cost(samples: usize) -> anyhow::Result<Vec<Duration>> {
-    const N: u32 = 200;
-    let loop_n = builtin::syscall_loop(N)?;
+/// Per-syscall cost: (run of N getppid calls - run of 0) / N, per sample,
+/// with the calls answered by `path` (the host, or the in-guest dispatcher).
+fn syscall_cost(samples: usize, path: SyscallPath, n: u32) -> anyhow::Result<Vec<Duration>> {
+    let loop_n = builtin::syscall_loop(n)?;
     let loop_0 = builtin::syscall_loop(0)?;
     let run = |img: &[u8]| -> anyhow::Result<Duration> {
-        let mut m = Machine::new(img, "/loop", config())?;
+        let cfg = Config {
+            syscalls: path,
+            ..config()
+        };
+        let mut m = Machine::new(img, "/loop", cfg)?;
         let t = Instant::now();
         let o = m.run()?;
         let d = t.elapsed();
@@ -117,7 +121,7 @@ fn syscall_cost(samples: usize) -> anyhow::Result<Vec<Duration>> {
     for _ in 0..samples {
         let full = run(&loop_n)?;
         let empty = run(&loop_0)?;
-        v.push(full.saturating_sub(empty) / N);
+        v.push(full.saturating_sub(empty) / n);
     }
     Ok(v)
 }
@@ -163,7 +167,8 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         both.push(built + ran);
     }
     drop(quiet);
-    let syscall = stats(syscall_cost((n / 10).max(10))?);
+    let syscall = stats(syscall_cost((n / 10).max(10), SyscallPath::Exit, 200)?);
+    let syscall_fast = stats(syscall_cost((n / 10).max(10), SyscallPath::Fast, 20_000)?);
 
     let life = lifecycle(n, &args, exit.median, create.median)?;
 
@@ -200,10 +205,17 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         },
         Row {
             name: "syscall",
-            what: "host-handled syscall (getppid)".into(),
+            what: "host-handled syscall (getppid, --syscalls exit)".into(),
             s: syscall,
             floor_name: "user_trap",
             floor: trap.median,
+        },
+        Row {
+            name: "syscall_in_guest",
+            what: "in-guest syscall (getppid, --syscalls fast)".into(),
+            s: syscall_fast,
+            floor_name: "native_syscall",
+            floor: native_sys.median,
         },
         Row {
             name: "run_wall",

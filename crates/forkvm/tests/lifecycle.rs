@@ -156,3 +156,25 @@ fn reset_cost_follows_pages_written() {
         );
     }
 }
+
+/// The in-guest dispatcher answers from a page the program can write: a call
+/// that scribbles over it gets wrong answers to its own calls only; the host
+/// is fine, other forks are fine, and a reset restores it.
+#[test]
+fn scribbling_over_the_fast_path_page_hurts_only_that_fork_until_reset() {
+    let m = master();
+    let mut f = m.fork().unwrap();
+    let mut other = m.fork().unwrap();
+    let pid = f.vmcall("fast_getpid", &[]).unwrap();
+    assert_eq!(pid, 2, "the guest's pid");
+    let wrong = f.vmcall("scribble_fast_page", &[]).unwrap();
+    assert_ne!(
+        wrong, pid,
+        "the dispatcher answered from the scribbled page"
+    );
+    assert_eq!(f.vmcall("fast_getpid", &[]).unwrap(), wrong);
+    assert_eq!(other.vmcall("fast_getpid", &[]).unwrap(), pid);
+    assert_eq!(f.vmcall("add", &[Arg::Int(1), Arg::Int(2)]).unwrap(), 3);
+    f.reset().unwrap();
+    assert_eq!(f.vmcall("fast_getpid", &[]).unwrap(), pid);
+}

@@ -50,6 +50,18 @@ FORKVM_EXPORT long page_marks(void)
     return s;
 }
 
+/* getpid(2), answered inside the VM by the fast-path dispatcher. */
+FORKVM_EXPORT long fast_getpid(void) { return (long)getpid(); }
+
+/* Writes garbage over the fast-path data page (the program may: it is its own
+ * memory) and returns what getpid answers then. */
+FORKVM_EXPORT long scribble_fast_page(void)
+{
+    volatile unsigned long *page = (volatile unsigned long *)0xa000;
+    for (int i = 0; i < 16; i++) page[i] = 0x5c5c5c5c5c5c5c5cUL + (unsigned long)i;
+    return (long)getpid();
+}
+
 /* Returns a pointer to a string in guest memory for the host to read. */
 FORKVM_EXPORT const char *greeting(void) { return "hello from the guest"; }
 

@@ -485,6 +485,14 @@ fn note(p: &mut Process, mem: &GuestMemory, nr: u64, args: &Args, e: Errno) {
             .once(format!("refused by policy: {name}: {}", entry.note));
         return;
     }
+    // socket(2) itself works for UNIX socket pairs; other families are the network.
+    if nr == 41 && e == Errno::EACCES {
+        p.notes.once(format!(
+            "refused by policy: {name} of family {}: no network in the sandbox (EACCES)",
+            args[0]
+        ));
+        return;
+    }
     if matches!(e, Errno::ENOENT | Errno::EACCES) {
         let Some(path) = path else { return };
         if path.starts_with("/proc/") || path.starts_with("/dev/") {

@@ -16,6 +16,10 @@ pub fn api_guest(name: &str) -> PathBuf {
         std::fs::create_dir_all(&d).expect("temp dir");
         d
     });
+    // Tests of one binary run in parallel: one builds while the others wait,
+    // so nobody loads a half-written file (that was a flaky NotElf).
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let out = dir.join(name);
     if !out.exists() {
         let src = repo().join(format!("tests/guests/api/{name}.c"));

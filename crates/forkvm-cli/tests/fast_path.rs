@@ -1,0 +1,77 @@
+//! System calls answered inside the VM (`--syscalls fast`, the default) must
+//! answer exactly what the host answers (`--syscalls exit`), per thread, and a
+//! program that scribbles over the dispatcher's page hurts only itself.
+
+mod common;
+
+use common::{forkvm, guest, run_cmd, Run};
+use std::process::Command;
+use std::time::Duration;
+
+fn run_with(path: &str, prog: &str, args: &[&str]) -> Run {
+    let exe = guest(prog);
+    let mut a = vec!["run", "--syscalls", path, "--"];
+    let exe = exe.to_str().expect("utf-8 path").to_string();
+    a.push(&exe);
+    a.extend_from_slice(args);
+    forkvm(&a)
+}
+
+#[test]
+fn identity_and_tids_match_the_exit_path() {
+    for prog in ["fast_identity.glibc", "fast_identity.musl"] {
+        let fast = run_with("fast", prog, &[]);
+        let exit = run_with("exit", prog, &[]);
+        assert_eq!(fast.status, 0, "{}", fast.describe());
+        assert_eq!(fast.stdout_str(), exit.stdout_str(), "{}", fast.describe());
+        let out = fast.stdout_str();
+        assert!(
+            out.starts_with("pid 2 ppid 1 uid 1000 euid 1000 gid 1000 egid 1000\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("main tid is pid: yes, lone sched_yield: 0"),
+            "{out}"
+        );
+        assert!(out.contains("tids distinct: yes"), "{out}");
+        assert_eq!(
+            out.matches("its signal reached it: yes").count(),
+            3,
+            "{out}"
+        );
+        // Everything but the ids is what Linux itself prints.
+        let native = run_cmd(Command::new(guest(prog)), b"", Duration::from_secs(30));
+        let tail = |s: &str| s.lines().skip(1).collect::<Vec<_>>().join("\n");
+        assert_eq!(tail(&out), tail(&native.stdout_str()));
+    }
+}
+
+#[test]
+fn scribbling_over_the_dispatcher_page_hurts_only_the_program() {
+    let fast = run_with("fast", "fast_identity.glibc", &["scribble"]);
+    assert_eq!(fast.status, 0, "{}", fast.describe());
+    assert_eq!(
+        fast.stdout_str(),
+        "getpid before 2, after scribbling changed\n",
+        "the guest's own answers are wrong, and it goes on"
+    );
+    let exit = run_with("exit", "fast_identity.glibc", &["scribble"]);
+    assert_eq!(
+        exit.stdout_str(),
+        "getpid before 2, after scribbling unchanged\n"
+    );
+}
+
+#[test]
+fn trace_shows_every_call_even_those_the_fast_path_would_answer() {
+    let exe = guest("fast_identity.glibc");
+    let r = forkvm(&[
+        "run",
+        "--trace-syscalls",
+        "--",
+        exe.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(r.status, 0, "{}", r.describe());
+    assert!(r.stderr_str().contains("getpid"), "{}", r.describe());
+    assert!(r.stderr_str().contains("gettid"), "{}", r.describe());
+}
