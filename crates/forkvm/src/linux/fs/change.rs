@@ -1,0 +1,389 @@
+//! open and the namespace changes: create, mkdir, unlink, rename, and the refused ones.
+
+use super::*;
+
+pub(super) fn dev_kind(d: Dev) -> FileKind {
+    match d {
+        Dev::Null => FileKind::Null,
+        Dev::Zero => FileKind::Zero,
+        Dev::Urandom => FileKind::Urandom,
+    }
+}
+
+pub(super) fn do_open(
+    p: &mut Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    flags: u64,
+    mode: u64,
+) -> SysResult {
+    let path = read_path(mem, addr)?;
+    let flags = flags as u32;
+    let path_only = flags & O_PATH != 0;
+    let acc = flags & O_ACCMODE;
+    if acc == O_ACCMODE && !path_only {
+        return Err(Errno::EINVAL);
+    }
+    let cloexec = flags & O_CLOEXEC != 0;
+    let status = (flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_LARGEFILE;
+    let target = if path.is_empty() {
+        return Err(Errno::ENOENT);
+    } else {
+        let abs = absolute(p, dirfd, &path)?;
+        special(p, &abs)
+    };
+    match target {
+        Some(Err(e)) => return Err(e),
+        Some(Ok(Target::Dev(d))) => {
+            if flags & O_DIRECTORY != 0 {
+                return Err(Errno::ENOTDIR);
+            }
+            if flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL {
+                return Err(Errno::EEXIST);
+            }
+            let status = if path_only { O_PATH } else { status };
+            return Ok(p.fds.insert(OpenFile::new(dev_kind(d), status), cloexec)? as u64);
+        }
+        Some(Ok(Target::Fd(f))) => {
+            return Ok(p.fds.insert_from(0, f, cloexec)? as u64);
+        }
+        Some(Ok(Target::Host(_))) | None => {}
+    }
+    let abs = lexical(&absolute(p, dirfd, &path)?);
+    if let Some(data) = crate::linux::procfs::synthesize(p, mem, &abs) {
+        if acc != O_RDONLY || flags & (O_CREAT | O_TRUNC) != 0 {
+            return Err(Errno::EACCES);
+        }
+        let fd = crate::linux::procfs::memory_file(&data)?;
+        let kind = FileKind::File { fd, path: abs };
+        return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
+    }
+    if abs == b"/proc/self/exe" {
+        let fd = rustix::fs::open(
+            p.exe_path.as_str(),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|_| Errno::ENOENT)?;
+        let kind = FileKind::File { fd, path: abs };
+        return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
+    }
+    let writes = acc != O_RDONLY || flags & (O_CREAT | O_TRUNC | O_TMPFILE) != 0;
+    if writes && !path_only {
+        return open_for_writing(p, &abs, flags, mode, status, cloexec);
+    }
+    let abs = absolute(p, dirfd, &path)?;
+    let r = walk_host(&roots(&p.policy), &abs, flags & O_NOFOLLOW == 0)?;
+    let ty = r.stat.st_mode & S_IFMT;
+    if flags & O_DIRECTORY != 0 && ty != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    let gpath = r.path.clone();
+    let (kind, status) = if path_only {
+        let fd = owned(r.fd)?;
+        let kind = match ty {
+            S_IFDIR => FileKind::Dir { fd, path: gpath },
+            S_IFREG => FileKind::File { fd, path: gpath },
+            _ => FileKind::PathOnly { fd, path: gpath },
+        };
+        (kind, O_PATH)
+    } else {
+        match ty {
+            S_IFDIR => (
+                FileKind::Dir {
+                    fd: reopen(&r, OFlags::RDONLY | OFlags::DIRECTORY)?,
+                    path: gpath,
+                },
+                status,
+            ),
+            S_IFREG => (
+                FileKind::File {
+                    fd: reopen(&r, OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK)?,
+                    path: gpath,
+                },
+                status,
+            ),
+            S_IFLNK => return Err(Errno::ELOOP),
+            // FIFOs, sockets and device nodes of the host stay closed.
+            _ => return Err(Errno::EACCES),
+        }
+    };
+    Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64)
+}
+
+/// Implements open(2).
+pub(super) fn sys_open(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_open(p, mem, AT_FDCWD, a[0], a[1], a[2])
+}
+
+/// Implements openat(2).
+pub(super) fn sys_openat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_open(p, mem, a[0] as i32, a[1], a[2], a[3])
+}
+
+/// Implements creat(2): open(O_CREAT|O_WRONLY|O_TRUNC), under `--allow-write` roots.
+pub(super) fn sys_creat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_open(
+        p,
+        mem,
+        AT_FDCWD,
+        a[0],
+        u64::from(O_CREAT | O_WRONLY | O_TRUNC),
+        a[1],
+    )
+}
+
+/// The directory that will hold `abs` (which must lie under a write root)
+/// and the new entry's name.
+pub(super) fn writable_parent(
+    p: &Process,
+    abs: &[u8],
+) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
+    let roots = write_roots(&p.policy);
+    if roots.is_empty() {
+        return Err(Errno::EROFS);
+    }
+    let norm = lexical(abs);
+    let cut = norm.iter().rposition(|&b| b == b'/').ok_or(Errno::ENOENT)?;
+    let (dir, name) = (&norm[..cut.max(1)], &norm[cut + 1..]);
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(Errno::EINVAL);
+    }
+    let parent = walk(&roots, dir, true)
+        .map_err(|e| if e == Errno::ENOENT { Errno::EROFS } else { e })?
+        .ok_or(Errno::EROFS)?;
+    if parent.stat.st_mode & S_IFMT != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    let fd = reopen(&parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
+    let mut guest = parent.path.clone();
+    if guest != b"/" {
+        guest.push(b'/');
+    }
+    guest.extend_from_slice(name);
+    Ok((fd, name.to_vec(), guest))
+}
+
+/// open(2) with write access or O_CREAT/O_TRUNC: only under `--allow-write`
+/// roots; the last component is never followed if it is a symlink.
+pub(super) fn open_for_writing(
+    p: &mut Process,
+    abs: &[u8],
+    flags: u32,
+    mode: u64,
+    status: u32,
+    cloexec: bool,
+) -> SysResult {
+    let (dir, name, guest) = writable_parent(p, abs).map_err(|e| match e {
+        Errno::EROFS => Errno::EACCES,
+        e => e,
+    })?;
+    let mut of = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+    of |= match flags & O_ACCMODE {
+        O_WRONLY => OFlags::WRONLY,
+        O_RDWR => OFlags::RDWR,
+        _ => OFlags::RDONLY,
+    };
+    for (bit, f) in [
+        (O_CREAT, OFlags::CREATE),
+        (O_EXCL, OFlags::EXCL),
+        (O_TRUNC, OFlags::TRUNC),
+        (O_APPEND, OFlags::APPEND),
+        (O_DIRECTORY, OFlags::DIRECTORY),
+    ] {
+        if flags & bit != 0 {
+            of |= f;
+        }
+    }
+    let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
+    let fd = rustix::fs::openat(&dir, name.as_slice(), of, mode).map_err(|e| {
+        if e == rustix::io::Errno::LOOP {
+            Errno::ELOOP
+        } else {
+            Errno::from(e)
+        }
+    })?;
+    let st = rustix::fs::fstat(&fd)?;
+    let kind = match st.st_mode & S_IFMT {
+        S_IFREG => FileKind::File { fd, path: guest },
+        S_IFDIR => FileKind::Dir { fd, path: guest },
+        _ => return Err(Errno::EACCES),
+    };
+    Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64)
+}
+
+/// A path argument resolved for a change: (parent dir fd, name).
+pub(super) fn change_target(
+    p: &Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+) -> Result<(OwnedFd, Vec<u8>), Errno> {
+    let path = read_path(mem, addr)?;
+    let abs = absolute(p, dirfd, &path)?;
+    let (dir, name, _) = writable_parent(p, &abs)?;
+    Ok((dir, name))
+}
+
+/// Implements mkdir(2) under `--allow-write` roots (elsewhere EROFS).
+pub(super) fn sys_mkdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mkdir(p, mem, AT_FDCWD, a[0], a[1])
+}
+
+/// Implements mkdirat(2).
+pub(super) fn sys_mkdirat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mkdir(p, mem, a[0] as i32, a[1], a[2])
+}
+
+pub(super) fn do_mkdir(
+    p: &mut Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    mode: u64,
+) -> SysResult {
+    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
+    rustix::fs::mkdirat(&dir, name.as_slice(), mode)?;
+    Ok(0)
+}
+
+/// Implements unlink(2).
+pub(super) fn sys_unlink(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_unlink(p, mem, AT_FDCWD, a[0], 0)
+}
+
+/// Implements rmdir(2).
+pub(super) fn sys_rmdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_unlink(p, mem, AT_FDCWD, a[0], AT_REMOVEDIR)
+}
+
+/// Implements unlinkat(2).
+pub(super) fn sys_unlinkat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[2] & !AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_unlink(p, mem, a[0] as i32, a[1], a[2])
+}
+
+pub(super) const AT_REMOVEDIR: u64 = 0x200;
+
+pub(super) fn do_unlink(
+    p: &mut Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    flags: u64,
+) -> SysResult {
+    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    let f = if flags & AT_REMOVEDIR != 0 {
+        rustix::fs::AtFlags::REMOVEDIR
+    } else {
+        rustix::fs::AtFlags::empty()
+    };
+    rustix::fs::unlinkat(&dir, name.as_slice(), f)?;
+    Ok(0)
+}
+
+/// Implements rename(2).
+pub(super) fn sys_rename(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_rename(p, mem, AT_FDCWD, a[0], AT_FDCWD, a[1], 0)
+}
+
+/// Implements renameat(2).
+pub(super) fn sys_renameat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_rename(p, mem, a[0] as i32, a[1], a[2] as i32, a[3], 0)
+}
+
+/// Implements renameat2(2) (RENAME_NOREPLACE only).
+pub(super) fn sys_renameat2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_rename(p, mem, a[0] as i32, a[1], a[2] as i32, a[3], a[4])
+}
+
+pub(super) fn do_rename(
+    p: &mut Process,
+    mem: &GuestMemory,
+    olddir: i32,
+    old: u64,
+    newdir: i32,
+    new: u64,
+    flags: u64,
+) -> SysResult {
+    const RENAME_NOREPLACE: u64 = 1;
+    if flags & !RENAME_NOREPLACE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (od, on) = change_target(p, mem, olddir, old)?;
+    let (nd, nn) = change_target(p, mem, newdir, new)?;
+    let f = if flags & RENAME_NOREPLACE != 0 {
+        rustix::fs::RenameFlags::NOREPLACE
+    } else {
+        rustix::fs::RenameFlags::empty()
+    };
+    rustix::fs::renameat_with(&od, on.as_slice(), &nd, nn.as_slice(), f)?;
+    Ok(0)
+}
+
+pub(super) fn refuse_paths(mem: &GuestMemory, addrs: &[u64]) -> SysResult {
+    for &addr in addrs {
+        read_path(mem, addr)?;
+    }
+    Err(Errno::EROFS)
+}
+
+/// Implements mkdir(2), rmdir(2), unlink(2), chmod(2), chown(2), lchown(2), truncate(2), mknod(2): read-only namespace.
+pub(super) fn sys_refuse_p0(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    refuse_paths(mem, &[a[0]])
+}
+
+/// Implements mkdirat(2), mknodat(2), fchownat(2), unlinkat(2), fchmodat(2): read-only namespace.
+pub(super) fn sys_refuse_p1(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    refuse_paths(mem, &[a[1]])
+}
+
+/// Implements rename(2), link(2), symlink(2): read-only namespace.
+pub(super) fn sys_refuse_p01(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    refuse_paths(mem, &[a[0], a[1]])
+}
+
+/// Implements renameat(2), renameat2(2), linkat(2): read-only namespace.
+pub(super) fn sys_refuse_p13(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    refuse_paths(mem, &[a[1], a[3]])
+}
+
+/// Implements symlinkat(2): read-only namespace.
+pub(super) fn sys_symlinkat(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    refuse_paths(mem, &[a[0], a[2]])
+}
+
+/// Implements utimensat(2): read-only namespace.
+pub(super) fn sys_utimensat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[1] == 0 && a[0] as i32 != AT_FDCWD {
+        p.fds.get(a[0] as i32)?;
+        return Err(Errno::EROFS);
+    }
+    refuse_paths(mem, &[a[1]])
+}
+
+/// Implements fchmod(2) and fchown(2): read-only namespace.
+pub(super) fn sys_refuse_fd(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    p.fds.get(a[0] as i32)?;
+    Err(Errno::EROFS)
+}
+
+/// Implements ftruncate(2) for files opened for writing (under `--allow-write`).
+pub(super) fn sys_ftruncate(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    let file = p.fds.get(a[0] as i32)?;
+    let f = lock(&file);
+    if (a[1] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    match &f.kind {
+        FileKind::File { fd, .. } if f.writable() => {
+            rustix::fs::ftruncate(fd, a[1])?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}

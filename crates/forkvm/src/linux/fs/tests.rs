@@ -1,0 +1,880 @@
+//! Unit tests of the file-system syscalls.
+
+use super::*;
+use crate::abi::USER_BASE;
+use crate::linux::io::SYSCALLS as IO;
+use crate::linux::Handler;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const BAD: [u64; 4] = [0, 0xffff_8000_0000_0000, 8 << 20, u64::MAX - 7];
+const PATH: u64 = USER_BASE;
+const BUF: u64 = USER_BASE + 0x2000;
+
+/// A host directory tree, removed on drop.
+struct Tree {
+    root: PathBuf,
+}
+
+impl Tree {
+    fn new() -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "forkvm-fs-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        let a = root.join("allowed");
+        std::fs::create_dir_all(a.join("sub/deeper")).unwrap();
+        std::fs::write(root.join("secret.txt"), b"secret").unwrap();
+        std::fs::write(a.join("hello.txt"), b"hello world").unwrap();
+        std::fs::write(a.join("sub/inner.txt"), b"inner").unwrap();
+        let link = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, a.join(name)).unwrap();
+        };
+        link(&root.join("secret.txt"), "abs_out");
+        link(Path::new("../secret.txt"), "rel_out");
+        link(Path::new("sub/../../secret.txt"), "rel_out2");
+        link(Path::new("sub/inner.txt"), "rel_in");
+        link(&a.join("hello.txt"), "abs_in");
+        link(Path::new("/"), "to_root");
+        link(Path::new("loop"), "loop");
+        link(Path::new("sub"), "sub_link");
+        // Links above the root (where the guest sees no directory contents).
+        std::os::unix::fs::symlink("allowed", root.join("via_link")).unwrap();
+        std::os::unix::fs::symlink(&a, root.join("abs_via_link")).unwrap();
+        std::os::unix::fs::symlink("secret.txt", root.join("secret_link")).unwrap();
+        std::os::unix::fs::symlink("/", root.join("slash_link")).unwrap();
+        Self { root }
+    }
+
+    fn allowed(&self) -> PathBuf {
+        self.root.join("allowed")
+    }
+
+    fn s(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.root.display())
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn setup(allow: Vec<PathBuf>) -> (Process, GuestMemory) {
+    crate::linux::test_setup(Policy {
+        allow_read: allow,
+        ..Policy::default()
+    })
+}
+
+use crate::linux::test_call as call;
+
+fn io(nr: u64) -> Handler {
+    IO.iter().find(|e| e.nr == nr).unwrap().handler
+}
+
+fn open(p: &mut Process, m: &mut GuestMemory, path: &str, flags: u32) -> SysResult {
+    m.write(PATH, path.as_bytes()).unwrap();
+    m.write(PATH + path.len() as u64, &[0]).unwrap();
+    call(p, m, sys_openat, &[AT_FDCWD as u64, PATH, u64::from(flags)])
+}
+
+fn read_all(p: &mut Process, m: &mut GuestMemory, fd: u64) -> Vec<u8> {
+    let n = call(p, m, io(0), &[fd, BUF, 4096]).unwrap();
+    m.read(BUF, n).unwrap().to_vec()
+}
+
+fn stat(p: &mut Process, m: &mut GuestMemory, path: &str, follow: bool) -> Result<StatInfo, Errno> {
+    m.write(PATH, path.as_bytes()).unwrap();
+    m.write(PATH + path.len() as u64, &[0]).unwrap();
+    let h = if follow { sys_stat } else { sys_lstat };
+    call(p, m, h, &[PATH, BUF])?;
+    let b = m.read(BUF, 144).unwrap();
+    let u64at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let u32at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+    Ok(StatInfo {
+        dev: u64at(0),
+        ino: u64at(8),
+        nlink: u64at(16),
+        mode: u32at(24),
+        size: u64at(48) as i64,
+        ..StatInfo::default()
+    })
+}
+
+#[test]
+fn open_read_stat_allowed_file() {
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    let fd = open(
+        &mut p,
+        &mut m,
+        &t.s("allowed/hello.txt"),
+        O_RDONLY | O_CLOEXEC,
+    )
+    .unwrap();
+    assert_eq!(fd, 3);
+    assert_eq!(p.fds.cloexec(3), Ok(true));
+    assert_eq!(read_all(&mut p, &mut m, fd), b"hello world");
+    assert_eq!(read_all(&mut p, &mut m, fd), b"");
+    // fstat agrees with the host.
+    assert_eq!(call(&mut p, &mut m, sys_fstat, &[fd, BUF]), Ok(0));
+    let host = std::fs::metadata(t.allowed().join("hello.txt")).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(m.read_u64(BUF + 8), Ok(host.ino()));
+    assert_eq!(m.read_u64(BUF + 48), Ok(11));
+    assert_eq!(m.read_u32(BUF + 24), Ok(host.mode()));
+    assert_eq!(m.read_u64(BUF + 88), Ok(host.mtime() as u64));
+    let st = stat(&mut p, &mut m, &t.s("allowed/hello.txt"), true).unwrap();
+    assert_eq!(
+        (st.ino, st.size, st.mode & S_IFMT),
+        (host.ino(), 11, S_IFREG)
+    );
+    // lseek + pread, and a dup shares the offset.
+    assert_eq!(call(&mut p, &mut m, io(8), &[fd, 6, 0]), Ok(6));
+    let d = call(
+        &mut p,
+        &mut m,
+        crate::linux::fdtable::SYSCALLS[1].handler,
+        &[fd],
+    )
+    .unwrap();
+    assert_eq!(read_all(&mut p, &mut m, d), b"world");
+    assert_eq!(call(&mut p, &mut m, io(8), &[fd, 0, 1]), Ok(11));
+    assert_eq!(call(&mut p, &mut m, io(8), &[fd, -2i64 as u64, 2]), Ok(9));
+    assert_eq!(
+        call(&mut p, &mut m, io(8), &[fd, -20i64 as u64, 1]),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(call(&mut p, &mut m, io(17), &[fd, BUF, 5, 0]), Ok(5));
+    assert_eq!(m.read(BUF, 5).unwrap(), b"hello");
+    // Only the bytes a read can transfer must be valid (as Linux copies lazily).
+    assert_eq!(call(&mut p, &mut m, io(17), &[fd, BUF, 1 << 40, 6]), Ok(5));
+    assert_eq!(
+        call(&mut p, &mut m, io(17), &[fd, (8 << 20) - 4, 100, 0]),
+        Err(Errno::EFAULT)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, io(17), &[fd, (8 << 20) - 4, 100, 7]),
+        Ok(4)
+    );
+    assert_eq!(call(&mut p, &mut m, io(17), &[fd, 0, 100, 11]), Ok(0));
+    // Writing is refused.
+    assert_eq!(
+        call(&mut p, &mut m, io(1), &[fd, BUF, 1]),
+        Err(Errno::EBADF)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, io(18), &[fd, BUF, 1, 0]),
+        Err(Errno::EBADF)
+    );
+    for flags in [
+        O_WRONLY,
+        O_RDWR,
+        O_CREAT,
+        O_TRUNC,
+        O_RDONLY | O_CREAT | O_EXCL,
+    ] {
+        assert_eq!(
+            open(&mut p, &mut m, &t.s("allowed/hello.txt"), flags),
+            Err(Errno::EACCES)
+        );
+    }
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("allowed/new.txt"), O_CREAT | O_WRONLY),
+        Err(Errno::EACCES)
+    );
+    m.write(PATH, b"/x\0").unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_creat, &[PATH, 0o644]),
+        Err(Errno::EACCES)
+    );
+    // mmap support used by mem.rs.
+    let mut page = [0u8; 16];
+    p.fds.read_at_for_mmap(fd as i32, &mut page, 6).unwrap();
+    assert_eq!(&page[..6], b"world\0");
+    assert_eq!(p.fds.check_mappable(0), Err(Errno::ENODEV));
+}
+
+#[test]
+fn directories_getdents_and_cwd() {
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    let dir = open(&mut p, &mut m, &t.s("allowed"), O_RDONLY | O_DIRECTORY).unwrap();
+    let mut names = Vec::new();
+    loop {
+        let n = call(&mut p, &mut m, sys_getdents64, &[dir, BUF, 200]).unwrap();
+        if n == 0 {
+            break;
+        }
+        let b = m.read(BUF, n).unwrap().to_vec();
+        let mut off = 0;
+        while off < b.len() {
+            let reclen = u16::from_le_bytes([b[off + 16], b[off + 17]]) as usize;
+            let name = &b[off + 19..off + reclen];
+            let end = name.iter().position(|&c| c == 0).unwrap();
+            names.push(String::from_utf8(name[..end].to_vec()).unwrap());
+            off += reclen;
+        }
+    }
+    names.sort();
+    assert!(
+        names.contains(&"hello.txt".to_string()) && names.contains(&"sub".to_string()),
+        "{names:?}"
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_getdents64, &[dir, BUF, 4]),
+        Ok(0),
+        "at end"
+    );
+    assert_eq!(call(&mut p, &mut m, io(8), &[dir, 0, 0]), Ok(0));
+    assert_eq!(
+        call(&mut p, &mut m, sys_getdents64, &[dir, BUF, 4]),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, io(0), &[dir, BUF, 4]),
+        Err(Errno::EISDIR)
+    );
+    // getdents on a non-directory and a bad fd.
+    assert_eq!(
+        call(&mut p, &mut m, sys_getdents64, &[1, BUF, 200]),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_getdents64, &[77, BUF, 200]),
+        Err(Errno::EBADF)
+    );
+    // openat relative to the directory fd, with `..` that stays inside.
+    m.write(PATH, b"sub/../sub/inner.txt\0").unwrap();
+    let f = call(&mut p, &mut m, sys_openat, &[dir, PATH, 0]).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, f), b"inner");
+    m.write(PATH, b"hello.txt\0").unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_openat, &[f, PATH, 0]),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_openat, &[99, PATH, 0]),
+        Err(Errno::EBADF)
+    );
+    // An absolute path ignores a bad dirfd.
+    let abs = format!("{}\0", t.s("allowed/hello.txt"));
+    m.write(PATH, abs.as_bytes()).unwrap();
+    assert!(call(&mut p, &mut m, sys_openat, &[99, PATH, 0]).is_ok());
+    // fchdir + getcwd + relative open.
+    assert_eq!(call(&mut p, &mut m, sys_fchdir, &[dir]), Ok(0));
+    let want = t.s("allowed");
+    assert_eq!(
+        call(&mut p, &mut m, sys_getcwd, &[BUF, 4096]),
+        Ok(want.len() as u64 + 1)
+    );
+    assert_eq!(
+        m.read(BUF, want.len() as u64 + 1).unwrap(),
+        format!("{want}\0").as_bytes()
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_getcwd, &[BUF, want.len() as u64]),
+        Err(Errno::ERANGE)
+    );
+    assert_eq!(call(&mut p, &mut m, sys_fchdir, &[f]), Err(Errno::ENOTDIR));
+    let f = open(&mut p, &mut m, "sub_link/inner.txt", O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, f), b"inner");
+    // chdir into a subdirectory through a symlink: cwd is canonical.
+    m.write(PATH, b"sub_link/deeper\0").unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
+    assert_eq!(p.cwd, t.s("allowed/sub/deeper"));
+    m.write(PATH, b"../inner.txt\0").unwrap();
+    assert!(call(&mut p, &mut m, sys_open, &[PATH, 0]).is_ok());
+    m.write(PATH, b"../../../secret.txt\0").unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_open, &[PATH, 0]),
+        Err(Errno::ENOENT)
+    );
+    m.write(PATH, b"../inner.txt\0").unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_chdir, &[PATH]),
+        Err(Errno::ENOTDIR)
+    );
+    m.write(PATH, b"/\0").unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Err(Errno::ENOENT));
+    assert_eq!(p.cwd, t.s("allowed/sub/deeper"));
+    // O_DIRECTORY on a file.
+    assert_eq!(
+        open(&mut p, &mut m, "../inner.txt", O_DIRECTORY),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        open(&mut p, &mut m, "../inner.txt/", 0),
+        Err(Errno::ENOTDIR)
+    );
+    assert!(open(&mut p, &mut m, "../", O_DIRECTORY).is_ok());
+}
+
+#[test]
+fn escapes_are_refused() {
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed(), PathBuf::from("/proc")]);
+    let secret = t.s("secret.txt");
+    let tries = [
+        secret.clone(),
+        t.s("allowed/../secret.txt"),
+        t.s("allowed/sub/../../secret.txt"),
+        t.s("allowed/abs_out"),
+        t.s("allowed/rel_out"),
+        t.s("allowed/rel_out2"),
+        t.s("allowed/to_root/etc/passwd"),
+        t.s("allowed/to_root"),
+        format!("/proc/self/root{secret}"),
+        format!("/proc/thread-self/root{secret}"),
+        format!("/proc/{}/root{secret}", std::process::id()),
+        format!("/proc/self/cwd/{secret}"),
+        "/proc/self/mem".to_string(),
+        "/proc/self/environ".to_string(),
+        "/etc/passwd".to_string(),
+        "/".to_string(),
+        t.s(""),
+    ];
+    for path in &tries {
+        assert_eq!(
+            open(&mut p, &mut m, path, O_RDONLY),
+            Err(Errno::ENOENT),
+            "{path}"
+        );
+        assert_eq!(
+            open(&mut p, &mut m, path, O_PATH),
+            Err(Errno::ENOENT),
+            "{path}"
+        );
+        assert_eq!(
+            stat(&mut p, &mut m, path, true).err(),
+            Some(Errno::ENOENT),
+            "{path}"
+        );
+    }
+    assert!(p.fds.open_fds().len() == 3);
+    // The links themselves are inside and visible to lstat/readlink.
+    let st = stat(&mut p, &mut m, &t.s("allowed/rel_out"), false).unwrap();
+    assert_eq!(st.mode & S_IFMT, S_IFLNK);
+    let path = format!("{}\0", t.s("allowed/rel_out"));
+    m.write(PATH, path.as_bytes()).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]),
+        Ok(13)
+    );
+    assert_eq!(m.read(BUF, 13).unwrap(), b"../secret.txt");
+    assert_eq!(call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 3]), Ok(3));
+    assert_eq!(
+        call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 0]),
+        Err(Errno::EINVAL)
+    );
+    let path = format!("{}\0", t.s("allowed/hello.txt"));
+    m.write(PATH, path.as_bytes()).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]),
+        Err(Errno::EINVAL)
+    );
+    // Links that stay inside work.
+    let fd = open(&mut p, &mut m, &t.s("allowed/abs_in"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), b"hello world");
+    let fd = open(&mut p, &mut m, &t.s("allowed/rel_in"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), b"inner");
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("allowed/rel_in"), O_NOFOLLOW),
+        Err(Errno::ELOOP)
+    );
+    assert!(open(&mut p, &mut m, &t.s("allowed/rel_in"), O_NOFOLLOW | O_PATH).is_ok());
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("allowed/loop"), 0),
+        Err(Errno::ELOOP)
+    );
+    // A file root allows exactly itself.
+    let (mut p, mut m) = setup(vec![t.allowed().join("hello.txt")]);
+    assert!(open(&mut p, &mut m, &t.s("allowed/hello.txt"), 0).is_ok());
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("allowed/hello.txt/"), 0),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("allowed/rel_in"), 0),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(open(&mut p, &mut m, &t.s("allowed"), 0), Err(Errno::ENOENT));
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("allowed/hello.txt/.."), 0),
+        Err(Errno::ENOTDIR)
+    );
+    // Relative roots are ignored.
+    let (mut p, mut m) = setup(vec![PathBuf::from("relative"), PathBuf::from("/a/../b")]);
+    assert_eq!(open(&mut p, &mut m, "relative", 0), Err(Errno::ENOENT));
+}
+
+#[test]
+fn host_links_above_the_roots() {
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    for via in ["via_link", "abs_via_link", "via_link/sub/..", "slash_link/"] {
+        let path = if via.starts_with("slash") {
+            format!("{}{}", t.s(via), t.s("allowed/hello.txt"))
+        } else {
+            t.s(&format!("{via}/hello.txt"))
+        };
+        let fd = open(&mut p, &mut m, &path, O_RDONLY).unwrap();
+        assert_eq!(read_all(&mut p, &mut m, fd), b"hello world", "{path}");
+    }
+    // The link into the root is visible as a link; realpath() can walk it.
+    let st = stat(&mut p, &mut m, &t.s("via_link"), false).unwrap();
+    assert_eq!(st.mode & S_IFMT, S_IFLNK);
+    let link = format!("{}\0", t.s("via_link"));
+    m.write(PATH, link.as_bytes()).unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]), Ok(7));
+    assert_eq!(m.read(BUF, 7).unwrap(), b"allowed");
+    let link = format!("{}\0", t.s("slash_link"));
+    m.write(PATH, link.as_bytes()).unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]), Ok(1));
+    // Directories above the root are not links (EINVAL) but cannot be opened.
+    for dir in [t.s(""), "/".to_string(), t.s("via_link/..")] {
+        let z = format!("{dir}\0");
+        m.write(PATH, z.as_bytes()).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]),
+            Err(Errno::EINVAL),
+            "{dir}"
+        );
+        assert_eq!(
+            open(&mut p, &mut m, &dir, O_RDONLY),
+            Err(Errno::ENOENT),
+            "{dir}"
+        );
+        assert_eq!(
+            stat(&mut p, &mut m, &dir, true).err(),
+            Some(Errno::ENOENT),
+            "{dir}"
+        );
+    }
+    // Links above the root that lead elsewhere do not exist.
+    for path in [
+        t.s("secret_link"),
+        t.s("via_link/../secret.txt"),
+        t.s("nothing"),
+    ] {
+        assert_eq!(
+            open(&mut p, &mut m, &path, O_RDONLY),
+            Err(Errno::ENOENT),
+            "{path}"
+        );
+        assert_eq!(
+            open(&mut p, &mut m, &path, O_PATH | O_NOFOLLOW),
+            Err(Errno::ENOENT),
+            "{path}"
+        );
+        assert_eq!(
+            stat(&mut p, &mut m, &path, false).err(),
+            Some(Errno::ENOENT),
+            "{path}"
+        );
+        let z = format!("{path}\0");
+        m.write(PATH, z.as_bytes()).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]),
+            Err(Errno::ENOENT),
+            "{path}"
+        );
+    }
+    assert_eq!(p.fds.open_fds().len(), 3 + 4);
+}
+
+#[test]
+fn devices_and_stdio_paths() {
+    let (mut p, mut m) = setup(vec![]);
+    let null = open(&mut p, &mut m, "/dev/null", O_RDWR).unwrap();
+    m.write(BUF, b"abc").unwrap();
+    assert_eq!(call(&mut p, &mut m, io(1), &[null, BUF, 3]), Ok(3));
+    assert_eq!(read_all(&mut p, &mut m, null), b"");
+    let zero = open(&mut p, &mut m, "/dev/../dev/zero", O_RDONLY).unwrap();
+    assert_eq!(call(&mut p, &mut m, io(0), &[zero, BUF, 3]), Ok(3));
+    assert_eq!(m.read(BUF, 3).unwrap(), &[0, 0, 0]);
+    assert!(open(&mut p, &mut m, "/dev/urandom", O_RDONLY).is_ok());
+    assert_eq!(
+        open(&mut p, &mut m, "/dev/null", O_DIRECTORY),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        open(&mut p, &mut m, "/dev/sda", O_RDONLY),
+        Err(Errno::ENOENT)
+    );
+    let st = stat(&mut p, &mut m, "/dev/null", true).unwrap();
+    assert_eq!(st.mode, S_IFCHR | 0o666);
+    let out = open(&mut p, &mut m, "/dev/stdout", O_WRONLY).unwrap();
+    assert!(matches!(
+        lock(&p.fds.get(out as i32).unwrap()).kind,
+        FileKind::Stdout
+    ));
+    assert_eq!(
+        open(&mut p, &mut m, "/proc/self/fd/77", O_RDONLY),
+        Err(Errno::ENOENT)
+    );
+    // Access checks.
+    m.write(PATH, b"/dev/null\0").unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_access, &[PATH, 6]), Ok(0));
+    assert_eq!(
+        call(&mut p, &mut m, sys_access, &[PATH, 8]),
+        Err(Errno::EINVAL)
+    );
+    // fstat of a pipe and of a device.
+    call(&mut p, &mut m, io(22), &[BUF]).unwrap();
+    let r = m.read_u32(BUF).unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_fstat, &[u64::from(r), BUF]), Ok(0));
+    assert_eq!(m.read_u32(BUF + 24).unwrap() & S_IFMT, S_IFIFO);
+    assert_eq!(call(&mut p, &mut m, sys_fstat, &[zero, BUF]), Ok(0));
+    assert_eq!(m.read_u64(BUF + 40), Ok(makedev(1, 5)));
+    // AT_EMPTY_PATH on any fd (glibc's fstat), with NULL too.
+    m.write(PATH, b"\0").unwrap();
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_newfstatat,
+            &[zero, PATH, BUF, AT_EMPTY_PATH]
+        ),
+        Ok(0)
+    );
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_newfstatat,
+            &[zero, 0, BUF, AT_EMPTY_PATH]
+        ),
+        Ok(0)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_newfstatat, &[zero, PATH, BUF, 0]),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_newfstatat, &[zero, PATH, BUF, 1]),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_newfstatat,
+            &[1, PATH, BUF, AT_EMPTY_PATH]
+        ),
+        Ok(0)
+    );
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_statx,
+            &[zero, PATH, AT_EMPTY_PATH, 0xfff, BUF]
+        ),
+        Ok(0)
+    );
+    assert_eq!(m.read_u32(BUF), Ok(STATX_BASIC_STATS));
+    assert_eq!(
+        m.read(BUF + 28, 2).unwrap(),
+        &((S_IFCHR | 0o666) as u16).to_le_bytes()
+    );
+    assert_eq!(
+        (m.read_u32(BUF + 128), m.read_u32(BUF + 132)),
+        (Ok(1), Ok(5))
+    );
+    // umask.
+    assert_eq!(call(&mut p, &mut m, sys_umask, &[0o077]), Ok(0o022));
+    assert_eq!(call(&mut p, &mut m, sys_umask, &[0o022]), Ok(0o077));
+    // /proc/self/exe.
+    m.write(PATH, b"/proc/self/exe\0").unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]), Ok(5));
+    assert_eq!(m.read(BUF, 5).unwrap(), b"/prog");
+}
+
+#[test]
+fn statx_and_newfstatat_on_files() {
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    p.cwd = t.s("allowed");
+    m.write(PATH, b"rel_in\0").unwrap();
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_statx,
+            &[AT_FDCWD as u64, PATH, 0, 0x7ff, BUF]
+        ),
+        Ok(0)
+    );
+    assert_eq!(m.read_u64(BUF + 40), Ok(5));
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_statx,
+            &[AT_FDCWD as u64, PATH, AT_SYMLINK_NOFOLLOW, 0x7ff, BUF]
+        ),
+        Ok(0)
+    );
+    let mode = u16::from_le_bytes([
+        m.read(BUF + 28, 2).unwrap()[0],
+        m.read(BUF + 29, 1).unwrap()[0],
+    ]);
+    assert_eq!(u32::from(mode) & S_IFMT, S_IFLNK);
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_statx,
+            &[AT_FDCWD as u64, PATH, 0x6000, 0, BUF]
+        ),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_statx,
+            &[AT_FDCWD as u64, PATH, 0, 1 << 31, BUF]
+        ),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_newfstatat,
+            &[AT_FDCWD as u64, PATH, BUF, 0]
+        ),
+        Ok(0)
+    );
+    assert_eq!(m.read_u64(BUF + 48), Ok(5));
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_newfstatat,
+            &[AT_FDCWD as u64, PATH, BUF, AT_SYMLINK_NOFOLLOW]
+        ),
+        Ok(0)
+    );
+    assert_eq!(m.read_u32(BUF + 24).unwrap() & S_IFMT, S_IFLNK);
+    // AT_EMPTY_PATH with AT_FDCWD is the cwd.
+    m.write(PATH, b"\0").unwrap();
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_newfstatat,
+            &[AT_FDCWD as u64, PATH, BUF, AT_EMPTY_PATH]
+        ),
+        Ok(0)
+    );
+    assert_eq!(m.read_u32(BUF + 24).unwrap() & S_IFMT, S_IFDIR);
+    // access: read yes, write no, missing ENOENT.
+    m.write(PATH, b"hello.txt\0").unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_access, &[PATH, 4]), Ok(0));
+    assert_eq!(call(&mut p, &mut m, sys_access, &[PATH, 0]), Ok(0));
+    assert_eq!(
+        call(&mut p, &mut m, sys_access, &[PATH, 2]),
+        Err(Errno::EACCES)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_faccessat, &[AT_FDCWD as u64, PATH, 4]),
+        Ok(0)
+    );
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_faccessat2,
+            &[AT_FDCWD as u64, PATH, 4, AT_EACCESS]
+        ),
+        Ok(0)
+    );
+    assert_eq!(
+        call(
+            &mut p,
+            &mut m,
+            sys_faccessat2,
+            &[AT_FDCWD as u64, PATH, 4, 1]
+        ),
+        Err(Errno::EINVAL)
+    );
+    m.write(PATH, b"nope\0").unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_access, &[PATH, 0]),
+        Err(Errno::ENOENT)
+    );
+    m.write(PATH, b"sub\0").unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_access, &[PATH, 1]), Ok(0));
+    // statfs reports read-only.
+    assert_eq!(call(&mut p, &mut m, sys_statfs, &[PATH, BUF]), Ok(0));
+    assert_eq!(m.read_u64(BUF + 80).unwrap() & 1, 1);
+    // Refused namespace changes.
+    assert_eq!(
+        call(&mut p, &mut m, sys_refuse_p0, &[PATH]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_refuse_p13, &[0, PATH, 0, PATH]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(call(&mut p, &mut m, sys_refuse_fd, &[1]), Err(Errno::EROFS));
+    assert_eq!(
+        call(&mut p, &mut m, sys_refuse_fd, &[50]),
+        Err(Errno::EBADF)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_ftruncate, &[1]),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_utimensat, &[1, 0, 0, 0]),
+        Err(Errno::EROFS)
+    );
+}
+
+#[test]
+fn bad_pointers_and_names() {
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    let fd = open(&mut p, &mut m, &t.s("allowed"), O_RDONLY).unwrap();
+    let good = format!("{}\0", t.s("allowed/hello.txt"));
+    m.write(PATH, good.as_bytes()).unwrap();
+    let cwd = AT_FDCWD as u64;
+    for bad in BAD {
+        let cases: Vec<(&str, Handler, Vec<u64>)> = vec![
+            ("open", sys_open, vec![bad, 0]),
+            ("openat", sys_openat, vec![cwd, bad, 0]),
+            ("creat", sys_creat, vec![bad, 0]),
+            ("stat path", sys_stat, vec![bad, BUF]),
+            ("stat buf", sys_stat, vec![PATH, bad]),
+            ("lstat path", sys_lstat, vec![bad, BUF]),
+            ("lstat buf", sys_lstat, vec![PATH, bad]),
+            ("fstat", sys_fstat, vec![fd, bad]),
+            ("newfstatat path", sys_newfstatat, vec![cwd, bad, BUF, 0]),
+            ("newfstatat buf", sys_newfstatat, vec![cwd, PATH, bad, 0]),
+            ("statx path", sys_statx, vec![cwd, bad, 0, 0x7ff, BUF]),
+            ("statx buf", sys_statx, vec![cwd, PATH, 0, 0x7ff, bad]),
+            ("getdents64", sys_getdents64, vec![fd, bad, 4096]),
+            ("readlink path", sys_readlink, vec![bad, BUF, 10]),
+            ("readlinkat path", sys_readlinkat, vec![cwd, bad, BUF, 10]),
+            ("access", sys_access, vec![bad, 0]),
+            ("faccessat", sys_faccessat, vec![cwd, bad, 0]),
+            ("faccessat2", sys_faccessat2, vec![cwd, bad, 0, 0]),
+            ("getcwd", sys_getcwd, vec![bad, 4096]),
+            ("chdir", sys_chdir, vec![bad]),
+            ("statfs path", sys_statfs, vec![bad, BUF]),
+            ("statfs buf", sys_statfs, vec![PATH, bad]),
+            ("fstatfs", sys_fstatfs, vec![fd, bad]),
+            ("mkdir", sys_refuse_p0, vec![bad]),
+            ("mkdirat", sys_refuse_p1, vec![cwd, bad]),
+            ("rename", sys_refuse_p01, vec![PATH, bad]),
+            ("renameat", sys_refuse_p13, vec![cwd, PATH, cwd, bad]),
+            ("symlinkat", sys_symlinkat, vec![bad, cwd, PATH]),
+            ("utimensat", sys_utimensat, vec![cwd, bad, 0, 0]),
+        ];
+        for (name, h, args) in cases {
+            assert_eq!(
+                call(&mut p, &mut m, h, &args),
+                Err(Errno::EFAULT),
+                "{name} {bad:#x}"
+            );
+        }
+    }
+    // readlink's buffer.
+    let link = format!("{}\0", t.s("allowed/rel_in"));
+    m.write(PATH, link.as_bytes()).unwrap();
+    for bad in BAD {
+        assert_eq!(
+            call(&mut p, &mut m, sys_readlink, &[PATH, bad, 10]),
+            Err(Errno::EFAULT)
+        );
+    }
+    // Huge getdents count.
+    assert_eq!(
+        call(&mut p, &mut m, sys_getdents64, &[fd, BUF, u64::MAX]),
+        Err(Errno::EFAULT)
+    );
+    // Path length limits.
+    let long = vec![b'a'; PATH_MAX as usize];
+    m.write(PATH, &long).unwrap();
+    m.write(PATH + PATH_MAX, &[0]).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_open, &[PATH, 0]),
+        Err(Errno::ENAMETOOLONG)
+    );
+    m.write(PATH + PATH_MAX - 1, &[0]).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_open, &[PATH, 0]),
+        Err(Errno::ENOENT)
+    );
+    // A path running off the end of guest memory.
+    let end = (8 << 20) - 3;
+    m.write(end, b"abc").unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_open, &[end, 0]),
+        Err(Errno::EFAULT)
+    );
+    // Empty path.
+    m.write(PATH, b"\0").unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_open, &[PATH, 0]),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_stat, &[PATH, BUF]),
+        Err(Errno::ENOENT)
+    );
+    // Bad fds.
+    for bad in [99u64, u64::MAX, 5000] {
+        assert_eq!(
+            call(&mut p, &mut m, sys_fstat, &[bad, BUF]),
+            Err(Errno::EBADF)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_fstatfs, &[bad, BUF]),
+            Err(Errno::EBADF)
+        );
+        assert_eq!(call(&mut p, &mut m, sys_fchdir, &[bad]), Err(Errno::EBADF));
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_newfstatat,
+                &[bad, PATH, BUF, AT_EMPTY_PATH]
+            ),
+            Err(Errno::EBADF)
+        );
+    }
+}
+
+#[test]
+fn path_only_descriptors() {
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    let f = open(&mut p, &mut m, &t.s("allowed/hello.txt"), O_PATH).unwrap();
+    assert_eq!(call(&mut p, &mut m, io(0), &[f, BUF, 4]), Err(Errno::EBADF));
+    assert_eq!(call(&mut p, &mut m, sys_fstat, &[f, BUF]), Ok(0));
+    assert_eq!(m.read_u64(BUF + 48), Ok(11));
+    let d = open(&mut p, &mut m, &t.s("allowed/sub"), O_PATH | O_DIRECTORY).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_getdents64, &[d, BUF, 4096]),
+        Err(Errno::EBADF)
+    );
+    m.write(PATH, b"inner.txt\0").unwrap();
+    let i = call(&mut p, &mut m, sys_openat, &[d, PATH, 0]).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, i), b"inner");
+    let l = open(&mut p, &mut m, &t.s("allowed/rel_in"), O_PATH | O_NOFOLLOW).unwrap();
+    m.write(PATH, b"\0").unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_readlinkat, &[l, PATH, BUF, 100]),
+        Ok(13)
+    );
+    assert_eq!(m.read(BUF, 13).unwrap(), b"sub/inner.txt");
+}
