@@ -141,18 +141,26 @@ pub(super) fn writable_parent(
     abs: &[u8],
 ) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
     let roots = write_roots(&p.policy);
-    if roots.is_empty() {
-        return Err(Errno::EROFS);
-    }
     let norm = lexical(abs);
     let cut = norm.iter().rposition(|&b| b == b'/').ok_or(Errno::ENOENT)?;
     let (dir, name) = (&norm[..cut.max(1)], &norm[cut + 1..]);
     if name.is_empty() || name == b"." || name == b".." {
         return Err(Errno::EINVAL);
     }
-    let parent = walk(&roots, dir, true)
-        .map_err(|e| if e == Errno::ENOENT { Errno::EROFS } else { e })?
-        .ok_or(Errno::EROFS)?;
+    let parent = match walk(&roots, dir, true) {
+        Ok(Some(r)) => r,
+        Ok(None) => return Err(Errno::EROFS),
+        Err(Errno::ENOENT) => {
+            // A missing parent is ENOENT as on Linux (programs create it and
+            // retry); one that exists outside the write roots is read-only.
+            let r = walk_host(&super::path::roots(&p.policy), dir, true)?;
+            if r.stat.st_mode & S_IFMT != S_IFDIR {
+                return Err(Errno::ENOTDIR);
+            }
+            return Err(Errno::EROFS);
+        }
+        Err(e) => return Err(e),
+    };
     if parent.stat.st_mode & S_IFMT != S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
@@ -196,6 +204,16 @@ pub(super) fn open_for_writing(
             of |= f;
         }
     }
+    // Writing an existing file needs the guest's write permission (the host
+    // user may have more, say root).
+    if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
+        if let Ok(st) = rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+            let exclusive = flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
+            if st.st_mode & S_IFMT == S_IFREG && !exclusive && !guest_may(&st, 2) {
+                return Err(Errno::EACCES);
+            }
+        }
+    }
     let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
     let fd = rustix::fs::openat(&dir, name.as_slice(), of, mode).map_err(|e| {
         if e == rustix::io::Errno::LOOP {
@@ -220,8 +238,16 @@ pub(super) fn change_target(
     dirfd: i32,
     addr: u64,
 ) -> Result<(OwnedFd, Vec<u8>), Errno> {
-    let path = read_path(mem, addr)?;
-    let abs = absolute(p, dirfd, &path)?;
+    change_target_path(p, dirfd, &read_path(mem, addr)?)
+}
+
+/// As [`change_target`] for a path already read.
+pub(super) fn change_target_path(
+    p: &Process,
+    dirfd: i32,
+    path: &[u8],
+) -> Result<(OwnedFd, Vec<u8>), Errno> {
+    let abs = absolute(p, dirfd, path)?;
     let (dir, name, _) = writable_parent(p, &abs)?;
     Ok((dir, name))
 }
@@ -314,8 +340,10 @@ pub(super) fn do_rename(
     if flags & !RENAME_NOREPLACE != 0 {
         return Err(Errno::EINVAL);
     }
+    // Both names are read before either is looked at, as Linux does.
+    let newpath = read_path(mem, new)?;
     let (od, on) = change_target(p, mem, olddir, old)?;
-    let (nd, nn) = change_target(p, mem, newdir, new)?;
+    let (nd, nn) = change_target_path(p, newdir, &newpath)?;
     let f = if flags & RENAME_NOREPLACE != 0 {
         rustix::fs::RenameFlags::NOREPLACE
     } else {
@@ -325,51 +353,112 @@ pub(super) fn do_rename(
     Ok(0)
 }
 
-pub(super) fn refuse_paths(mem: &GuestMemory, addrs: &[u64]) -> SysResult {
-    for &addr in addrs {
-        read_path(mem, addr)?;
+/// Implements link(2) under `--allow-write` roots.
+pub(super) fn sys_link(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_link(p, mem, AT_FDCWD, a[0], AT_FDCWD, a[1], 0)
+}
+
+/// Implements linkat(2) under `--allow-write` roots (both names there).
+pub(super) fn sys_linkat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_link(
+        p,
+        mem,
+        a[0] as i32,
+        a[1],
+        a[2] as i32,
+        a[3],
+        a[4] as u32 as u64,
+    )
+}
+
+const AT_SYMLINK_FOLLOW: u64 = 0x400;
+
+fn do_link(
+    p: &mut Process,
+    mem: &GuestMemory,
+    olddir: i32,
+    old: u64,
+    newdir: i32,
+    new: u64,
+    flags: u64,
+) -> SysResult {
+    if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
     }
-    Err(Errno::EROFS)
-}
-
-/// Implements mkdir(2), rmdir(2), unlink(2), chmod(2), chown(2), lchown(2), truncate(2), mknod(2): read-only namespace.
-pub(super) fn sys_refuse_p0(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    refuse_paths(mem, &[a[0]])
-}
-
-/// Implements mkdirat(2), mknodat(2), fchownat(2), unlinkat(2), fchmodat(2): read-only namespace.
-pub(super) fn sys_refuse_p1(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    refuse_paths(mem, &[a[1]])
-}
-
-/// Implements rename(2), link(2), symlink(2): read-only namespace.
-pub(super) fn sys_refuse_p01(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    refuse_paths(mem, &[a[0], a[1]])
-}
-
-/// Implements renameat(2), renameat2(2), linkat(2): read-only namespace.
-pub(super) fn sys_refuse_p13(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    refuse_paths(mem, &[a[1], a[3]])
-}
-
-/// Implements symlinkat(2): read-only namespace.
-pub(super) fn sys_symlinkat(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    refuse_paths(mem, &[a[0], a[2]])
-}
-
-/// Implements utimensat(2): read-only namespace.
-pub(super) fn sys_utimensat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[1] == 0 && a[0] as i32 != AT_FDCWD {
-        p.fds.get(a[0] as i32)?;
-        return Err(Errno::EROFS);
+    // The existing object must itself be under a write root: a new name for
+    // a read-only file would make it writable.
+    let nofollow = if flags & AT_SYMLINK_FOLLOW != 0 {
+        0
+    } else {
+        AT_SYMLINK_NOFOLLOW
+    };
+    let newpath = read_path(mem, new)?;
+    let obj = super::attr::obj_at(p, mem, olddir, old, nofollow | (flags & AT_EMPTY_PATH))?;
+    if obj.is_dir() {
+        return Err(Errno::EPERM);
     }
-    refuse_paths(mem, &[a[1]])
+    let (nd, nn) = change_target_path(p, newdir, &newpath)?;
+    obj.link_to(&nd, &nn)?;
+    Ok(0)
 }
 
-/// Implements fchmod(2) and fchown(2): read-only namespace.
-pub(super) fn sys_refuse_fd(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    p.fds.get(a[0] as i32)?;
-    Err(Errno::EROFS)
+/// Implements symlink(2) under `--allow-write` roots.
+pub(super) fn sys_symlink(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_symlink(p, mem, a[0], AT_FDCWD, a[1])
+}
+
+/// Implements symlinkat(2) under `--allow-write` roots.
+pub(super) fn sys_symlinkat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_symlink(p, mem, a[0], a[1] as i32, a[2])
+}
+
+fn do_symlink(p: &mut Process, mem: &GuestMemory, target: u64, dirfd: i32, addr: u64) -> SysResult {
+    // The target is only text: the guest resolves it inside its own namespace.
+    let target = read_path(mem, target)?;
+    if target.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    rustix::fs::symlinkat(target.as_slice(), &dir, name.as_slice())?;
+    Ok(0)
+}
+
+/// Implements mknod(2) under `--allow-write` roots (regular files, fifos and sockets).
+pub(super) fn sys_mknod(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mknod(p, mem, AT_FDCWD, a[0], a[1], a[2])
+}
+
+/// Implements mknodat(2) under `--allow-write` roots.
+pub(super) fn sys_mknodat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mknod(p, mem, a[0] as i32, a[1], a[2], a[3])
+}
+
+fn do_mknod(
+    p: &mut Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    mode: u64,
+    dev: u64,
+) -> SysResult {
+    const S_IFSOCK: u32 = 0o140000;
+    const S_IFBLK: u32 = 0o060000;
+    let mode = mode as u32;
+    let kind = match mode & S_IFMT {
+        0 | S_IFREG => rustix::fs::FileType::RegularFile,
+        S_IFIFO => rustix::fs::FileType::Fifo,
+        S_IFSOCK => rustix::fs::FileType::Socket,
+        // Device nodes need CAP_MKNOD.
+        S_IFCHR | S_IFBLK => {
+            read_path(mem, addr)?;
+            return Err(Errno::EPERM);
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    let perm = Mode::from_bits_truncate((mode & 0o7777) & !p.fds.umask);
+    rustix::fs::mknodat(&dir, name.as_slice(), kind, perm, dev)?;
+    Ok(0)
 }
 
 /// Implements ftruncate(2) for files opened for writing (under `--allow-write`).

@@ -40,8 +40,8 @@ impl From<&Stat> for StatInfo {
             ino: s.st_ino,
             nlink: s.st_nlink,
             mode: s.st_mode,
-            uid: s.st_uid,
-            gid: s.st_gid,
+            uid: guest_uid(s.st_uid),
+            gid: guest_gid(s.st_gid),
             rdev: s.st_rdev,
             size: s.st_size,
             blksize: s.st_blksize,
@@ -232,9 +232,13 @@ pub(super) fn sys_getdents64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
     if f.path_only() {
         return Err(Errno::EBADF);
     }
-    let FileKind::Dir { fd, .. } = &f.kind else {
+    let FileKind::Dir { fd, path } = &f.kind else {
         return Err(Errno::ENOTDIR);
     };
+    let roots = roots(&p.policy);
+    if is_ancestor(&roots, path) {
+        return ancestor_dents(&roots, path, fd, mem, a[1], u64::from(a[2] as u32));
+    }
     // The whole buffer must be valid; the kernel fills only whole records
     // that fit, so passing it a bounded prefix is safe.
     let buf = guest_buf_mut(mem, a[1], u64::from(a[2] as u32))?;
@@ -255,6 +259,69 @@ pub(super) fn sys_getdents64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
         return Err(std::io::Error::last_os_error().into());
     }
     Ok(rc as u64)
+}
+
+/// getdents64 of a directory above the roots: ".", ".." and only the names
+/// that lead to roots, with their host inode numbers and types (the types
+/// the guest's stat shows). The position is the host descriptor's offset,
+/// counted in entries, so lseek/rewinddir work.
+fn ancestor_dents(
+    roots: &[Root],
+    dir: &[u8],
+    fd: &OwnedFd,
+    mem: &mut GuestMemory,
+    buf: u64,
+    len: u64,
+) -> SysResult {
+    use rustix::fs::SeekFrom;
+    const DT_DIR: u8 = 4;
+    let parent = match dir.iter().rposition(|&b| b == b'/') {
+        Some(0) | None => b"/".to_vec(),
+        Some(i) => dir[..i].to_vec(),
+    };
+    let mut names: Vec<(Vec<u8>, Vec<u8>)> =
+        vec![(b".".to_vec(), dir.to_vec()), (b"..".to_vec(), parent)];
+    for n in names_toward_roots(roots, dir) {
+        let full = join(dir, &n);
+        names.push((n, full));
+    }
+    let start = rustix::fs::seek(fd, SeekFrom::Current(0))?;
+    let out = guest_buf_mut(mem, buf, len)?;
+    let mut used = 0usize;
+    let mut pos = start;
+    for (name, full) in names.iter().skip(start as usize) {
+        pos += 1;
+        // Each entry is shown as the guest's stat shows it: roots as the host
+        // objects (links followed), directories on the way as directories.
+        let host = PathBuf::from(std::ffi::OsStr::from_bytes(full));
+        let Ok(st) = rustix::fs::stat(&host) else {
+            continue;
+        };
+        let ty = match st.st_mode & S_IFMT {
+            S_IFREG => 8,
+            S_IFLNK => 10,
+            S_IFDIR => DT_DIR,
+            _ => 0,
+        };
+        let reclen = (19 + name.len() + 1).next_multiple_of(8);
+        if used + reclen > out.len() {
+            if used == 0 {
+                return Err(Errno::EINVAL);
+            }
+            pos -= 1;
+            break;
+        }
+        let rec = &mut out[used..used + reclen];
+        rec.fill(0);
+        rec[0..8].copy_from_slice(&st.st_ino.to_le_bytes());
+        rec[8..16].copy_from_slice(&(pos as i64).to_le_bytes());
+        rec[16..18].copy_from_slice(&(reclen as u16).to_le_bytes());
+        rec[18] = ty;
+        rec[19..19 + name.len()].copy_from_slice(name);
+        used += reclen;
+    }
+    rustix::fs::seek(fd, SeekFrom::Start(pos))?;
+    Ok(used as u64)
 }
 
 pub(super) fn do_readlink(
@@ -330,27 +397,15 @@ pub(super) fn do_access(
         // Emulated devices and open stdio/pipes: usable as opened.
         return Ok(0);
     };
-    if mode & W_OK != 0 {
+    if mode & W_OK != 0 && !in_write_roots(p, &r.path, &r.stat) {
         return Err(Errno::EACCES);
     }
     if mode == 0 || r.stat.st_mode & S_IFMT == S_IFLNK {
         return Ok(0);
     }
-    let access = Access::from_bits_truncate(mode as u32);
-    let eaccess = if flags & AT_EACCESS != 0 {
-        AtFlags::EACCESS
-    } else {
-        AtFlags::empty()
-    };
-    match &r.reach {
-        Reach::Root(host) => rustix::fs::accessat(CWD, host, access, eaccess)?,
-        Reach::Child { parent, name } => rustix::fs::accessat(
-            parent.as_fd(),
-            name.as_slice(),
-            access,
-            eaccess | AtFlags::SYMLINK_NOFOLLOW,
-        )?,
-        Reach::Link => {}
+    // Judged as the guest's uid sees the file, not as the host user.
+    if !guest_may(&r.stat, mode as u32) {
+        return Err(Errno::EACCES);
     }
     Ok(0)
 }

@@ -84,6 +84,8 @@ pub(super) enum Reach {
     Child { parent: Rc<OwnedFd>, name: Vec<u8> },
     /// A symlink above the roots: only ever looked at, never opened.
     Link,
+    /// A directory above the roots, by its host path: looked at and listed, never changed.
+    Ancestor(PathBuf),
 }
 
 /// A path resolved inside the guest namespace.
@@ -183,15 +185,26 @@ pub(super) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     out
 }
 
+/// What a walk ends on.
+pub(super) enum Walked {
+    /// A host object inside the roots (or a link above them).
+    Obj(Resolved),
+    /// A directory above the roots, by its canonical guest path.
+    Above(Vec<u8>),
+}
+
 /// Resolves an absolute guest path inside the namespace of `roots`: a host
 /// object, or None for a directory above the roots (a way through, never an
-/// object itself).
+/// object that can be changed).
 pub(super) fn walk(
     roots: &[Root],
     path: &[u8],
     follow_last: bool,
 ) -> Result<Option<Resolved>, Errno> {
-    walk_inner(roots, path, follow_last, &mut 0)
+    match walk_inner(roots, path, follow_last, &mut 0)? {
+        Walked::Obj(r) => Ok(Some(r)),
+        Walked::Above(_) => Ok(None),
+    }
 }
 
 pub(super) fn walk_inner(
@@ -199,7 +212,7 @@ pub(super) fn walk_inner(
     path: &[u8],
     follow_last: bool,
     links: &mut u32,
-) -> Result<Option<Resolved>, Errno> {
+) -> Result<Walked, Errno> {
     let mut top = Level {
         name: Vec::new(),
         fd: None,
@@ -280,7 +293,7 @@ pub(super) fn walk_inner(
                     if stat.st_mode & S_IFMT != S_IFLNK {
                         return Err(Errno::ENOENT);
                     }
-                    return Ok(Some(Resolved {
+                    return Ok(Walked::Obj(Resolved {
                         fd: Rc::new(fd),
                         stat,
                         path: link,
@@ -309,7 +322,7 @@ pub(super) fn walk_inner(
     let path = canonical(&stack);
     let top = stack.pop().ok_or(Errno::ENOENT)?;
     let (Some(fd), Some(stat)) = (top.fd, top.stat) else {
-        return Ok(None);
+        return Ok(Walked::Above(path));
     };
     let reach = match top.root {
         Some(host) => Reach::Root(host),
@@ -321,7 +334,7 @@ pub(super) fn walk_inner(
             name: top.name,
         },
     };
-    Ok(Some(Resolved {
+    Ok(Walked::Obj(Resolved {
         fd,
         stat,
         path,
@@ -329,9 +342,54 @@ pub(super) fn walk_inner(
     }))
 }
 
-/// Resolves a path that must name a host object (directories above the roots are ENOENT).
+/// Resolves a path to something the guest can look at: a host object, or a
+/// directory above the roots (an ancestor, shown with its host metadata and
+/// listed with only the names that lead to roots).
 pub(super) fn walk_host(roots: &[Root], path: &[u8], follow_last: bool) -> Result<Resolved, Errno> {
-    walk(roots, path, follow_last)?.ok_or(Errno::ENOENT)
+    match walk_inner(roots, path, follow_last, &mut 0)? {
+        Walked::Obj(r) => Ok(r),
+        Walked::Above(path) => {
+            // Above the roots, guest paths are host paths.
+            let host = PathBuf::from(std::ffi::OsStr::from_bytes(&path));
+            let fd = rustix::fs::open(
+                &host,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|_| Errno::ENOENT)?;
+            let stat = rustix::fs::fstat(&fd)?;
+            Ok(Resolved {
+                fd: Rc::new(fd),
+                stat,
+                path,
+                reach: Reach::Ancestor(host),
+            })
+        }
+    }
+}
+
+/// The names directly under `dir` (a canonical guest path) that lead to a root.
+pub(super) fn names_toward_roots(roots: &[Root], dir: &[u8]) -> Vec<Vec<u8>> {
+    let comps: Vec<Vec<u8>> = components(dir).into_iter().collect();
+    let want: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for r in roots.iter().filter(|r| r.is_below(&want)) {
+        let name = &r.comps[want.len()];
+        if !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+/// Whether `dir` (a canonical guest path) is a directory above the roots.
+pub(super) fn is_ancestor(roots: &[Root], dir: &[u8]) -> bool {
+    let comps: Vec<Vec<u8>> = components(dir).into_iter().collect();
+    let want: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+    roots.iter().any(|r| r.is_below(&want))
+        && !roots
+            .iter()
+            .any(|r| r.comps.len() <= want.len() && r.comps.iter().zip(&want).all(|(a, b)| a == b))
 }
 
 /// Opens a resolved object again with real `flags` and checks it is the same one.
@@ -345,6 +403,16 @@ pub(super) fn reopen(r: &Resolved, flags: OFlags) -> Result<OwnedFd, Errno> {
             Mode::empty(),
         )?,
         Reach::Link => return Err(Errno::ELOOP),
+        Reach::Ancestor(host) => {
+            if flags.intersects(OFlags::WRONLY | OFlags::RDWR | OFlags::CREATE | OFlags::TRUNC) {
+                return Err(Errno::EROFS);
+            }
+            rustix::fs::open(
+                host,
+                flags | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?
+        }
     };
     let st = rustix::fs::fstat(&fd)?;
     if st.st_dev != r.stat.st_dev || st.st_ino != r.stat.st_ino {

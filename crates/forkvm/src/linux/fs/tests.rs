@@ -199,14 +199,11 @@ fn open_read_stat_allowed_file() {
     assert_eq!(p.fds.check_mappable(0), Err(Errno::ENODEV));
 }
 
-#[test]
-fn directories_getdents_and_cwd() {
-    let t = Tree::new();
-    let (mut p, mut m) = setup(vec![t.allowed()]);
-    let dir = open(&mut p, &mut m, &t.s("allowed"), O_RDONLY | O_DIRECTORY).unwrap();
+/// All names getdents64 gives for `dir` from its current position, sorted.
+fn list(p: &mut Process, m: &mut GuestMemory, dir: u64) -> Vec<String> {
     let mut names = Vec::new();
     loop {
-        let n = call(&mut p, &mut m, sys_getdents64, &[dir, BUF, 200]).unwrap();
+        let n = call(p, m, sys_getdents64, &[dir, BUF, 200]).unwrap();
         if n == 0 {
             break;
         }
@@ -221,6 +218,15 @@ fn directories_getdents_and_cwd() {
         }
     }
     names.sort();
+    names
+}
+
+#[test]
+fn directories_getdents_and_cwd() {
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    let dir = open(&mut p, &mut m, &t.s("allowed"), O_RDONLY | O_DIRECTORY).unwrap();
+    let names = list(&mut p, &mut m, dir);
     assert!(
         names.contains(&"hello.txt".to_string()) && names.contains(&"sub".to_string()),
         "{names:?}"
@@ -299,9 +305,13 @@ fn directories_getdents_and_cwd() {
         call(&mut p, &mut m, sys_chdir, &[PATH]),
         Err(Errno::ENOTDIR)
     );
+    // "/" is an ancestor of the root: a directory one can stand in.
     m.write(PATH, b"/\0").unwrap();
-    assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Err(Errno::ENOENT));
-    assert_eq!(p.cwd, t.s("allowed/sub/deeper"));
+    assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
+    assert_eq!(p.cwd, "/");
+    let back = format!("{}\0", t.s("allowed/sub/deeper"));
+    m.write(PATH, back.as_bytes()).unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
     // O_DIRECTORY on a file.
     assert_eq!(
         open(&mut p, &mut m, "../inner.txt", O_DIRECTORY),
@@ -327,7 +337,6 @@ fn escapes_are_refused() {
         t.s("allowed/rel_out"),
         t.s("allowed/rel_out2"),
         t.s("allowed/to_root/etc/passwd"),
-        t.s("allowed/to_root"),
         format!("/proc/self/root{secret}"),
         format!("/proc/thread-self/root{secret}"),
         format!("/proc/{}/root{secret}", std::process::id()),
@@ -335,8 +344,6 @@ fn escapes_are_refused() {
         "/proc/self/mem".to_string(),
         "/proc/self/environ".to_string(),
         "/etc/passwd".to_string(),
-        "/".to_string(),
-        t.s(""),
     ];
     for path in &tries {
         assert_eq!(
@@ -402,7 +409,9 @@ fn escapes_are_refused() {
         open(&mut p, &mut m, &t.s("allowed/rel_in"), 0),
         Err(Errno::ENOENT)
     );
-    assert_eq!(open(&mut p, &mut m, &t.s("allowed"), 0), Err(Errno::ENOENT));
+    // Its directory is only a way to it.
+    let fd = open(&mut p, &mut m, &t.s("allowed"), 0).unwrap();
+    assert_eq!(list(&mut p, &mut m, fd), [".", "..", "hello.txt"]);
     assert_eq!(
         open(&mut p, &mut m, &t.s("allowed/hello.txt/.."), 0),
         Err(Errno::ENOTDIR)
@@ -435,26 +444,53 @@ fn host_links_above_the_roots() {
     let link = format!("{}\0", t.s("slash_link"));
     m.write(PATH, link.as_bytes()).unwrap();
     assert_eq!(call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]), Ok(1));
-    // Directories above the root are not links (EINVAL) but cannot be opened.
-    for dir in [t.s(""), "/".to_string(), t.s("via_link/..")] {
+    // Directories above the root are not links (EINVAL); they are
+    // directories that list only the way to the root.
+    for dir in [
+        t.s(""),
+        "/".to_string(),
+        t.s("via_link/.."),
+        t.s("allowed/to_root"),
+    ] {
         let z = format!("{dir}\0");
         m.write(PATH, z.as_bytes()).unwrap();
-        assert_eq!(
-            call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]),
-            Err(Errno::EINVAL),
-            "{dir}"
-        );
-        assert_eq!(
-            open(&mut p, &mut m, &dir, O_RDONLY),
-            Err(Errno::ENOENT),
-            "{dir}"
-        );
-        assert_eq!(
-            stat(&mut p, &mut m, &dir, true).err(),
-            Some(Errno::ENOENT),
-            "{dir}"
-        );
+        if !dir.ends_with("to_root") {
+            assert_eq!(
+                call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]),
+                Err(Errno::EINVAL),
+                "{dir}"
+            );
+        }
+        let fd = open(&mut p, &mut m, &dir, O_RDONLY | O_DIRECTORY).unwrap();
+        let names = list(&mut p, &mut m, fd);
+        assert_eq!(names.len(), 3, "{dir}: {names:?}");
+        assert!(names.contains(&".".into()) && names.contains(&"..".into()));
+        let st = stat(&mut p, &mut m, &dir, true).unwrap();
+        assert_eq!(st.mode & S_IFMT, S_IFDIR, "{dir}");
+        // fstat of the open directory agrees with stat of its path.
+        assert_eq!(call(&mut p, &mut m, sys_fstat, &[fd, BUF]), Ok(0));
+        assert_eq!(m.read_u64(BUF + 8), Ok(st.ino), "{dir}");
+        assert!(open(&mut p, &mut m, &dir, O_PATH).is_ok());
     }
+    // The listing of the tree's top names the way down and nothing else
+    // (not secret.txt, nor the links beside it); rewinding starts again.
+    let fd = open(&mut p, &mut m, &t.s(""), O_RDONLY).unwrap();
+    assert_eq!(list(&mut p, &mut m, fd), [".", "..", "allowed"]);
+    assert_eq!(list(&mut p, &mut m, fd), Vec::<String>::new());
+    assert_eq!(call(&mut p, &mut m, io(8), &[fd, 0, 0]), Ok(0));
+    assert_eq!(list(&mut p, &mut m, fd), [".", "..", "allowed"]);
+    // Nothing can be created or changed there.
+    let f = format!("{}\0", t.s("new"));
+    m.write(PATH, f.as_bytes()).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_mkdir, &[PATH, 0o777]),
+        Err(Errno::EROFS)
+    );
+    m.write(PATH, z_path(&t.s("")).as_bytes()).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_chmod, &[PATH, 0o777]),
+        Err(Errno::EROFS)
+    );
     // Links above the root that lead elsewhere do not exist.
     for path in [
         t.s("secret_link"),
@@ -484,7 +520,8 @@ fn host_links_above_the_roots() {
             "{path}"
         );
     }
-    assert_eq!(p.fds.open_fds().len(), 3 + 4);
+    // stdio, the four files, two descriptors per ancestor and the top listing.
+    assert_eq!(p.fds.open_fds().len(), 3 + 4 + 8 + 1);
 }
 
 #[test]
@@ -717,18 +754,20 @@ fn statx_and_newfstatat_on_files() {
     assert_eq!(m.read_u64(BUF + 80).unwrap() & 1, 1);
     // Refused namespace changes.
     assert_eq!(
-        call(&mut p, &mut m, sys_refuse_p0, &[PATH]),
+        call(&mut p, &mut m, sys_chmod, &[PATH, 0o777]),
         Err(Errno::EROFS)
     );
     assert_eq!(
-        call(&mut p, &mut m, sys_refuse_p13, &[0, PATH, 0, PATH]),
+        call(
+            &mut p,
+            &mut m,
+            sys_linkat,
+            &[AT_FDCWD as u64, PATH, AT_FDCWD as u64, PATH]
+        ),
         Err(Errno::EROFS)
     );
-    assert_eq!(call(&mut p, &mut m, sys_refuse_fd, &[1]), Err(Errno::EROFS));
-    assert_eq!(
-        call(&mut p, &mut m, sys_refuse_fd, &[50]),
-        Err(Errno::EBADF)
-    );
+    assert_eq!(call(&mut p, &mut m, sys_fchmod, &[1]), Err(Errno::EROFS));
+    assert_eq!(call(&mut p, &mut m, sys_fchown, &[50]), Err(Errno::EBADF));
     assert_eq!(
         call(&mut p, &mut m, sys_ftruncate, &[1]),
         Err(Errno::EINVAL)
@@ -772,10 +811,15 @@ fn bad_pointers_and_names() {
             ("statfs path", sys_statfs, vec![bad, BUF]),
             ("statfs buf", sys_statfs, vec![PATH, bad]),
             ("fstatfs", sys_fstatfs, vec![fd, bad]),
-            ("mkdir", sys_refuse_p0, vec![bad]),
-            ("mkdirat", sys_refuse_p1, vec![cwd, bad]),
-            ("rename", sys_refuse_p01, vec![PATH, bad]),
-            ("renameat", sys_refuse_p13, vec![cwd, PATH, cwd, bad]),
+            ("mkdir", sys_mkdir, vec![bad]),
+            ("mkdirat", sys_mkdirat, vec![cwd, bad]),
+            ("rename", sys_rename, vec![PATH, bad]),
+            ("renameat", sys_renameat, vec![cwd, PATH, cwd, bad]),
+            ("link", sys_link, vec![PATH, bad]),
+            ("chmod", sys_chmod, vec![bad, 0]),
+            ("chown", sys_chown, vec![bad, 0, 0]),
+            ("truncate", sys_truncate, vec![bad, 0]),
+            ("mknod", sys_mknod, vec![bad, 0, 0]),
             ("symlinkat", sys_symlinkat, vec![bad, cwd, PATH]),
             ("utimensat", sys_utimensat, vec![cwd, bad, 0, 0]),
         ];
@@ -877,4 +921,259 @@ fn path_only_descriptors() {
         Ok(13)
     );
     assert_eq!(m.read(BUF, 13).unwrap(), b"sub/inner.txt");
+}
+
+fn z_path(s: &str) -> String {
+    format!("{s}\0")
+}
+
+fn setup_rw(read: Vec<PathBuf>, write: Vec<PathBuf>) -> (Process, GuestMemory) {
+    crate::linux::test_setup(Policy {
+        allow_read: read,
+        allow_write: write,
+        ..Policy::default()
+    })
+}
+
+fn put_path(m: &mut GuestMemory, at: u64, s: &str) {
+    m.write(at, z_path(s).as_bytes()).unwrap();
+}
+
+#[test]
+fn metadata_changes_under_write_roots() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let t = Tree::new();
+    let rw = t.root.join("rw");
+    std::fs::create_dir(&rw).unwrap();
+    let (mut p, mut m) = setup_rw(vec![t.allowed()], vec![rw.clone()]);
+    let f = t.s("rw/f");
+    let fd = open(&mut p, &mut m, &f, O_CREAT | O_WRONLY).unwrap();
+    // fchmod / chmod / fchmodat.
+    assert_eq!(call(&mut p, &mut m, sys_fchmod, &[fd, 0o640]), Ok(0));
+    assert_eq!(std::fs::metadata(&f).unwrap().mode() & 0o7777, 0o640);
+    put_path(&mut m, PATH, &f);
+    assert_eq!(call(&mut p, &mut m, sys_chmod, &[PATH, 0o604]), Ok(0));
+    assert_eq!(std::fs::metadata(&f).unwrap().mode() & 0o7777, 0o604);
+    let cwd = AT_FDCWD as u64;
+    assert_eq!(
+        call(&mut p, &mut m, sys_fchmodat, &[cwd, PATH, 0o600, 0]),
+        Ok(0)
+    );
+    assert_eq!(std::fs::metadata(&f).unwrap().mode() & 0o7777, 0o600);
+    // chown: to the guest's own ids only.
+    let me = u64::from(GUEST_ID);
+    assert_eq!(call(&mut p, &mut m, sys_fchown, &[fd, me, me]), Ok(0));
+    assert_eq!(
+        call(&mut p, &mut m, sys_chown, &[PATH, u64::MAX, me]),
+        Ok(0)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_chown, &[PATH, 0, me]),
+        Err(Errno::EPERM)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_fchown, &[fd, me, 0]),
+        Err(Errno::EPERM)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_fchownat, &[cwd, PATH, me, me, 0]),
+        Ok(0)
+    );
+    // Ownership shows as the guest's.
+    let st = call(&mut p, &mut m, sys_fstat, &[fd, BUF]);
+    assert_eq!(st, Ok(0));
+    assert_eq!(m.read_u32(BUF + 28), Ok(GUEST_ID));
+    assert_eq!(m.read_u32(BUF + 32), Ok(GUEST_ID));
+    // utimensat with explicit times, then futimens(NULL).
+    let times = [1_000_000i64, 5, 2_000_000, 7];
+    for (i, v) in times.iter().enumerate() {
+        m.write(BUF + 8 * i as u64, &v.to_le_bytes()).unwrap();
+    }
+    assert_eq!(
+        call(&mut p, &mut m, sys_utimensat, &[cwd, PATH, BUF, 0]),
+        Ok(0)
+    );
+    let md = std::fs::metadata(&f).unwrap();
+    assert_eq!(
+        (md.atime(), md.mtime(), md.mtime_nsec()),
+        (1_000_000, 2_000_000, 7)
+    );
+    assert_eq!(call(&mut p, &mut m, sys_utimensat, &[fd, 0, 0, 0]), Ok(0));
+    assert!(std::fs::metadata(&f).unwrap().mtime() > 2_000_000);
+    m.write(BUF + 8, &(2_000_000_000i64).to_le_bytes()).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_utimensat, &[cwd, PATH, BUF, 0]),
+        Err(Errno::EINVAL)
+    );
+    // truncate.
+    assert_eq!(call(&mut p, &mut m, sys_truncate, &[PATH, 10]), Ok(0));
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 10);
+    // A read-only file of the guest's cannot be opened for writing or truncated.
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
+    assert_eq!(open(&mut p, &mut m, &f, O_WRONLY), Err(Errno::EACCES));
+    put_path(&mut m, PATH, &f);
+    assert_eq!(
+        call(&mut p, &mut m, sys_truncate, &[PATH, 0]),
+        Err(Errno::EACCES)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_access, &[PATH, 2]),
+        Err(Errno::EACCES)
+    );
+    assert_eq!(call(&mut p, &mut m, sys_access, &[PATH, 4]), Ok(0));
+    assert_eq!(call(&mut p, &mut m, sys_chmod, &[PATH, 0o644]), Ok(0));
+    assert_eq!(call(&mut p, &mut m, sys_access, &[PATH, 2]), Ok(0));
+    // symlink, link, mknod.
+    put_path(&mut m, PATH, "f");
+    put_path(&mut m, PATH + 0x100, &t.s("rw/l"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_symlink, &[PATH, PATH + 0x100]),
+        Ok(0)
+    );
+    assert_eq!(std::fs::read_link(rw.join("l")).unwrap(), Path::new("f"));
+    put_path(&mut m, PATH, &t.s("rw/f"));
+    put_path(&mut m, PATH + 0x100, &t.s("rw/h"));
+    assert_eq!(call(&mut p, &mut m, sys_link, &[PATH, PATH + 0x100]), Ok(0));
+    assert_eq!(std::fs::metadata(rw.join("h")).unwrap().ino(), md.ino());
+    put_path(&mut m, PATH, &t.s("rw/n"));
+    assert_eq!(call(&mut p, &mut m, sys_mknod, &[PATH, 0o100644, 0]), Ok(0));
+    assert!(rw.join("n").is_file());
+    assert_eq!(
+        call(&mut p, &mut m, sys_mknod, &[PATH, 0o20644, 0]),
+        Err(Errno::EPERM)
+    );
+    // A read-only file cannot get a writable name, nor be changed.
+    put_path(&mut m, PATH, &t.s("allowed/hello.txt"));
+    put_path(&mut m, PATH + 0x100, &t.s("rw/stolen"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_link, &[PATH, PATH + 0x100]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_chmod, &[PATH, 0o777]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_chown, &[PATH, me, me]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_utimensat, &[cwd, PATH, 0, 0]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_truncate, &[PATH, 0]),
+        Err(Errno::EROFS)
+    );
+    let ro = open(&mut p, &mut m, &t.s("allowed/hello.txt"), O_RDONLY).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_fchmod, &[ro, 0o777]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_fchown, &[ro, me, me]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_utimensat, &[ro, 0, 0, 0]),
+        Err(Errno::EROFS)
+    );
+    // A link in the write root to a read-only file does not make it writable.
+    std::os::unix::fs::symlink(t.allowed().join("hello.txt"), rw.join("ro_link")).unwrap();
+    put_path(&mut m, PATH, &t.s("rw/ro_link"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_chmod, &[PATH, 0o777]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_chown, &[PATH, me, me]),
+        Err(Errno::EROFS)
+    );
+    // The link itself is the guest's.
+    assert_eq!(call(&mut p, &mut m, sys_lchown, &[PATH, me, me]), Ok(0));
+    // Missing things are ENOENT, not EROFS.
+    put_path(&mut m, PATH, &t.s("rw/missing"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_chmod, &[PATH, 0o777]),
+        Err(Errno::ENOENT)
+    );
+    put_path(&mut m, PATH, "/no/such/place");
+    assert_eq!(
+        call(&mut p, &mut m, sys_chmod, &[PATH, 0o777]),
+        Err(Errno::ENOENT)
+    );
+}
+
+#[test]
+fn missing_parents_are_enoent() {
+    let t = Tree::new();
+    let rw = t.root.join("rw");
+    std::fs::create_dir(&rw).unwrap();
+    let (mut p, mut m) = setup_rw(vec![t.allowed()], vec![rw.clone()]);
+    let missing = t.s("rw/a/b");
+    assert_eq!(
+        open(&mut p, &mut m, &missing, O_CREAT | O_WRONLY),
+        Err(Errno::ENOENT)
+    );
+    put_path(&mut m, PATH, &missing);
+    put_path(&mut m, PATH + 0x100, &t.s("rw/x"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_mkdir, &[PATH, 0o777]),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_mknod, &[PATH, 0o100644, 0]),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_symlink, &[PATH + 0x100, PATH]),
+        Err(Errno::ENOENT)
+    );
+    std::fs::write(rw.join("x"), b"x").unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_rename, &[PATH + 0x100, PATH]),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_link, &[PATH + 0x100, PATH]),
+        Err(Errno::ENOENT)
+    );
+    // A file in the way is ENOTDIR; an existing read-only parent EROFS.
+    put_path(&mut m, PATH, &t.s("rw/x/y"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_mkdir, &[PATH, 0o777]),
+        Err(Errno::ENOTDIR)
+    );
+    put_path(&mut m, PATH, &t.s("allowed/newdir"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_mkdir, &[PATH, 0o777]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("allowed/new"), O_CREAT | O_WRONLY),
+        Err(Errno::EACCES)
+    );
+    // Then creating the parent and retrying works.
+    put_path(&mut m, PATH, &t.s("rw/a"));
+    assert_eq!(call(&mut p, &mut m, sys_mkdir, &[PATH, 0o777]), Ok(0));
+    assert!(open(&mut p, &mut m, &missing, O_CREAT | O_WRONLY).is_ok());
+}
+
+#[test]
+fn ownership_maps_the_host_user_to_the_guest() {
+    use std::os::unix::fs::MetadataExt;
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    let f = t.s("allowed/hello.txt");
+    let host = std::fs::metadata(&f).unwrap();
+    assert_eq!(host.uid(), rustix::process::geteuid().as_raw());
+    stat(&mut p, &mut m, &f, true).unwrap();
+    assert_eq!(m.read_u32(BUF + 28), Ok(GUEST_ID));
+    assert_eq!(m.read_u32(BUF + 32), Ok(GUEST_ID));
+    // Another owner shows as the overflow id.
+    let mut other = rustix::fs::stat(f.as_str()).unwrap();
+    other.st_uid = other.st_uid.wrapping_add(1);
+    other.st_gid = other.st_gid.wrapping_add(1);
+    let info = StatInfo::from(&other);
+    assert_eq!((info.uid, info.gid), (OVERFLOW_ID, OVERFLOW_ID));
 }
