@@ -241,6 +241,28 @@ pub(super) fn change_target(
     change_target_path(p, dirfd, &read_path(mem, addr)?)
 }
 
+/// As [`change_target_path`] for a call that creates the entry: one that
+/// already exists where nothing can be created is EEXIST, as on Linux
+/// (`mkdir -p` and `tar -x` rely on it for the directories above their work).
+pub(super) fn create_target(
+    p: &Process,
+    dirfd: i32,
+    path: &[u8],
+) -> Result<(OwnedFd, Vec<u8>), Errno> {
+    change_target_path(p, dirfd, path).map_err(|e| {
+        let exists = || {
+            absolute(p, dirfd, path)
+                .and_then(|abs| walk_host(&super::path::roots(&p.policy), &abs, false))
+                .is_ok()
+        };
+        if matches!(e, Errno::EROFS | Errno::EINVAL) && exists() {
+            Errno::EEXIST
+        } else {
+            e
+        }
+    })
+}
+
 /// As [`change_target`] for a path already read.
 pub(super) fn change_target_path(
     p: &Process,
@@ -269,7 +291,7 @@ pub(super) fn do_mkdir(
     addr: u64,
     mode: u64,
 ) -> SysResult {
-    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
     let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
     rustix::fs::mkdirat(&dir, name.as_slice(), mode)?;
     Ok(0)
@@ -397,7 +419,7 @@ fn do_link(
     if obj.is_dir() {
         return Err(Errno::EPERM);
     }
-    let (nd, nn) = change_target_path(p, newdir, &newpath)?;
+    let (nd, nn) = create_target(p, newdir, &newpath)?;
     obj.link_to(&nd, &nn)?;
     Ok(0)
 }
@@ -418,7 +440,7 @@ fn do_symlink(p: &mut Process, mem: &GuestMemory, target: u64, dirfd: i32, addr:
     if target.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
     rustix::fs::symlinkat(target.as_slice(), &dir, name.as_slice())?;
     Ok(0)
 }
@@ -455,7 +477,7 @@ fn do_mknod(
         }
         _ => return Err(Errno::EINVAL),
     };
-    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
     let perm = Mode::from_bits_truncate((mode & 0o7777) & !p.fds.umask);
     rustix::fs::mknodat(&dir, name.as_slice(), kind, perm, dev)?;
     Ok(0)
