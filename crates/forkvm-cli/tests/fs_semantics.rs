@@ -375,9 +375,11 @@ print(os.getcwd(), sorted(os.listdir(".")) == sorted(os.listdir("/")))
             .expect("utf-8"),
     ]);
     assert_eq!(run.status, 0, "{}", run.describe());
+    // The allowed roots and the private /tmp and /dev/shm.
     let roots: Vec<PathBuf> = ["/lib", "/usr/lib", "/lib64", "/etc/ld.so.cache", &d]
         .iter()
         .map(|r| std::fs::canonicalize(r).expect("canonical root"))
+        .chain([PathBuf::from("/tmp"), PathBuf::from("/dev/shm")])
         .collect();
     let expect = |a: &Path| -> BTreeSet<String> {
         roots
@@ -437,4 +439,77 @@ print(os.access("f", os.W_OK), os.readlink("l"))
 "#;
     let pair = Pair::new("enoent", false, |_| {});
     pair.run(PY, &["-S", "-c", script], &[]);
+}
+
+#[test]
+fn private_tmp_and_dev_shm_work_like_the_hosts() {
+    if !installed(PY) {
+        return;
+    }
+    // The same work natively (in the host's /tmp) and in forkvm (in the
+    // VM's private /tmp), in a directory of its own that it removes again.
+    let script = r#"
+import os, sys, mmap, stat
+for top in ("/tmp", "/dev/shm"):
+    d = os.path.join(top, sys.argv[1])
+    os.mkdir(d, 0o700)
+    with open(d + "/a.txt", "w") as f:
+        f.write("0123456789" * 1000)
+    os.mkdir(d + "/sub")
+    os.rename(d + "/a.txt", d + "/sub/b.txt")
+    st = os.stat(d + "/sub/b.txt")
+    print(top, sorted(os.listdir(d)), os.listdir(d + "/sub"), st.st_size, stat.S_ISREG(st.st_mode),
+          st.st_uid == os.getuid(), oct(os.stat(d).st_mode))
+    with open(d + "/sub/b.txt", "r+b") as f:
+        m = mmap.mmap(f.fileno(), 0, mmap.MAP_PRIVATE)
+        print(m[5:15], len(m), m.find(b"9012"))
+        m.close()
+    fd = os.open(d + "/t", os.O_CREAT | os.O_RDWR | os.O_EXCL, 0o600)
+    os.write(fd, b"abc"); os.ftruncate(fd, 10); os.lseek(fd, 0, 0)
+    print(os.read(fd, 100), os.fstat(fd).st_size); os.close(fd)
+    os.unlink(d + "/t"); os.unlink(d + "/sub/b.txt"); os.rmdir(d + "/sub"); os.rmdir(d)
+    print(os.path.exists(d), stat.S_ISDIR(os.stat(top).st_mode))
+"#;
+    let name = format!("forkvm-fs-semantics-{}", std::process::id());
+    same(PY, &["-S", "-c", script, &name], &[]);
+}
+
+#[test]
+fn each_run_has_its_own_private_tmp() {
+    if !installed(PY) {
+        return;
+    }
+    let run = |code: &str| {
+        let mut args: Vec<&str> = vec!["run"];
+        args.extend_from_slice(LIBS);
+        args.extend(["--", PY, "-S", "-c", code]);
+        let r = common::forkvm(&args);
+        assert_eq!(r.status, 0, "{}", r.describe());
+        r.stdout_str()
+    };
+    assert_eq!(
+        run("open('/tmp/left-behind', 'w').write('x'); import os; print(os.listdir('/tmp'))"),
+        "['left-behind']\n"
+    );
+    // Nothing of the first run remains, neither in the next VM nor on the host.
+    assert_eq!(
+        run("import os; print(os.listdir('/tmp'), os.listdir('/dev/shm'))"),
+        "[] []\n"
+    );
+    assert!(!Path::new("/tmp/left-behind").exists());
+    // Private trees belong to live forkvm processes only: none is left behind.
+    let leftovers: Vec<String> = std::fs::read_dir("/dev/shm")
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| {
+                    let pid = n
+                        .strip_prefix("forkvm-tmp-")
+                        .and_then(|r| r.split('-').next());
+                    pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }

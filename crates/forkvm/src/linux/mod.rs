@@ -113,6 +113,8 @@ pub struct Process {
     pub started: Instant,
     /// Unknown syscalls already logged, so each is logged once.
     pub unknown_logged: HashSet<u64>,
+    /// The private /tmp and /dev/shm (see `fs::PrivateTmp`).
+    pub tmp: fs::PrivateTmp,
 }
 
 impl Process {
@@ -148,6 +150,7 @@ impl Process {
             comm,
             started: Instant::now(),
             unknown_logged: HashSet::new(),
+            tmp: fs::PrivateTmp::new(),
         }
     }
 }
@@ -180,6 +183,7 @@ impl Process {
             comm: self.comm,
             started: self.started,
             unknown_logged: self.unknown_logged.clone(),
+            tmp: self.tmp.fork_copy()?,
         })
     }
 }

@@ -116,7 +116,7 @@ impl Obj {
 /// Whether `r` (resolved in the whole namespace) is also reachable, as the
 /// same host object, under a write root.
 pub(super) fn in_write_roots(p: &Process, path: &[u8], st: &Stat) -> bool {
-    match walk(&write_roots(&p.policy), path, false) {
+    match walk(&write_roots(p), path, false) {
         Ok(Some(w)) => {
             !matches!(w.reach, Reach::Link)
                 && w.stat.st_dev == st.st_dev
@@ -202,12 +202,12 @@ pub(super) fn obj_at(
         Some(Err(e)) => return Err(e),
         None => {}
     }
-    match walk(&write_roots(&p.policy), &abs, follow) {
+    match walk(&write_roots(p), &abs, follow) {
         Ok(Some(r)) if !matches!(r.reach, Reach::Link) => obj_of_resolved(r),
         Ok(_) => Err(Errno::EROFS),
         Err(Errno::ENOENT) => {
             // Exists elsewhere in the namespace: read-only there.
-            walk_host(&roots(&p.policy), &abs, follow)?;
+            walk_host(&roots(p), &abs, follow)?;
             Err(Errno::EROFS)
         }
         Err(e) => Err(e),
@@ -418,6 +418,11 @@ pub(super) fn sys_truncate(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> 
         S_IFDIR => return Err(Errno::EISDIR),
         S_IFREG => {}
         _ => return Err(Errno::EINVAL),
+    }
+    let abs = lexical(&absolute(p, AT_FDCWD, &read_path(mem, a[0])?)?);
+    if is_private_path(&p.policy, &abs) {
+        p.tmp
+            .charge(o.stat.st_size.max(0) as u64, a[1], mem.size())?;
     }
     if !guest_may(&o.stat, 2) {
         return Err(Errno::EACCES);

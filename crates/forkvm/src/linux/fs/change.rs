@@ -74,7 +74,7 @@ pub(super) fn do_open(
         return open_for_writing(p, &abs, flags, mode, status, cloexec);
     }
     let abs = absolute(p, dirfd, &path)?;
-    let r = walk_host(&roots(&p.policy), &abs, flags & O_NOFOLLOW == 0)?;
+    let r = walk_host(&roots(p), &abs, flags & O_NOFOLLOW == 0)?;
     let ty = r.stat.st_mode & S_IFMT;
     if flags & O_DIRECTORY != 0 && ty != S_IFDIR {
         return Err(Errno::ENOTDIR);
@@ -140,7 +140,7 @@ pub(super) fn writable_parent(
     p: &Process,
     abs: &[u8],
 ) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
-    let roots = write_roots(&p.policy);
+    let roots = write_roots(p);
     let norm = lexical(abs);
     let cut = norm.iter().rposition(|&b| b == b'/').ok_or(Errno::ENOENT)?;
     let (dir, name) = (&norm[..cut.max(1)], &norm[cut + 1..]);
@@ -153,7 +153,7 @@ pub(super) fn writable_parent(
         Err(Errno::ENOENT) => {
             // A missing parent is ENOENT as on Linux (programs create it and
             // retry); one that exists outside the write roots is read-only.
-            let r = walk_host(&super::path::roots(&p.policy), dir, true)?;
+            let r = walk_host(&super::path::roots(p), dir, true)?;
             if r.stat.st_mode & S_IFMT != S_IFDIR {
                 return Err(Errno::ENOTDIR);
             }
@@ -252,7 +252,7 @@ pub(super) fn create_target(
     change_target_path(p, dirfd, path).map_err(|e| {
         let exists = || {
             absolute(p, dirfd, path)
-                .and_then(|abs| walk_host(&super::path::roots(&p.policy), &abs, false))
+                .and_then(|abs| walk_host(&super::path::roots(p), &abs, false))
                 .is_ok()
         };
         if matches!(e, Errno::EROFS | Errno::EINVAL) && exists() {
@@ -484,14 +484,18 @@ fn do_mknod(
 }
 
 /// Implements ftruncate(2) for files opened for writing (under `--allow-write`).
-pub(super) fn sys_ftruncate(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+pub(super) fn sys_ftruncate(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let file = p.fds.get(a[0] as i32)?;
     let f = lock(&file);
     if (a[1] as i64) < 0 {
         return Err(Errno::EINVAL);
     }
     match &f.kind {
-        FileKind::File { fd, .. } if f.writable() => {
+        FileKind::File { fd, path } if f.writable() => {
+            if is_private_path(&p.policy, path) {
+                let size = rustix::fs::fstat(fd)?.st_size.max(0) as u64;
+                p.tmp.charge(size, a[1], mem.size())?;
+            }
             rustix::fs::ftruncate(fd, a[1])?;
             Ok(0)
         }

@@ -235,7 +235,7 @@ pub(super) fn sys_getdents64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
     let FileKind::Dir { fd, path } = &f.kind else {
         return Err(Errno::ENOTDIR);
     };
-    let roots = roots(&p.policy);
+    let roots = roots(p);
     if is_ancestor(&roots, path) {
         return ancestor_dents(&roots, path, fd, mem, a[1], u64::from(a[2] as u32));
     }
@@ -283,7 +283,14 @@ fn ancestor_dents(
         vec![(b".".to_vec(), dir.to_vec()), (b"..".to_vec(), parent)];
     for n in names_toward_roots(roots, dir) {
         let full = join(dir, &n);
-        names.push((n, full));
+        // A root is shown as what it is on the host (a private /tmp is
+        // not the host's /tmp).
+        let comps: Vec<Vec<u8>> = components(&full).into_iter().collect();
+        let host = match roots.iter().find(|r| r.comps == comps) {
+            Some(r) => r.host.as_os_str().as_bytes().to_vec(),
+            None => full,
+        };
+        names.push((n, host));
     }
     let start = rustix::fs::seek(fd, SeekFrom::Current(0))?;
     let out = guest_buf_mut(mem, buf, len)?;
@@ -294,7 +301,8 @@ fn ancestor_dents(
         // Each entry is shown as the guest's stat shows it: roots as the host
         // objects (links followed), directories on the way as directories.
         let host = PathBuf::from(std::ffi::OsStr::from_bytes(full));
-        let Ok(st) = rustix::fs::stat(&host) else {
+        // Opened as walks open roots (a private /tmp comes into being).
+        let Ok(st) = open_root(&host).and_then(|fd| Ok(rustix::fs::fstat(&fd)?)) else {
             continue;
         };
         let ty = match st.st_mode & S_IFMT {
@@ -358,7 +366,7 @@ pub(super) fn do_readlink(
         } else {
             // Directories above the roots exist (not links): EINVAL, which
             // realpath() needs to walk down to an allowed file.
-            match walk(&roots(&p.policy), &abs, false)? {
+            match walk(&roots(p), &abs, false)? {
                 Some(r) if r.stat.st_mode & S_IFMT == S_IFLNK => {
                     rustix::fs::readlinkat(&*r.fd, "", Vec::new())?.into_bytes()
                 }

@@ -37,6 +37,7 @@ mod meta;
 mod path;
 #[cfg(test)]
 mod tests;
+mod tmp;
 
 use attr::*;
 use change::*;
@@ -44,6 +45,8 @@ use meta::*;
 pub use meta::{encode_stat, encode_statx, stat_of_file, StatInfo};
 pub use path::read_path;
 use path::*;
+use tmp::*;
+pub use tmp::{charge_write, PrivateTmp};
 
 use super::fdtable::{lock, oflags::*, FileKind, FileRef, OpenFile};
 use super::io::{guest_buf_mut, host_std};

@@ -35,13 +35,17 @@ impl Root {
 }
 
 /// The usable roots of the policy: absolute paths without `..`.
-pub(super) fn roots(policy: &Policy) -> Vec<Root> {
-    to_roots(policy.allow_read.iter().chain(&policy.allow_write))
+pub(super) fn roots(p: &Process) -> Vec<Root> {
+    let mut r = to_roots(p.policy.allow_read.iter().chain(&p.policy.allow_write));
+    r.extend(private_roots(p));
+    r
 }
 
 /// The roots the guest may change things under (`--allow-write`).
-pub(super) fn write_roots(policy: &Policy) -> Vec<Root> {
-    to_roots(policy.allow_write.iter())
+pub(super) fn write_roots(p: &Process) -> Vec<Root> {
+    let mut r = to_roots(p.policy.allow_write.iter());
+    r.extend(private_roots(p));
+    r
 }
 
 pub(super) fn to_roots<'a>(paths: impl Iterator<Item = &'a std::path::PathBuf>) -> Vec<Root> {
@@ -126,11 +130,15 @@ pub(super) fn open_child(dir: &OwnedFd, dir_stat: &Stat, name: &[u8]) -> Result<
 }
 
 pub(super) fn open_root(host: &Path) -> Result<OwnedFd, Errno> {
-    Ok(rustix::fs::open(
-        host,
-        OFlags::PATH | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?)
+    let open = || rustix::fs::open(host, OFlags::PATH | OFlags::CLOEXEC, Mode::empty());
+    match open() {
+        // A private /tmp or /dev/shm comes into being when first used.
+        Err(rustix::io::Errno::NOENT) if is_private_dir(host) => {
+            ensure(host)?;
+            Ok(open()?)
+        }
+        r => Ok(r?),
+    }
 }
 
 pub(super) fn level_names(stack: &[Level]) -> Vec<&[u8]> {
@@ -528,7 +536,7 @@ pub(super) fn lookup(p: &Process, dirfd: i32, path: &[u8], follow: bool) -> Resu
     if let Some(t) = special(p, &abs) {
         return t;
     }
-    Ok(Target::Host(walk_host(&roots(&p.policy), &abs, follow)?))
+    Ok(Target::Host(walk_host(&roots(p), &abs, follow)?))
 }
 
 /// The object `dirfd` itself (AT_EMPTY_PATH).
