@@ -195,7 +195,7 @@ fn sweep_stale(parent: &Path) {
             continue;
         };
         let alive = Path::new("/proc").join(pid.to_string()).exists();
-        let ours = rustix::fs::lstat(&e.path())
+        let ours = rustix::fs::lstat(e.path())
             .is_ok_and(|st| st.st_uid == me && st.st_mode & S_IFMT == S_IFDIR);
         if !alive && ours {
             let _ = std::fs::remove_dir_all(e.path());
