@@ -187,7 +187,10 @@ pub(super) fn open_for_writing(
         Errno::EROFS => Errno::EACCES,
         e => e,
     })?;
-    let mut of = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY;
+    // O_NONBLOCK: a fifo in a write root (mknod makes them) must not block
+    // the host thread waiting for a reader; only regular files and
+    // directories are kept, where it changes nothing.
+    let mut of = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
     of |= match flags & O_ACCMODE {
         O_WRONLY => OFlags::WRONLY,
         O_RDWR => OFlags::RDWR,

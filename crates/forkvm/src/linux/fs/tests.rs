@@ -1046,6 +1046,11 @@ fn metadata_changes_under_write_roots() {
         call(&mut p, &mut m, sys_mknod, &[PATH, 0o20644, 0]),
         Err(Errno::EPERM)
     );
+    // A fifo can be made, but opening it never blocks the host thread.
+    put_path(&mut m, PATH, &t.s("rw/fifo"));
+    assert_eq!(call(&mut p, &mut m, sys_mknod, &[PATH, 0o10644, 0]), Ok(0));
+    assert!(open(&mut p, &mut m, &t.s("rw/fifo"), O_WRONLY).is_err());
+    assert!(open(&mut p, &mut m, &t.s("rw/fifo"), O_RDONLY).is_err());
     // A read-only file cannot get a writable name, nor be changed.
     put_path(&mut m, PATH, &t.s("allowed/hello.txt"));
     put_path(&mut m, PATH + 0x100, &t.s("rw/stolen"));
