@@ -513,3 +513,35 @@ fn each_run_has_its_own_private_tmp() {
         .unwrap_or_default();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn coreutils_change_files_in_a_writable_dir() {
+    if !installed("/usr/bin/sed") {
+        return;
+    }
+    let pair = Pair::new("coreutils", true, |d| {
+        std::fs::write(d.join("f"), "hello world\n").expect("write");
+        let f = std::fs::File::options()
+            .write(true)
+            .open(d.join("f"))
+            .expect("open");
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000))
+            .expect("set mtime");
+    });
+    for cmd in [
+        &["/usr/bin/cp", "-a", "f", "copy"][..],
+        &["/usr/bin/sed", "-i", "s/world/there/", "copy"],
+        &["/usr/bin/mkdir", "-p", "a/b/c"],
+        &["/usr/bin/touch", "-d", "2001-02-03 04:05:06", "a/b/c/t"],
+        &["/usr/bin/chmod", "-R", "go-rwx", "a"],
+        &["/usr/bin/install", "-m", "600", "f", "a/inst"],
+        &["/usr/bin/ln", "-s", "../f", "a/sl"],
+        &["/usr/bin/touch", "-h", "-d", "2002-01-01", "a/sl"],
+        &["/usr/bin/mv", "a/b", "moved"],
+        &["/usr/bin/chmod", "u+s,g-r", "a/inst"],
+        &["/usr/bin/truncate", "-s", "3", "a/inst"],
+        &["/usr/bin/rm", "-r", "moved"],
+    ] {
+        pair.run(cmd[0], &cmd[1..], &["--env", "TZ=UTC"]);
+    }
+}

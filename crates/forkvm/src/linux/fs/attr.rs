@@ -322,8 +322,13 @@ pub(super) fn sys_chmod(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
     chmod_obj(&obj_at(p, mem, AT_FDCWD, a[0], 0)?, a[1])
 }
 
-/// Implements fchmodat(2) and fchmodat2(2) under `--allow-write` roots.
+/// Implements fchmodat(2) under `--allow-write` roots (it has no flags argument).
 pub(super) fn sys_fchmodat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    chmod_obj(&obj_at(p, mem, a[0] as i32, a[1], 0)?, a[2])
+}
+
+/// Implements fchmodat2(2) under `--allow-write` roots.
+pub(super) fn sys_fchmodat2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let flags = a[3] as u32 as u64;
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);

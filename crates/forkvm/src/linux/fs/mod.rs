@@ -157,5 +157,5 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "basic stats only (no birth time, mount id or attributes)" },
     SyscallEntry { nr: 439, name: "faccessat2", handler: sys_faccessat2, support: Support::Partial,
         note: "as access" },
-    SyscallEntry { nr: 452, name: "fchmodat2", handler: sys_fchmodat, support: Support::Partial, note: OWN },
+    SyscallEntry { nr: 452, name: "fchmodat2", handler: sys_fchmodat2, support: Support::Partial, note: OWN },
 ];

@@ -963,6 +963,15 @@ fn metadata_changes_under_write_roots() {
         call(&mut p, &mut m, sys_fchmodat, &[cwd, PATH, 0o600, 0]),
         Ok(0)
     );
+    // fchmodat has no flags argument: whatever is in the fourth register is ignored.
+    assert_eq!(
+        call(&mut p, &mut m, sys_fchmodat, &[cwd, PATH, 0o600, 0xdead]),
+        Ok(0)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_fchmodat2, &[cwd, PATH, 0o600, 0xdead]),
+        Err(Errno::EINVAL)
+    );
     assert_eq!(std::fs::metadata(&f).unwrap().mode() & 0o7777, 0o600);
     // chown: to the guest's own ids only.
     let me = u64::from(GUEST_ID);
