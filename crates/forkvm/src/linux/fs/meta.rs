@@ -502,19 +502,26 @@ pub(super) fn encode_statfs(sfs: Option<&rustix::fs::StatFs>, magic: i64) -> [u8
     b
 }
 
-pub(super) fn statfs_of(t: &Target) -> Result<[u8; STATFS_SIZE], Errno> {
-    let host = |fd: &OwnedFd| -> Result<_, Errno> {
-        Ok(encode_statfs(Some(&rustix::fs::fstatfs(fd)?), 0))
+/// statfs of what `t` names: the host's values, read-only (ST_RDONLY)
+/// except under the write roots.
+pub(super) fn statfs_of(p: &Process, t: &Target) -> Result<[u8; STATFS_SIZE], Errno> {
+    let host = |fd: &OwnedFd, path: &[u8]| -> Result<_, Errno> {
+        let mut b = encode_statfs(Some(&rustix::fs::fstatfs(fd)?), 0);
+        if in_write_roots(p, path, &rustix::fs::fstat(fd)?) {
+            let flags = i64::from_le_bytes(b[80..88].try_into().map_err(|_| Errno::EIO)?);
+            put(&mut b, 80, &(flags & !ST_RDONLY).to_le_bytes());
+        }
+        Ok(b)
     };
     match t {
         Target::Dev(_) => Ok(encode_statfs(None, TMPFS_MAGIC)),
-        Target::Host(r) => host(&r.fd),
+        Target::Host(r) => host(&r.fd, &r.path),
         Target::Fd(f) => {
             let f = lock(f);
             match &f.kind {
-                FileKind::File { fd, .. }
-                | FileKind::Dir { fd, .. }
-                | FileKind::PathOnly { fd, .. } => host(fd),
+                FileKind::File { fd, path }
+                | FileKind::Dir { fd, path }
+                | FileKind::PathOnly { fd, path } => host(fd, path),
                 FileKind::Pipe(_) => Ok(encode_statfs(None, PIPEFS_MAGIC)),
                 k => match host_std(k) {
                     Some(h) => Ok(encode_statfs(Some(&rustix::fs::fstatfs(h.as_fd())?), 0)),
@@ -528,14 +535,14 @@ pub(super) fn statfs_of(t: &Target) -> Result<[u8; STATFS_SIZE], Errno> {
 /// Implements statfs(2).
 pub(super) fn sys_statfs(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let path = read_path(mem, a[0])?;
-    let b = statfs_of(&lookup(p, AT_FDCWD, &path, true)?)?;
+    let b = statfs_of(p, &lookup(p, AT_FDCWD, &path, true)?)?;
     mem.write(a[1], &b)?;
     Ok(0)
 }
 
 /// Implements fstatfs(2).
 pub(super) fn sys_fstatfs(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let b = statfs_of(&Target::Fd(p.fds.get(a[0] as i32)?))?;
+    let b = statfs_of(p, &Target::Fd(p.fds.get(a[0] as i32)?))?;
     mem.write(a[1], &b)?;
     Ok(0)
 }

@@ -131,7 +131,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 95, name: "umask", handler: sys_umask, support: Support::Full, note: "" },
     SyscallEntry { nr: 133, name: "mknod", handler: sys_mknod, support: Support::Partial, note: "regular files, fifos and sockets under --allow-write roots; devices EPERM; elsewhere EROFS" },
     SyscallEntry { nr: 137, name: "statfs", handler: sys_statfs, support: Support::Partial,
-        note: "host values with ST_RDONLY; emulated devices and pipes get synthetic values" },
+        note: "host values, with ST_RDONLY outside --allow-write roots; emulated devices and pipes get synthetic values" },
     SyscallEntry { nr: 138, name: "fstatfs", handler: sys_fstatfs, support: Support::Partial,
         note: "as statfs" },
     SyscallEntry { nr: 217, name: "getdents64", handler: sys_getdents64, support: Support::Full, note: "" },

@@ -1018,6 +1018,18 @@ fn metadata_changes_under_write_roots() {
         call(&mut p, &mut m, sys_utimensat, &[cwd, PATH, BUF, 0]),
         Err(Errno::EINVAL)
     );
+    // statfs: writable here, read-only in the read root.
+    assert_eq!(call(&mut p, &mut m, sys_statfs, &[PATH, BUF]), Ok(0));
+    assert_eq!(m.read_u64(BUF + 80).unwrap() & 1, 0);
+    assert_eq!(call(&mut p, &mut m, sys_fstatfs, &[fd, BUF]), Ok(0));
+    assert_eq!(m.read_u64(BUF + 80).unwrap() & 1, 0);
+    let h = format!("{}\0", t.s("allowed/hello.txt"));
+    m.write(PATH + 0x200, h.as_bytes()).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, sys_statfs, &[PATH + 0x200, BUF]),
+        Ok(0)
+    );
+    assert_eq!(m.read_u64(BUF + 80).unwrap() & 1, 1);
     // truncate.
     assert_eq!(call(&mut p, &mut m, sys_truncate, &[PATH, 10]), Ok(0));
     assert_eq!(std::fs::metadata(&f).unwrap().len(), 10);
