@@ -170,6 +170,10 @@ pub(super) fn writable_parent(
         guest.push(b'/');
     }
     guest.extend_from_slice(name);
+    // Private trees stay shallow enough for the host to copy and remove.
+    if guest.len() > PRIVATE_PATH_MAX && is_private_path(&p.policy, &guest) {
+        return Err(Errno::ENAMETOOLONG);
+    }
     Ok((fd, name.to_vec(), guest))
 }
 

@@ -1240,6 +1240,23 @@ fn private_tmp_and_dev_shm() {
     assert_eq!(list(&mut p, &mut m, dir), [".", "..", "dev", "tmp"]);
     let shm = open(&mut p, &mut m, "/dev/shm/sem.x", O_CREAT | O_EXCL | O_RDWR).unwrap();
     assert!(p.tmp.host_dir(b"/dev/shm").join("sem.x").is_file());
+    // Private trees are kept shallow.
+    put_path(&mut m, PATH, "/tmp");
+    assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
+    put_path(&mut m, PATH, "d");
+    let mut depth = 0;
+    let refused = loop {
+        match call(&mut p, &mut m, sys_mkdir, &[PATH, 0o700]) {
+            Ok(_) | Err(Errno::EEXIST) => {}
+            Err(e) => break e,
+        }
+        assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
+        depth += 1;
+        assert!(depth < 1000);
+    };
+    assert_eq!((refused, depth), (Errno::ENAMETOOLONG, 510));
+    put_path(&mut m, PATH, "/");
+    assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
     // Growing past the VM's memory is ENOSPC; within it works.
     let big = m.size() + 1;
     assert_eq!(

@@ -203,8 +203,13 @@ fn sweep_stale(parent: &Path) {
     }
 }
 
-/// Deepest directory nesting copied or counted.
-const MAX_DEPTH: u32 = 256;
+/// Longest guest path of anything in a private tree: it bounds their depth
+/// (512 levels), so copying, counting and removing them stays within the
+/// host's stack and descriptors.
+pub(super) const PRIVATE_PATH_MAX: usize = 1024;
+
+/// Deepest directory nesting copied or counted (beyond what paths allow).
+const MAX_DEPTH: u32 = 1024;
 
 fn is_empty_tree(base: &Path) -> Result<bool, Errno> {
     for m in MOUNTS {
