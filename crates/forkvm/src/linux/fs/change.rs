@@ -372,7 +372,15 @@ pub(super) fn do_rename(
     // Both names are read before either is looked at, as Linux does.
     let newpath = read_path(mem, new)?;
     let (od, on) = change_target(p, mem, olddir, old)?;
-    let (nd, nn) = change_target_path(p, newdir, &newpath)?;
+    let abs = absolute(p, newdir, &newpath)?;
+    let (nd, nn, guest) = writable_parent(p, &abs)?;
+    // A directory moved into a private tree must keep it shallow.
+    if is_private_path(&p.policy, &guest) {
+        let depth = subtree_path_len(&od, &on, PRIVATE_PATH_MAX)?;
+        if guest.len().saturating_add(depth) > PRIVATE_PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+    }
     let f = if flags & RENAME_NOREPLACE != 0 {
         rustix::fs::RenameFlags::NOREPLACE
     } else {

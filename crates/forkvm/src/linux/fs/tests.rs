@@ -1305,3 +1305,54 @@ fn a_mapped_tmp_is_not_private() {
     assert_eq!(names.len(), 3, "{names:?}");
     assert!(open(&mut p, &mut m, "/dev/shm/x", O_CREAT | O_WRONLY).is_ok());
 }
+
+#[test]
+fn private_trees_stay_shallow_and_deep_ones_are_removed() {
+    let (mut p, mut m) = setup(vec![]);
+    // A deep chain, then another place to move it into.
+    put_path(&mut m, PATH, "/tmp");
+    assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
+    for top in ["a", "b"] {
+        put_path(&mut m, PATH, top);
+        assert_eq!(call(&mut p, &mut m, sys_mkdir, &[PATH, 0o700]), Ok(0));
+        assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
+        put_path(&mut m, PATH, "dd");
+        for _ in 0..200 {
+            assert_eq!(call(&mut p, &mut m, sys_mkdir, &[PATH, 0o700]), Ok(0));
+            assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
+        }
+        put_path(&mut m, PATH, "/tmp");
+        assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
+    }
+    // Moving one chain under the other would make it twice as deep.
+    let deep_b = format!("/tmp/b{}/a", "/dd".repeat(200));
+    put_path(&mut m, PATH, "/tmp/a");
+    put_path(&mut m, PATH + 0x1000, &deep_b);
+    assert_eq!(
+        call(&mut p, &mut m, sys_rename, &[PATH, PATH + 0x1000]),
+        Err(Errno::ENAMETOOLONG)
+    );
+    put_path(&mut m, PATH + 0x1000, "/tmp/b/a");
+    assert_eq!(
+        call(&mut p, &mut m, sys_rename, &[PATH, PATH + 0x1000]),
+        Ok(0)
+    );
+    // Whatever the host holds there, however deep, goes with the process.
+    let host = p.tmp.host_dir(b"/tmp");
+    let mut deep = host.join("host-made");
+    std::fs::create_dir(&deep).unwrap();
+    let fd = rustix::fs::open(&deep, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+    let mut cur = fd;
+    for _ in 0..3000 {
+        rustix::fs::mkdirat(&cur, "x", Mode::RWXU).unwrap();
+        cur = rustix::fs::openat(&cur, "x", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+            .unwrap();
+    }
+    rustix::fs::openat(&cur, "f", OFlags::CREATE | OFlags::WRONLY, Mode::RUSR).unwrap();
+    rustix::fs::chmodat(&cur, ".", Mode::empty(), AtFlags::empty()).unwrap();
+    deep.push("x");
+    assert!(deep.is_dir());
+    drop(p);
+    assert!(!host.exists());
+    assert!(!host.parent().unwrap().exists());
+}

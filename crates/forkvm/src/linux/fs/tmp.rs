@@ -120,7 +120,7 @@ impl Drop for PrivateTmp {
     fn drop(&mut self) {
         if self.base.is_dir() {
             // Does not follow symlinks: only the trees themselves go.
-            let _ = std::fs::remove_dir_all(&self.base);
+            remove_tree(&self.base);
         }
     }
 }
@@ -177,6 +177,117 @@ fn make_dir(p: &Path, mode: u32) -> Result<(), Errno> {
     Ok(())
 }
 
+/// The longest relative path (in bytes, "/name" per level) below `name` in
+/// `dir`, counting no further than `cap`; 0 for anything but a directory.
+pub(super) fn subtree_path_len(dir: &OwnedFd, name: &[u8], cap: usize) -> Result<usize, Errno> {
+    let open = |d: &OwnedFd, n: &[u8]| {
+        rustix::fs::openat(
+            d,
+            n,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
+    let Ok(top) = open(dir, name) else {
+        return Ok(0);
+    };
+    // Iterative: (directory, its relative path length); depth is bounded
+    // by `cap` since each level adds at least two bytes.
+    let mut todo = vec![(top, 0usize)];
+    let mut longest = 0usize;
+    while let Some((d, len)) = todo.pop() {
+        for e in rustix::fs::Dir::read_from(&d)? {
+            let e = e?;
+            let n = e.file_name().to_bytes();
+            if n == b"." || n == b".." {
+                continue;
+            }
+            let l = len + 1 + n.len();
+            longest = longest.max(l);
+            if l > cap {
+                return Ok(l);
+            }
+            if e.file_type() == rustix::fs::FileType::Directory {
+                if let Ok(sub) = open(&d, n) {
+                    todo.push((sub, l));
+                }
+            }
+        }
+    }
+    Ok(longest)
+}
+
+/// Removes the tree at `base` without recursion and with a bounded number
+/// of descriptors, however deep it is: subdirectories are moved up to the
+/// top level before their parent goes.
+fn remove_tree(base: &Path) {
+    let Ok(top) = rustix::fs::open(
+        base,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return;
+    };
+    let mut n = 0u64;
+    // Each round empties every top-level directory or moves its
+    // subdirectories up; it ends when nothing is left (or nothing changes).
+    for _ in 0..1_000_000 {
+        let Ok(mut it) = rustix::fs::Dir::read_from(&top) else {
+            break;
+        };
+        let mut names = Vec::new();
+        while let Some(Ok(e)) = it.next() {
+            let name = e.file_name().to_bytes().to_vec();
+            if name != b"." && name != b".." {
+                names.push(name);
+            }
+        }
+        if names.is_empty() {
+            break;
+        }
+        let mut progress = false;
+        for name in names {
+            if rustix::fs::unlinkat(&top, name.as_slice(), AtFlags::empty()).is_ok()
+                || rustix::fs::unlinkat(&top, name.as_slice(), AtFlags::REMOVEDIR).is_ok()
+            {
+                progress = true;
+                continue;
+            }
+            // The guest may have made it unreadable.
+            let _ = rustix::fs::chmodat(&top, name.as_slice(), Mode::RWXU, AtFlags::empty());
+            let Ok(d) = rustix::fs::openat(
+                &top,
+                name.as_slice(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) else {
+                continue;
+            };
+            let Ok(mut sub) = rustix::fs::Dir::read_from(&d) else {
+                continue;
+            };
+            let mut inner = Vec::new();
+            while let Some(Ok(e)) = sub.next() {
+                let c = e.file_name().to_bytes().to_vec();
+                if c != b"." && c != b".." {
+                    inner.push(c);
+                }
+            }
+            for c in inner {
+                progress |= rustix::fs::unlinkat(&d, c.as_slice(), AtFlags::empty()).is_ok() || {
+                    n += 1;
+                    let up = format!(".up-{n}");
+                    rustix::fs::renameat(&d, c.as_slice(), &top, up.as_str()).is_ok()
+                };
+            }
+        }
+        if !progress {
+            break;
+        }
+    }
+    let _ = std::fs::remove_dir(base);
+}
+
 /// Removes the private trees of forkvm processes that no longer exist (a
 /// process killed outright cannot remove its own); only ours, by owner.
 fn sweep_stale(parent: &Path) {
@@ -198,7 +309,7 @@ fn sweep_stale(parent: &Path) {
         let ours = rustix::fs::lstat(e.path())
             .is_ok_and(|st| st.st_uid == me && st.st_mode & S_IFMT == S_IFDIR);
         if !alive && ours {
-            let _ = std::fs::remove_dir_all(e.path());
+            remove_tree(&e.path());
         }
     }
 }
