@@ -350,6 +350,7 @@ fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     let buf = guest_buf(mem, a[1], a[2].min(MAX_RW))?;
     let mut f = lock(&file);
     let nonblocking = f.nonblocking();
+    super::fs::charge_write(p, mem.size(), &f, buf.len(), at)?;
     let r = write_file(&mut f, buf, at);
     let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
     drop(f);
@@ -504,6 +505,7 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
     check_iovecs(mem, &iovs, total)?;
     let mut f = lock(&file);
     let nonblocking = f.nonblocking();
+    super::fs::charge_write(p, mem.size(), &f, total as usize, at)?;
     let mut bounce = vec![0u8; total.min(CHUNK) as usize];
     let mut done = 0u64;
     loop {
@@ -911,6 +913,7 @@ fn sys_sendfile(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let total = count.min(MAX_RW);
+    super::fs::charge_write(p, mem.size(), &outf, total as usize, None)?;
     let mut bounce = vec![0u8; total.min(CHUNK) as usize];
     let mut done = 0u64;
     let mut err = None;

@@ -120,6 +120,8 @@ pub struct Process {
     pub unknown_logged: HashSet<u64>,
     /// POSIX timers (timer_create).
     pub posix_timers: time::posix::Timers,
+    /// The private /tmp and /dev/shm (see `fs::PrivateTmp`).
+    pub tmp: fs::PrivateTmp,
 }
 
 impl Process {
@@ -157,6 +159,7 @@ impl Process {
             started: Instant::now(),
             unknown_logged: HashSet::new(),
             posix_timers: time::posix::Timers::default(),
+            tmp: fs::PrivateTmp::new(),
         }
     }
 }
@@ -191,6 +194,7 @@ impl Process {
             started: self.started,
             unknown_logged: self.unknown_logged.clone(),
             posix_timers: time::posix::Timers::default(),
+            tmp: self.tmp.fork_copy()?,
         })
     }
 }

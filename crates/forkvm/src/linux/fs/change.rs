@@ -1,0 +1,519 @@
+//! open and the namespace changes: create, mkdir, unlink, rename, and the refused ones.
+
+use super::*;
+
+pub(super) fn dev_kind(d: Dev) -> FileKind {
+    match d {
+        Dev::Null => FileKind::Null,
+        Dev::Zero => FileKind::Zero,
+        Dev::Urandom => FileKind::Urandom,
+    }
+}
+
+pub(super) fn do_open(
+    p: &mut Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    flags: u64,
+    mode: u64,
+) -> SysResult {
+    let path = read_path(mem, addr)?;
+    let flags = flags as u32;
+    let path_only = flags & O_PATH != 0;
+    let acc = flags & O_ACCMODE;
+    if acc == O_ACCMODE && !path_only {
+        return Err(Errno::EINVAL);
+    }
+    let cloexec = flags & O_CLOEXEC != 0;
+    let status = (flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_LARGEFILE;
+    let target = if path.is_empty() {
+        return Err(Errno::ENOENT);
+    } else {
+        let abs = absolute(p, dirfd, &path)?;
+        special(p, &abs)
+    };
+    match target {
+        Some(Err(e)) => return Err(e),
+        Some(Ok(Target::Dev(d))) => {
+            if flags & O_DIRECTORY != 0 {
+                return Err(Errno::ENOTDIR);
+            }
+            if flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL {
+                return Err(Errno::EEXIST);
+            }
+            let status = if path_only { O_PATH } else { status };
+            return Ok(p.fds.insert(OpenFile::new(dev_kind(d), status), cloexec)? as u64);
+        }
+        Some(Ok(Target::Fd(f))) => {
+            return Ok(p.fds.insert_from(0, f, cloexec)? as u64);
+        }
+        Some(Ok(Target::Host(_))) | None => {}
+    }
+    let abs = lexical(&absolute(p, dirfd, &path)?);
+    if let Some(data) = crate::linux::procfs::synthesize(p, mem, &abs) {
+        if acc != O_RDONLY || flags & (O_CREAT | O_TRUNC) != 0 {
+            return Err(Errno::EACCES);
+        }
+        let fd = crate::linux::procfs::memory_file(&data)?;
+        let kind = FileKind::File { fd, path: abs };
+        return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
+    }
+    if abs == b"/proc/self/exe" {
+        let fd = rustix::fs::open(
+            p.exe_path.as_str(),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|_| Errno::ENOENT)?;
+        let kind = FileKind::File { fd, path: abs };
+        return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
+    }
+    let writes = acc != O_RDONLY || flags & (O_CREAT | O_TRUNC | O_TMPFILE) != 0;
+    if writes && !path_only {
+        return open_for_writing(p, &abs, flags, mode, status, cloexec);
+    }
+    let abs = absolute(p, dirfd, &path)?;
+    let r = walk_host(&roots(p), &abs, flags & O_NOFOLLOW == 0)?;
+    let ty = r.stat.st_mode & S_IFMT;
+    if flags & O_DIRECTORY != 0 && ty != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    let gpath = r.path.clone();
+    let (kind, status) = if path_only {
+        let fd = owned(r.fd)?;
+        let kind = match ty {
+            S_IFDIR => FileKind::Dir { fd, path: gpath },
+            S_IFREG => FileKind::File { fd, path: gpath },
+            _ => FileKind::PathOnly { fd, path: gpath },
+        };
+        (kind, O_PATH)
+    } else {
+        match ty {
+            S_IFDIR => (
+                FileKind::Dir {
+                    fd: reopen(&r, OFlags::RDONLY | OFlags::DIRECTORY)?,
+                    path: gpath,
+                },
+                status,
+            ),
+            S_IFREG => (
+                FileKind::File {
+                    fd: reopen(&r, OFlags::RDONLY | OFlags::NOCTTY | OFlags::NONBLOCK)?,
+                    path: gpath,
+                },
+                status,
+            ),
+            S_IFLNK => return Err(Errno::ELOOP),
+            // FIFOs, sockets and device nodes of the host stay closed.
+            _ => return Err(Errno::EACCES),
+        }
+    };
+    Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64)
+}
+
+/// Implements open(2).
+pub(super) fn sys_open(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_open(p, mem, AT_FDCWD, a[0], a[1], a[2])
+}
+
+/// Implements openat(2).
+pub(super) fn sys_openat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_open(p, mem, a[0] as i32, a[1], a[2], a[3])
+}
+
+/// Implements creat(2): open(O_CREAT|O_WRONLY|O_TRUNC), under `--allow-write` roots.
+pub(super) fn sys_creat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_open(
+        p,
+        mem,
+        AT_FDCWD,
+        a[0],
+        u64::from(O_CREAT | O_WRONLY | O_TRUNC),
+        a[1],
+    )
+}
+
+/// The directory that will hold `abs` (which must lie under a write root)
+/// and the new entry's name.
+pub(super) fn writable_parent(
+    p: &Process,
+    abs: &[u8],
+) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
+    let roots = write_roots(p);
+    let norm = lexical(abs);
+    let cut = norm.iter().rposition(|&b| b == b'/').ok_or(Errno::ENOENT)?;
+    let (dir, name) = (&norm[..cut.max(1)], &norm[cut + 1..]);
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(Errno::EINVAL);
+    }
+    let parent = match walk(&roots, dir, true) {
+        Ok(Some(r)) => r,
+        Ok(None) => return Err(Errno::EROFS),
+        Err(Errno::ENOENT) => {
+            // A missing parent is ENOENT as on Linux (programs create it and
+            // retry); one that exists outside the write roots is read-only.
+            let r = walk_host(&super::path::roots(p), dir, true)?;
+            if r.stat.st_mode & S_IFMT != S_IFDIR {
+                return Err(Errno::ENOTDIR);
+            }
+            return Err(Errno::EROFS);
+        }
+        Err(e) => return Err(e),
+    };
+    if parent.stat.st_mode & S_IFMT != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    let fd = reopen(&parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
+    let mut guest = parent.path.clone();
+    if guest != b"/" {
+        guest.push(b'/');
+    }
+    guest.extend_from_slice(name);
+    // Private trees stay shallow enough for the host to copy and remove.
+    if guest.len() > PRIVATE_PATH_MAX && is_private_path(&p.policy, &guest) {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    Ok((fd, name.to_vec(), guest))
+}
+
+/// open(2) with write access or O_CREAT/O_TRUNC: only under `--allow-write`
+/// roots; the last component is never followed if it is a symlink.
+pub(super) fn open_for_writing(
+    p: &mut Process,
+    abs: &[u8],
+    flags: u32,
+    mode: u64,
+    status: u32,
+    cloexec: bool,
+) -> SysResult {
+    let (dir, name, guest) = writable_parent(p, abs).map_err(|e| match e {
+        Errno::EROFS => Errno::EACCES,
+        e => e,
+    })?;
+    // O_NONBLOCK: a fifo in a write root (mknod makes them) must not block
+    // the host thread waiting for a reader; only regular files and
+    // directories are kept, where it changes nothing.
+    let mut of = OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+    of |= match flags & O_ACCMODE {
+        O_WRONLY => OFlags::WRONLY,
+        O_RDWR => OFlags::RDWR,
+        _ => OFlags::RDONLY,
+    };
+    for (bit, f) in [
+        (O_CREAT, OFlags::CREATE),
+        (O_EXCL, OFlags::EXCL),
+        (O_TRUNC, OFlags::TRUNC),
+        (O_APPEND, OFlags::APPEND),
+        (O_DIRECTORY, OFlags::DIRECTORY),
+    ] {
+        if flags & bit != 0 {
+            of |= f;
+        }
+    }
+    // Writing an existing file needs the guest's write permission (the host
+    // user may have more, say root).
+    if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
+        if let Ok(st) = rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+            let exclusive = flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
+            if st.st_mode & S_IFMT == S_IFREG && !exclusive && !guest_may(&st, 2) {
+                return Err(Errno::EACCES);
+            }
+        }
+    }
+    let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
+    let fd = rustix::fs::openat(&dir, name.as_slice(), of, mode).map_err(|e| {
+        if e == rustix::io::Errno::LOOP {
+            Errno::ELOOP
+        } else {
+            Errno::from(e)
+        }
+    })?;
+    let st = rustix::fs::fstat(&fd)?;
+    let kind = match st.st_mode & S_IFMT {
+        S_IFREG => FileKind::File { fd, path: guest },
+        S_IFDIR => FileKind::Dir { fd, path: guest },
+        _ => return Err(Errno::EACCES),
+    };
+    Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64)
+}
+
+/// A path argument resolved for a change: (parent dir fd, name).
+pub(super) fn change_target(
+    p: &Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+) -> Result<(OwnedFd, Vec<u8>), Errno> {
+    change_target_path(p, dirfd, &read_path(mem, addr)?)
+}
+
+/// As [`change_target_path`] for a call that creates the entry: one that
+/// already exists where nothing can be created is EEXIST, as on Linux
+/// (`mkdir -p` and `tar -x` rely on it for the directories above their work).
+pub(super) fn create_target(
+    p: &Process,
+    dirfd: i32,
+    path: &[u8],
+) -> Result<(OwnedFd, Vec<u8>), Errno> {
+    change_target_path(p, dirfd, path).map_err(|e| {
+        let exists = || {
+            absolute(p, dirfd, path)
+                .and_then(|abs| walk_host(&super::path::roots(p), &abs, false))
+                .is_ok()
+        };
+        if matches!(e, Errno::EROFS | Errno::EINVAL) && exists() {
+            Errno::EEXIST
+        } else {
+            e
+        }
+    })
+}
+
+/// As [`change_target`] for a path already read.
+pub(super) fn change_target_path(
+    p: &Process,
+    dirfd: i32,
+    path: &[u8],
+) -> Result<(OwnedFd, Vec<u8>), Errno> {
+    let abs = absolute(p, dirfd, path)?;
+    let (dir, name, _) = writable_parent(p, &abs)?;
+    Ok((dir, name))
+}
+
+/// Implements mkdir(2) under `--allow-write` roots (elsewhere EROFS).
+pub(super) fn sys_mkdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mkdir(p, mem, AT_FDCWD, a[0], a[1])
+}
+
+/// Implements mkdirat(2).
+pub(super) fn sys_mkdirat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mkdir(p, mem, a[0] as i32, a[1], a[2])
+}
+
+pub(super) fn do_mkdir(
+    p: &mut Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    mode: u64,
+) -> SysResult {
+    let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
+    let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
+    rustix::fs::mkdirat(&dir, name.as_slice(), mode)?;
+    Ok(0)
+}
+
+/// Implements unlink(2).
+pub(super) fn sys_unlink(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_unlink(p, mem, AT_FDCWD, a[0], 0)
+}
+
+/// Implements rmdir(2).
+pub(super) fn sys_rmdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_unlink(p, mem, AT_FDCWD, a[0], AT_REMOVEDIR)
+}
+
+/// Implements unlinkat(2).
+pub(super) fn sys_unlinkat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[2] & !AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_unlink(p, mem, a[0] as i32, a[1], a[2])
+}
+
+pub(super) const AT_REMOVEDIR: u64 = 0x200;
+
+pub(super) fn do_unlink(
+    p: &mut Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    flags: u64,
+) -> SysResult {
+    let (dir, name) = change_target(p, mem, dirfd, addr)?;
+    let f = if flags & AT_REMOVEDIR != 0 {
+        rustix::fs::AtFlags::REMOVEDIR
+    } else {
+        rustix::fs::AtFlags::empty()
+    };
+    rustix::fs::unlinkat(&dir, name.as_slice(), f)?;
+    Ok(0)
+}
+
+/// Implements rename(2).
+pub(super) fn sys_rename(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_rename(p, mem, AT_FDCWD, a[0], AT_FDCWD, a[1], 0)
+}
+
+/// Implements renameat(2).
+pub(super) fn sys_renameat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_rename(p, mem, a[0] as i32, a[1], a[2] as i32, a[3], 0)
+}
+
+/// Implements renameat2(2) (RENAME_NOREPLACE only).
+pub(super) fn sys_renameat2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_rename(p, mem, a[0] as i32, a[1], a[2] as i32, a[3], a[4])
+}
+
+pub(super) fn do_rename(
+    p: &mut Process,
+    mem: &GuestMemory,
+    olddir: i32,
+    old: u64,
+    newdir: i32,
+    new: u64,
+    flags: u64,
+) -> SysResult {
+    const RENAME_NOREPLACE: u64 = 1;
+    if flags & !RENAME_NOREPLACE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // Both names are read before either is looked at, as Linux does.
+    let newpath = read_path(mem, new)?;
+    let (od, on) = change_target(p, mem, olddir, old)?;
+    let abs = absolute(p, newdir, &newpath)?;
+    let (nd, nn, guest) = writable_parent(p, &abs)?;
+    // A directory moved into a private tree must keep it shallow.
+    if is_private_path(&p.policy, &guest) {
+        let depth = subtree_path_len(&od, &on, PRIVATE_PATH_MAX)?;
+        if guest.len().saturating_add(depth) > PRIVATE_PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+    }
+    let f = if flags & RENAME_NOREPLACE != 0 {
+        rustix::fs::RenameFlags::NOREPLACE
+    } else {
+        rustix::fs::RenameFlags::empty()
+    };
+    rustix::fs::renameat_with(&od, on.as_slice(), &nd, nn.as_slice(), f)?;
+    Ok(0)
+}
+
+/// Implements link(2) under `--allow-write` roots.
+pub(super) fn sys_link(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_link(p, mem, AT_FDCWD, a[0], AT_FDCWD, a[1], 0)
+}
+
+/// Implements linkat(2) under `--allow-write` roots (both names there).
+pub(super) fn sys_linkat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_link(
+        p,
+        mem,
+        a[0] as i32,
+        a[1],
+        a[2] as i32,
+        a[3],
+        a[4] as u32 as u64,
+    )
+}
+
+const AT_SYMLINK_FOLLOW: u64 = 0x400;
+
+fn do_link(
+    p: &mut Process,
+    mem: &GuestMemory,
+    olddir: i32,
+    old: u64,
+    newdir: i32,
+    new: u64,
+    flags: u64,
+) -> SysResult {
+    if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // The existing object must itself be under a write root: a new name for
+    // a read-only file would make it writable.
+    let nofollow = if flags & AT_SYMLINK_FOLLOW != 0 {
+        0
+    } else {
+        AT_SYMLINK_NOFOLLOW
+    };
+    let newpath = read_path(mem, new)?;
+    let obj = super::attr::obj_at(p, mem, olddir, old, nofollow | (flags & AT_EMPTY_PATH))?;
+    if obj.is_dir() {
+        return Err(Errno::EPERM);
+    }
+    let (nd, nn) = create_target(p, newdir, &newpath)?;
+    obj.link_to(&nd, &nn)?;
+    Ok(0)
+}
+
+/// Implements symlink(2) under `--allow-write` roots.
+pub(super) fn sys_symlink(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_symlink(p, mem, a[0], AT_FDCWD, a[1])
+}
+
+/// Implements symlinkat(2) under `--allow-write` roots.
+pub(super) fn sys_symlinkat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_symlink(p, mem, a[0], a[1] as i32, a[2])
+}
+
+fn do_symlink(p: &mut Process, mem: &GuestMemory, target: u64, dirfd: i32, addr: u64) -> SysResult {
+    // The target is only text: the guest resolves it inside its own namespace.
+    let target = read_path(mem, target)?;
+    if target.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
+    rustix::fs::symlinkat(target.as_slice(), &dir, name.as_slice())?;
+    Ok(0)
+}
+
+/// Implements mknod(2) under `--allow-write` roots (regular files, fifos and sockets).
+pub(super) fn sys_mknod(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mknod(p, mem, AT_FDCWD, a[0], a[1], a[2])
+}
+
+/// Implements mknodat(2) under `--allow-write` roots.
+pub(super) fn sys_mknodat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    do_mknod(p, mem, a[0] as i32, a[1], a[2], a[3])
+}
+
+fn do_mknod(
+    p: &mut Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    mode: u64,
+    dev: u64,
+) -> SysResult {
+    const S_IFSOCK: u32 = 0o140000;
+    const S_IFBLK: u32 = 0o060000;
+    let mode = mode as u32;
+    let kind = match mode & S_IFMT {
+        0 | S_IFREG => rustix::fs::FileType::RegularFile,
+        S_IFIFO => rustix::fs::FileType::Fifo,
+        S_IFSOCK => rustix::fs::FileType::Socket,
+        // Device nodes need CAP_MKNOD.
+        S_IFCHR | S_IFBLK => {
+            read_path(mem, addr)?;
+            return Err(Errno::EPERM);
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
+    let perm = Mode::from_bits_truncate((mode & 0o7777) & !p.fds.umask);
+    rustix::fs::mknodat(&dir, name.as_slice(), kind, perm, dev)?;
+    Ok(0)
+}
+
+/// Implements ftruncate(2) for files opened for writing (under `--allow-write`).
+pub(super) fn sys_ftruncate(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let file = p.fds.get(a[0] as i32)?;
+    let f = lock(&file);
+    if (a[1] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    match &f.kind {
+        FileKind::File { fd, path } if f.writable() => {
+            if is_private_path(&p.policy, path) {
+                let size = rustix::fs::fstat(fd)?.st_size.max(0) as u64;
+                p.tmp.charge(size, a[1], mem.size())?;
+            }
+            rustix::fs::ftruncate(fd, a[1])?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}

@@ -1,0 +1,579 @@
+//! Path resolution inside the guest namespace (see the module docs of `fs`).
+
+use super::*;
+
+/// Reads a guest path: EFAULT on a bad pointer, ENAMETOOLONG past [`PATH_MAX`].
+pub fn read_path(mem: &GuestMemory, addr: u64) -> Result<Vec<u8>, Errno> {
+    match mem.read_cstr(addr, PATH_MAX - 1) {
+        Ok(s) => Ok(s.to_vec()),
+        Err(_) if mem.read(addr, PATH_MAX).is_ok() => Err(Errno::ENAMETOOLONG),
+        Err(_) => Err(Errno::EFAULT),
+    }
+}
+
+pub(super) fn components(path: &[u8]) -> VecDeque<Vec<u8>> {
+    path.split(|&b| b == b'/')
+        .filter(|c| !c.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// An allowed host root, as guest path components.
+pub(super) struct Root {
+    pub(super) comps: Vec<Vec<u8>>,
+    pub(super) host: PathBuf,
+}
+
+impl Root {
+    fn is(&self, path: &[&[u8]]) -> bool {
+        self.comps.len() == path.len() && self.comps.iter().zip(path).all(|(a, b)| a == b)
+    }
+
+    fn is_below(&self, path: &[&[u8]]) -> bool {
+        self.comps.len() > path.len() && self.comps.iter().zip(path).all(|(a, b)| a == b)
+    }
+}
+
+/// The usable roots of the policy: absolute paths without `..`.
+pub(super) fn roots(p: &Process) -> Vec<Root> {
+    let mut r = to_roots(p.policy.allow_read.iter().chain(&p.policy.allow_write));
+    r.extend(private_roots(p));
+    r
+}
+
+/// The roots the guest may change things under (`--allow-write`).
+pub(super) fn write_roots(p: &Process) -> Vec<Root> {
+    let mut r = to_roots(p.policy.allow_write.iter());
+    r.extend(private_roots(p));
+    r
+}
+
+pub(super) fn to_roots<'a>(paths: impl Iterator<Item = &'a std::path::PathBuf>) -> Vec<Root> {
+    paths
+        .filter_map(|p| {
+            if !p.is_absolute() {
+                return None;
+            }
+            let mut comps = Vec::new();
+            for c in p.components() {
+                match c {
+                    Component::RootDir | Component::CurDir => {}
+                    Component::Normal(s) => comps.push(s.as_bytes().to_vec()),
+                    Component::ParentDir | Component::Prefix(_) => return None,
+                }
+            }
+            Some(Root {
+                comps,
+                host: p.clone(),
+            })
+        })
+        .collect()
+}
+
+/// One directory on the way down a path.
+pub(super) struct Level {
+    pub(super) name: Vec<u8>,
+    /// O_PATH descriptor; None for a directory above every allowed root.
+    pub(super) fd: Option<Rc<OwnedFd>>,
+    pub(super) stat: Option<Stat>,
+    /// Host path when this level is exactly an allowed root.
+    pub(super) root: Option<PathBuf>,
+}
+
+/// How to open a resolved object again with real flags.
+pub(super) enum Reach {
+    /// An allowed root, by its host path.
+    Root(PathBuf),
+    /// A name under an open directory.
+    Child { parent: Rc<OwnedFd>, name: Vec<u8> },
+    /// A symlink above the roots: only ever looked at, never opened.
+    Link,
+    /// A directory above the roots, by its host path: looked at and listed, never changed.
+    Ancestor(PathBuf),
+}
+
+/// A path resolved inside the guest namespace.
+pub(super) struct Resolved {
+    /// O_PATH descriptor of the object (the symlink itself when not followed).
+    pub(super) fd: Rc<OwnedFd>,
+    /// Host metadata of `fd`.
+    pub(super) stat: Stat,
+    /// Canonical guest path (no symlinks, `.` or `..`).
+    pub(super) path: Vec<u8>,
+    pub(super) reach: Reach,
+}
+
+pub(super) fn is_proc_pid_entry(name: &[u8]) -> bool {
+    name == b"self" || name == b"thread-self" || name.iter().all(u8::is_ascii_digit)
+}
+
+/// Opens one name under `dir` as O_PATH, never following anything.
+pub(super) fn open_child(dir: &OwnedFd, dir_stat: &Stat, name: &[u8]) -> Result<OwnedFd, Errno> {
+    // /proc/self and friends would describe the host process.
+    if dir_stat.st_ino == 1 && is_proc_pid_entry(name) {
+        if let Ok(sfs) = rustix::fs::fstatfs(dir) {
+            if sfs.f_type == PROC_SUPER_MAGIC {
+                return Err(Errno::ENOENT);
+            }
+        }
+    }
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(dir, name, flags, Mode::empty(), resolve) {
+        // Kernels before 5.6 (or seccomp filters) without openat2: a single
+        // name with O_NOFOLLOW is just as contained.
+        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+            Ok(rustix::fs::openat(dir, name, flags, Mode::empty())?)
+        }
+        r => Ok(r?),
+    }
+}
+
+pub(super) fn open_root(host: &Path) -> Result<OwnedFd, Errno> {
+    let open = || rustix::fs::open(host, OFlags::PATH | OFlags::CLOEXEC, Mode::empty());
+    match open() {
+        // A private /tmp or /dev/shm comes into being when first used.
+        Err(rustix::io::Errno::NOENT) if is_private_dir(host) => {
+            ensure(host)?;
+            Ok(open()?)
+        }
+        r => Ok(r?),
+    }
+}
+
+pub(super) fn level_names(stack: &[Level]) -> Vec<&[u8]> {
+    stack.iter().skip(1).map(|l| l.name.as_slice()).collect()
+}
+
+pub(super) fn canonical(stack: &[Level]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for l in stack.iter().skip(1) {
+        out.push(b'/');
+        out.extend_from_slice(&l.name);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// Queues a symlink's target in place of the link.
+pub(super) fn follow_link(
+    stack: &mut Vec<Level>,
+    todo: &mut VecDeque<Vec<u8>>,
+    target: &[u8],
+    links: &mut u32,
+) -> Result<(), Errno> {
+    *links += 1;
+    if *links > MAX_LINKS {
+        return Err(Errno::ELOOP);
+    }
+    if target.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if target.starts_with(b"/") {
+        stack.truncate(1);
+    }
+    let mut expanded = components(target);
+    if target.ends_with(b"/") {
+        expanded.push_back(b".".to_vec());
+    }
+    for c in expanded.into_iter().rev() {
+        todo.push_front(c);
+    }
+    Ok(())
+}
+
+pub(super) fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut out = dir.to_vec();
+    if !out.ends_with(b"/") {
+        out.push(b'/');
+    }
+    out.extend_from_slice(name);
+    out
+}
+
+/// What a walk ends on.
+pub(super) enum Walked {
+    /// A host object inside the roots (or a link above them).
+    Obj(Resolved),
+    /// A directory above the roots, by its canonical guest path.
+    Above(Vec<u8>),
+}
+
+/// Resolves an absolute guest path inside the namespace of `roots`: a host
+/// object, or None for a directory above the roots (a way through, never an
+/// object that can be changed).
+pub(super) fn walk(
+    roots: &[Root],
+    path: &[u8],
+    follow_last: bool,
+) -> Result<Option<Resolved>, Errno> {
+    match walk_inner(roots, path, follow_last, &mut 0)? {
+        Walked::Obj(r) => Ok(Some(r)),
+        Walked::Above(_) => Ok(None),
+    }
+}
+
+pub(super) fn walk_inner(
+    roots: &[Root],
+    path: &[u8],
+    follow_last: bool,
+    links: &mut u32,
+) -> Result<Walked, Errno> {
+    let mut top = Level {
+        name: Vec::new(),
+        fd: None,
+        stat: None,
+        root: None,
+    };
+    if let Some(r) = roots.iter().find(|r| r.comps.is_empty()) {
+        let fd = open_root(&r.host)?;
+        top.stat = Some(rustix::fs::fstat(&fd)?);
+        top.fd = Some(Rc::new(fd));
+        top.root = Some(r.host.clone());
+    }
+    let mut stack = vec![top];
+    let mut todo = components(path);
+    if path.ends_with(b"/") && !todo.is_empty() {
+        // "name/" must be a directory (and a symlink there is followed).
+        todo.push_back(b".".to_vec());
+    }
+    while let Some(comp) = todo.pop_front() {
+        if comp == b"." {
+            continue;
+        }
+        if comp == b".." {
+            if stack.len() > 1 {
+                stack.pop();
+            }
+            continue;
+        }
+        let last = todo.is_empty();
+        let parent = stack.last().ok_or(Errno::ENOENT)?;
+        let (fd, root) = match (&parent.fd, &parent.stat) {
+            (Some(dir), Some(st)) => (open_child(dir, st, &comp)?, None),
+            _ => {
+                let mut want = level_names(&stack);
+                want.push(&comp);
+                if let Some(r) = roots.iter().find(|r| r.is(&want)) {
+                    (open_root(&r.host)?, Some(r.host.clone()))
+                } else if roots.iter().any(|r| r.is_below(&want)) {
+                    stack.push(Level {
+                        name: comp,
+                        fd: None,
+                        stat: None,
+                        root: None,
+                    });
+                    continue;
+                } else {
+                    // Above the roots, guest paths are host paths. A host
+                    // symlink here (/lib -> usr/lib with the root /usr/lib,
+                    // /tmp -> private/tmp) is followed inside the namespace;
+                    // anything else does not exist for the guest.
+                    let link = join(&canonical(&stack), &comp);
+                    let host = PathBuf::from(std::ffi::OsStr::from_bytes(&link));
+                    let Ok(target) = rustix::fs::readlinkat(CWD, &host, Vec::new()) else {
+                        return Err(Errno::ENOENT);
+                    };
+                    let target = target.into_bytes();
+                    if !last || follow_last {
+                        follow_link(&mut stack, &mut todo, &target, links)?;
+                        continue;
+                    }
+                    // The link itself is visible only if it leads into the namespace.
+                    *links += 1;
+                    if *links > MAX_LINKS {
+                        return Err(Errno::ELOOP);
+                    }
+                    let dest = if target.starts_with(b"/") {
+                        target
+                    } else {
+                        join(&canonical(&stack), &target)
+                    };
+                    walk_inner(roots, &dest, true, links)?;
+                    let fd = rustix::fs::open(
+                        &host,
+                        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    )?;
+                    let stat = rustix::fs::fstat(&fd)?;
+                    if stat.st_mode & S_IFMT != S_IFLNK {
+                        return Err(Errno::ENOENT);
+                    }
+                    return Ok(Walked::Obj(Resolved {
+                        fd: Rc::new(fd),
+                        stat,
+                        path: link,
+                        reach: Reach::Link,
+                    }));
+                }
+            }
+        };
+        let st = rustix::fs::fstat(&fd)?;
+        let ty = st.st_mode & S_IFMT;
+        if ty == S_IFLNK && (!last || follow_last) {
+            let target = rustix::fs::readlinkat(&fd, "", Vec::new())?.into_bytes();
+            follow_link(&mut stack, &mut todo, &target, links)?;
+            continue;
+        }
+        if !last && ty != S_IFDIR {
+            return Err(Errno::ENOTDIR);
+        }
+        stack.push(Level {
+            name: comp,
+            fd: Some(Rc::new(fd)),
+            stat: Some(st),
+            root,
+        });
+    }
+    let path = canonical(&stack);
+    let top = stack.pop().ok_or(Errno::ENOENT)?;
+    let (Some(fd), Some(stat)) = (top.fd, top.stat) else {
+        return Ok(Walked::Above(path));
+    };
+    let reach = match top.root {
+        Some(host) => Reach::Root(host),
+        None => Reach::Child {
+            parent: stack
+                .last()
+                .and_then(|l| l.fd.clone())
+                .ok_or(Errno::ENOENT)?,
+            name: top.name,
+        },
+    };
+    Ok(Walked::Obj(Resolved {
+        fd,
+        stat,
+        path,
+        reach,
+    }))
+}
+
+/// Resolves a path to something the guest can look at: a host object, or a
+/// directory above the roots (an ancestor, shown with its host metadata and
+/// listed with only the names that lead to roots).
+pub(super) fn walk_host(roots: &[Root], path: &[u8], follow_last: bool) -> Result<Resolved, Errno> {
+    match walk_inner(roots, path, follow_last, &mut 0)? {
+        Walked::Obj(r) => Ok(r),
+        Walked::Above(path) => {
+            // Above the roots, guest paths are host paths.
+            let host = PathBuf::from(std::ffi::OsStr::from_bytes(&path));
+            let fd = rustix::fs::open(
+                &host,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|_| Errno::ENOENT)?;
+            let stat = rustix::fs::fstat(&fd)?;
+            Ok(Resolved {
+                fd: Rc::new(fd),
+                stat,
+                path,
+                reach: Reach::Ancestor(host),
+            })
+        }
+    }
+}
+
+/// The names directly under `dir` (a canonical guest path) that lead to a root.
+pub(super) fn names_toward_roots(roots: &[Root], dir: &[u8]) -> Vec<Vec<u8>> {
+    let comps: Vec<Vec<u8>> = components(dir).into_iter().collect();
+    let want: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for r in roots.iter().filter(|r| r.is_below(&want)) {
+        let name = &r.comps[want.len()];
+        if !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+/// Whether `dir` (a canonical guest path) is a directory above the roots.
+pub(super) fn is_ancestor(roots: &[Root], dir: &[u8]) -> bool {
+    let comps: Vec<Vec<u8>> = components(dir).into_iter().collect();
+    let want: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
+    roots.iter().any(|r| r.is_below(&want))
+        && !roots
+            .iter()
+            .any(|r| r.comps.len() <= want.len() && r.comps.iter().zip(&want).all(|(a, b)| a == b))
+}
+
+/// Opens a resolved object again with real `flags` and checks it is the same one.
+pub(super) fn reopen(r: &Resolved, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let fd = match &r.reach {
+        Reach::Root(host) => rustix::fs::open(host, flags | OFlags::CLOEXEC, Mode::empty())?,
+        Reach::Child { parent, name } => rustix::fs::openat(
+            parent.as_fd(),
+            name.as_slice(),
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?,
+        Reach::Link => return Err(Errno::ELOOP),
+        Reach::Ancestor(host) => {
+            if flags.intersects(OFlags::WRONLY | OFlags::RDWR | OFlags::CREATE | OFlags::TRUNC) {
+                return Err(Errno::EROFS);
+            }
+            rustix::fs::open(
+                host,
+                flags | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?
+        }
+    };
+    let st = rustix::fs::fstat(&fd)?;
+    if st.st_dev != r.stat.st_dev || st.st_ino != r.stat.st_ino {
+        return Err(Errno::ENOENT);
+    }
+    Ok(fd)
+}
+
+pub(super) fn owned(fd: Rc<OwnedFd>) -> Result<OwnedFd, Errno> {
+    Rc::try_unwrap(fd).or_else(|rc| rc.try_clone().map_err(Errno::from))
+}
+
+/// Applies `.` and `..` textually (only to recognise the emulated device paths).
+pub(super) fn lexical(path: &[u8]) -> Vec<u8> {
+    let mut out: Vec<&[u8]> = Vec::new();
+    for c in path.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    let mut s = Vec::new();
+    for c in out {
+        s.push(b'/');
+        s.extend_from_slice(c);
+    }
+    if s.is_empty() {
+        s.push(b'/');
+    }
+    s
+}
+
+/// Devices emulated in-process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Dev {
+    Null,
+    Zero,
+    Urandom,
+}
+
+/// What a guest path names.
+pub(super) enum Target {
+    /// An emulated device node.
+    Dev(Dev),
+    /// An already-open file (/dev/stdout, /proc/self/fd/N, ...).
+    Fd(FileRef),
+    /// A host object inside the allowed roots.
+    Host(Resolved),
+}
+
+pub(super) fn parse_fd(s: &[u8]) -> Option<i32> {
+    std::str::from_utf8(s).ok()?.parse().ok()
+}
+
+/// The emulated paths: /dev/{null,zero,urandom,random,stdin,stdout,stderr,fd/N}, /proc/self/fd/N.
+pub(super) fn special(p: &Process, abs: &[u8]) -> Option<Result<Target, Errno>> {
+    let norm = lexical(abs);
+    let fd = match norm.as_slice() {
+        b"/dev/null" => return Some(Ok(Target::Dev(Dev::Null))),
+        b"/dev/zero" => return Some(Ok(Target::Dev(Dev::Zero))),
+        b"/dev/urandom" | b"/dev/random" => return Some(Ok(Target::Dev(Dev::Urandom))),
+        b"/dev/stdin" => 0,
+        b"/dev/stdout" => 1,
+        b"/dev/stderr" => 2,
+        n => {
+            let rest = n
+                .strip_prefix(b"/dev/fd/")
+                .or_else(|| n.strip_prefix(b"/proc/self/fd/"))?;
+            match parse_fd(rest) {
+                Some(fd) => fd,
+                None => return Some(Err(Errno::ENOENT)),
+            }
+        }
+    };
+    Some(p.fds.get(fd).map(Target::Fd).map_err(|_| Errno::ENOENT))
+}
+
+/// The guest directory a relative path starts from.
+pub(super) fn base_dir(p: &Process, dirfd: i32) -> Result<Vec<u8>, Errno> {
+    if dirfd == AT_FDCWD {
+        return Ok(p.cwd.as_bytes().to_vec());
+    }
+    let file = p.fds.get(dirfd)?;
+    let f = lock(&file);
+    match &f.kind {
+        FileKind::Dir { path, .. } => Ok(path.clone()),
+        _ => Err(Errno::ENOTDIR),
+    }
+}
+
+/// `path` made absolute against `dirfd` (AT_FDCWD: the cwd).
+pub(super) fn absolute(p: &Process, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno> {
+    if path.starts_with(b"/") {
+        return Ok(path.to_vec());
+    }
+    let mut abs = base_dir(p, dirfd)?;
+    if !abs.ends_with(b"/") {
+        abs.push(b'/');
+    }
+    abs.extend_from_slice(path);
+    Ok(abs)
+}
+
+/// Looks a (non-empty) guest path up.
+/// Whether `path` (relative to the cwd) names something the guest may see,
+/// with stat's errors (ENOENT, EACCES, ...) otherwise.
+pub fn check_path(p: &Process, path: &[u8], follow: bool) -> Result<(), Errno> {
+    lookup(p, AT_FDCWD, path, follow).map(|_| ())
+}
+
+pub(super) fn lookup(p: &Process, dirfd: i32, path: &[u8], follow: bool) -> Result<Target, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let abs = absolute(p, dirfd, path)?;
+    if let Some(t) = special(p, &abs) {
+        return t;
+    }
+    Ok(Target::Host(walk_host(&roots(p), &abs, follow)?))
+}
+
+/// The object `dirfd` itself (AT_EMPTY_PATH).
+pub(super) fn lookup_fd(p: &Process, dirfd: i32) -> Result<Target, Errno> {
+    if dirfd == AT_FDCWD {
+        let cwd = p.cwd.clone();
+        return lookup(p, AT_FDCWD, cwd.as_bytes(), true);
+    }
+    Ok(Target::Fd(p.fds.get(dirfd)?))
+}
+
+/// Reads the path argument of a `*at` call honouring AT_EMPTY_PATH (NULL allowed then).
+pub(super) fn lookup_at(
+    p: &Process,
+    mem: &GuestMemory,
+    dirfd: i32,
+    addr: u64,
+    flags: u64,
+) -> Result<Target, Errno> {
+    let empty_ok = flags & AT_EMPTY_PATH != 0;
+    let path = if addr == 0 && empty_ok {
+        Vec::new()
+    } else {
+        read_path(mem, addr)?
+    };
+    if path.is_empty() {
+        return if empty_ok {
+            lookup_fd(p, dirfd)
+        } else {
+            Err(Errno::ENOENT)
+        };
+    }
+    lookup(p, dirfd, &path, flags & AT_SYMLINK_NOFOLLOW == 0)
+}

@@ -1,0 +1,456 @@
+//! Private `/tmp` and `/dev/shm`: each process (each VM, each fork) gets
+//! its own, empty, writable trees at those paths unless the policy maps a
+//! host path there (a root at, above or below them).
+//!
+//! They live in a host directory of forkvm's own, created on first use
+//! (under `/dev/shm` when the host has it, so in memory) with mode 0700,
+//! and removed when the process is dropped. A fork gets a copy of the
+//! master's trees (nothing when they are empty, the usual case), so forks
+//! never see each other's files, and a reset (a new copy of the template)
+//! starts from the master's again. Their total size is bounded by
+//! the VM's memory (`--memory`): writes that would grow them past it fail
+//! with ENOSPC.
+
+use super::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Guest paths that are private unless the policy maps them.
+pub(super) const MOUNTS: [&[u8]; 2] = [b"/tmp", b"/dev/shm"];
+
+/// One process's private trees.
+pub struct PrivateTmp {
+    /// Host directory holding them; created on first use, removed on drop.
+    base: PathBuf,
+    /// Bytes written so far that grew files (an upper bound between recounts).
+    grown: AtomicU64,
+}
+
+impl std::fmt::Debug for PrivateTmp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrivateTmp")
+            .field("base", &self.base)
+            .finish()
+    }
+}
+
+impl Default for PrivateTmp {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PrivateTmp {
+    /// Empty private trees; nothing exists on the host until they are used.
+    pub fn new() -> Self {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let shm = Path::new("/dev/shm");
+        let parent = if rustix::fs::access(
+            shm,
+            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+        )
+        .is_ok()
+        {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let mut nonce = [0u8; 8];
+        // An unguessable name; ownership is checked when it is created anyway.
+        let _ = getrandom::fill(&mut nonce);
+        let base = parent.join(format!(
+            "forkvm-tmp-{}-{}-{:016x}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed),
+            u64::from_le_bytes(nonce)
+        ));
+        Self {
+            base,
+            grown: AtomicU64::new(0),
+        }
+    }
+
+    /// The host directory backing guest `mount` (one of [`MOUNTS`]); it
+    /// may not exist yet (see [`ensure`]).
+    pub(super) fn host_dir(&self, mount: &[u8]) -> PathBuf {
+        self.base.join(sub_name(mount))
+    }
+
+    /// A copy for a fork: its own trees with the same contents.
+    pub fn fork_copy(&self) -> Result<Self, Errno> {
+        let new = Self::new();
+        if self.base.is_dir() && !is_empty_tree(&self.base)? {
+            for m in MOUNTS {
+                let to = new.host_dir(m);
+                ensure(&to)?;
+                copy_tree(&self.host_dir(m), &to, 0)?;
+            }
+        }
+        new.grown
+            .store(self.grown.load(Ordering::Relaxed), Ordering::Relaxed);
+        Ok(new)
+    }
+
+    /// Whether a write that makes a private file reach `end` bytes (from
+    /// `size`) fits in `limit` bytes for all the trees: ENOSPC if not.
+    pub(super) fn charge(&self, size: u64, end: u64, limit: u64) -> Result<(), Errno> {
+        if end <= size {
+            return Ok(());
+        }
+        let more = end - size;
+        let grown = self.grown.fetch_add(more, Ordering::Relaxed) + more;
+        if grown <= limit {
+            return Ok(());
+        }
+        // The running sum only grows: recount what the trees really hold.
+        let used = if self.base.is_dir() {
+            tree_bytes(&self.base, 0)?
+        } else {
+            0
+        };
+        if used.saturating_add(more) > limit {
+            self.grown.store(used, Ordering::Relaxed);
+            return Err(Errno::ENOSPC);
+        }
+        self.grown.store(used + more, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        if self.base.is_dir() {
+            // Does not follow symlinks: only the trees themselves go.
+            remove_tree(&self.base);
+        }
+    }
+}
+
+/// Whether `host` is the backing directory of a private mount.
+pub(super) fn is_private_dir(host: &Path) -> bool {
+    host.parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n.as_bytes().starts_with(b"forkvm-tmp-"))
+        && host.file_name().is_some_and(|n| n == "tmp" || n == "shm")
+}
+
+/// Creates a private mount's backing directory `host` (and its parent, ours
+/// alone: mode 0700, owned by us, not a link) if it does not exist.
+pub(super) fn ensure(host: &Path) -> Result<(), Errno> {
+    let base = host.parent().ok_or(Errno::ENOENT)?;
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    if let Some(parent) = base.parent() {
+        SWEEP.call_once(|| sweep_stale(parent));
+    }
+    match make_dir(base, 0o700) {
+        Ok(()) | Err(Errno::EEXIST) => {}
+        Err(e) => return Err(e),
+    }
+    let st = rustix::fs::lstat(base)?;
+    if st.st_mode & S_IFMT != S_IFDIR
+        || st.st_uid != rustix::process::geteuid().as_raw()
+        || st.st_mode & 0o077 != 0
+    {
+        return Err(Errno::EACCES);
+    }
+    match make_dir(host, 0o1777) {
+        Ok(()) | Err(Errno::EEXIST) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn sub_name(mount: &[u8]) -> &'static str {
+    if mount == b"/tmp" {
+        "tmp"
+    } else {
+        "shm"
+    }
+}
+
+fn make_dir(p: &Path, mode: u32) -> Result<(), Errno> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .mode(mode)
+        .create(p)
+        .map_err(Errno::from)?;
+    // The umask may have cleared bits (the sticky world-writable /tmp).
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).map_err(Errno::from)?;
+    Ok(())
+}
+
+/// The longest relative path (in bytes, "/name" per level) below `name` in
+/// `dir`, counting no further than `cap`; 0 for anything but a directory.
+pub(super) fn subtree_path_len(dir: &OwnedFd, name: &[u8], cap: usize) -> Result<usize, Errno> {
+    let open = |d: &OwnedFd, n: &[u8]| {
+        rustix::fs::openat(
+            d,
+            n,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
+    let Ok(top) = open(dir, name) else {
+        return Ok(0);
+    };
+    // Iterative: (directory, its relative path length); depth is bounded
+    // by `cap` since each level adds at least two bytes.
+    let mut todo = vec![(top, 0usize)];
+    let mut longest = 0usize;
+    while let Some((d, len)) = todo.pop() {
+        for e in rustix::fs::Dir::read_from(&d)? {
+            let e = e?;
+            let n = e.file_name().to_bytes();
+            if n == b"." || n == b".." {
+                continue;
+            }
+            let l = len + 1 + n.len();
+            longest = longest.max(l);
+            if l > cap {
+                return Ok(l);
+            }
+            if e.file_type() == rustix::fs::FileType::Directory {
+                if let Ok(sub) = open(&d, n) {
+                    todo.push((sub, l));
+                }
+            }
+        }
+    }
+    Ok(longest)
+}
+
+/// Removes the tree at `base` without recursion and with a bounded number
+/// of descriptors, however deep it is: subdirectories are moved up to the
+/// top level before their parent goes.
+fn remove_tree(base: &Path) {
+    let Ok(top) = rustix::fs::open(
+        base,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return;
+    };
+    let mut n = 0u64;
+    // Each round empties every top-level directory or moves its
+    // subdirectories up; it ends when nothing is left (or nothing changes).
+    for _ in 0..1_000_000 {
+        let Ok(mut it) = rustix::fs::Dir::read_from(&top) else {
+            break;
+        };
+        let mut names = Vec::new();
+        while let Some(Ok(e)) = it.next() {
+            let name = e.file_name().to_bytes().to_vec();
+            if name != b"." && name != b".." {
+                names.push(name);
+            }
+        }
+        if names.is_empty() {
+            break;
+        }
+        let mut progress = false;
+        for name in names {
+            if rustix::fs::unlinkat(&top, name.as_slice(), AtFlags::empty()).is_ok()
+                || rustix::fs::unlinkat(&top, name.as_slice(), AtFlags::REMOVEDIR).is_ok()
+            {
+                progress = true;
+                continue;
+            }
+            // The guest may have made it unreadable.
+            let _ = rustix::fs::chmodat(&top, name.as_slice(), Mode::RWXU, AtFlags::empty());
+            let Ok(d) = rustix::fs::openat(
+                &top,
+                name.as_slice(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) else {
+                continue;
+            };
+            let Ok(mut sub) = rustix::fs::Dir::read_from(&d) else {
+                continue;
+            };
+            let mut inner = Vec::new();
+            while let Some(Ok(e)) = sub.next() {
+                let c = e.file_name().to_bytes().to_vec();
+                if c != b"." && c != b".." {
+                    inner.push(c);
+                }
+            }
+            for c in inner {
+                progress |= rustix::fs::unlinkat(&d, c.as_slice(), AtFlags::empty()).is_ok() || {
+                    n += 1;
+                    let up = format!(".up-{n}");
+                    rustix::fs::renameat(&d, c.as_slice(), &top, up.as_str()).is_ok()
+                };
+            }
+        }
+        if !progress {
+            break;
+        }
+    }
+    let _ = std::fs::remove_dir(base);
+}
+
+/// Removes the private trees of forkvm processes that no longer exist (a
+/// process killed outright cannot remove its own); only ours, by owner.
+fn sweep_stale(parent: &Path) {
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for e in rd.filter_map(Result::ok) {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("forkvm-tmp-"))
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = Path::new("/proc").join(pid.to_string()).exists();
+        let ours = rustix::fs::lstat(e.path())
+            .is_ok_and(|st| st.st_uid == me && st.st_mode & S_IFMT == S_IFDIR);
+        if !alive && ours {
+            remove_tree(&e.path());
+        }
+    }
+}
+
+/// Longest guest path of anything in a private tree: it bounds their depth
+/// (512 levels), so copying, counting and removing them stays within the
+/// host's stack and descriptors.
+pub(super) const PRIVATE_PATH_MAX: usize = 1024;
+
+/// Deepest directory nesting copied or counted (beyond what paths allow).
+const MAX_DEPTH: u32 = 1024;
+
+fn is_empty_tree(base: &Path) -> Result<bool, Errno> {
+    for m in MOUNTS {
+        let mut rd = std::fs::read_dir(base.join(sub_name(m))).map_err(Errno::from)?;
+        if rd.next().is_some() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Copies the tree `from` into the existing directory `to`: directories,
+/// regular files, symlinks and fifos with their modes and times.
+fn copy_tree(from: &Path, to: &Path, depth: u32) -> Result<(), Errno> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if depth > MAX_DEPTH {
+        return Err(Errno::ELOOP);
+    }
+    for e in std::fs::read_dir(from).map_err(Errno::from)? {
+        let e = e.map_err(Errno::from)?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let md = std::fs::symlink_metadata(&src).map_err(Errno::from)?;
+        let ft = md.file_type();
+        if ft.is_symlink() {
+            let t = std::fs::read_link(&src).map_err(Errno::from)?;
+            std::os::unix::fs::symlink(t, &dst).map_err(Errno::from)?;
+            continue;
+        }
+        if ft.is_dir() {
+            make_dir(&dst, md.permissions().mode() & 0o7777)?;
+            copy_tree(&src, &dst, depth + 1)?;
+        } else if ft.is_file() {
+            std::fs::copy(&src, &dst).map_err(Errno::from)?;
+        } else if ft.is_fifo() {
+            rustix::fs::mknodat(
+                CWD,
+                &dst,
+                rustix::fs::FileType::Fifo,
+                Mode::from_bits_truncate(md.permissions().mode()),
+                0,
+            )?;
+        } else {
+            continue;
+        }
+        std::fs::set_permissions(&dst, md.permissions()).map_err(Errno::from)?;
+        let times = std::fs::FileTimes::new()
+            .set_accessed(md.accessed().map_err(Errno::from)?)
+            .set_modified(md.modified().map_err(Errno::from)?);
+        if let Ok(f) = std::fs::File::options().read(true).open(&dst) {
+            let _ = f.set_times(times);
+        }
+    }
+    Ok(())
+}
+
+/// Bytes the files under `dir` hold.
+fn tree_bytes(dir: &Path, depth: u32) -> Result<u64, Errno> {
+    if depth > MAX_DEPTH {
+        return Ok(0);
+    }
+    let mut sum = 0u64;
+    for e in std::fs::read_dir(dir).map_err(Errno::from)? {
+        let e = e.map_err(Errno::from)?;
+        let md = std::fs::symlink_metadata(e.path()).map_err(Errno::from)?;
+        if md.is_dir() {
+            sum = sum.saturating_add(tree_bytes(&e.path(), depth + 1)?);
+        } else {
+            sum = sum.saturating_add(md.len());
+        }
+    }
+    Ok(sum)
+}
+
+/// Whether the policy maps a host path at, above or below guest `mount`.
+fn mapped_by_policy(policy: &Policy, mount: &[u8]) -> bool {
+    let m = components(mount);
+    policy
+        .allow_read
+        .iter()
+        .chain(&policy.allow_write)
+        .any(|r| {
+            let r = components(r.as_os_str().as_bytes());
+            r.iter().zip(&m).all(|(a, b)| a == b)
+        })
+}
+
+/// The private roots of `p`: guest `/tmp` and `/dev/shm` on their host
+/// directories, except where the policy maps those paths.
+pub(super) fn private_roots(p: &Process) -> Vec<Root> {
+    let mut out = Vec::new();
+    for m in MOUNTS {
+        if mapped_by_policy(&p.policy, m) {
+            continue;
+        }
+        let host = p.tmp.host_dir(m);
+        out.push(Root {
+            comps: components(m).into_iter().collect(),
+            host,
+        });
+    }
+    out
+}
+
+/// The private trees' share of a write of `len` bytes to `f` (at `at`, or
+/// its offset): ENOSPC when the trees would outgrow `limit` bytes.
+pub fn charge_write(
+    p: &Process,
+    limit: u64,
+    f: &OpenFile,
+    len: usize,
+    at: Option<u64>,
+) -> Result<(), Errno> {
+    let FileKind::File { fd, path } = &f.kind else {
+        return Ok(());
+    };
+    if !is_private_path(&p.policy, path) {
+        return Ok(());
+    }
+    let size = rustix::fs::fstat(fd)?.st_size.max(0) as u64;
+    let start = if at.is_none() && f.flags & O_APPEND != 0 {
+        size
+    } else {
+        at.unwrap_or(f.offset)
+    };
+    p.tmp.charge(size, start.saturating_add(len as u64), limit)
+}
+
+/// Whether a guest path lies in a private mount.
+pub(super) fn is_private_path(policy: &Policy, path: &[u8]) -> bool {
+    MOUNTS.iter().any(|m| {
+        path.starts_with(m) && path.get(m.len()) == Some(&b'/') && !mapped_by_policy(policy, m)
+    })
+}
