@@ -203,9 +203,9 @@ fn verbose_names_policy_refusals_once() {
     if !have("/usr/bin/python3") {
         return;
     }
-    let dir = scratch_dir("verbose_names_policy_refusals_once");
-    let outside = dir.join("out.txt");
-    let outside = outside.to_str().expect("utf-8 path");
+    // A file in a directory the guest can see (a default read-only root) but not write:
+    // in a directory outside every root the answer is ENOENT, the directory being invisible.
+    let outside = "/usr/lib/forkvm-first-run-refused.txt";
     let code = format!(
         "import os, socket\n\
          for _ in range(2):\n\

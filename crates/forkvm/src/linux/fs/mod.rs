@@ -43,8 +43,8 @@ use attr::*;
 use change::*;
 use meta::*;
 pub use meta::{encode_stat, encode_statx, stat_of_file, StatInfo};
-pub use path::{check_path, read_path};
 use path::*;
+pub use path::{check_path, read_path};
 use tmp::*;
 pub use tmp::{charge_write, PrivateTmp};
 
