@@ -16,6 +16,7 @@
 //! 0x0000_6000  IST stack (8 KiB)         supervisor, RW, top 0x8000
 //! 0x0000_9000  master FPU state (XSAVE)  user, R      (restored at every call)
 //! 0x0000_a000  fast-path data            user, RW, NX (host-written answers; see `fast`)
+//! 0x0000_b000  vDSO (AT_SYSINFO_EHDR)    user, RX
 //! 0x0001_0000  page tables               supervisor, RW
 //! 0x0020_0000  user memory: ELF, brk heap ->  ... <- mmap area, stack (top = end of RAM)
 //! ```
@@ -48,6 +49,10 @@ pub const XSAVE_AREA_ADDR: u64 = 0x9000;
 pub const XSAVE_AREA_SIZE: u64 = 0x1000;
 /// The page the in-guest syscall dispatcher answers from (see [`fast`]).
 pub const FAST_DATA_ADDR: u64 = 0xa000;
+/// forkvm's vDSO (clock_gettime & co. without a syscall), announced with AT_SYSINFO_EHDR.
+pub const VDSO_ADDR: u64 = 0xb000;
+/// Room for the vDSO image.
+pub const VDSO_SIZE: u64 = 0x1000;
 /// First page-table page (the PML4); the rest follow it.
 pub const PAGE_TABLES_ADDR: u64 = 0x1_0000;
 /// End of the page-table area.
@@ -166,6 +171,11 @@ pub mod fast {
     pub const STACK_TOP: u64 = 0x80;
     /// Counts calls the dispatcher answered (for tests and `forkvm bench`).
     pub const SERVED: u64 = 0x80;
+    /// The vDSO's time base: eight u64 (generation, TSC start and end, CLOCK_MONOTONIC
+    /// at the start, realtime and boottime offsets, mult, shift); see `forkvm::clock`.
+    pub const TIME: u64 = 0x100;
+    /// Bytes of the time base.
+    pub const TIME_SIZE: u64 = 64;
 }
 
 /// Where the exception frame (`[err], RIP, CS, RFLAGS, RSP, SS`) sits on the IST stack.
@@ -180,6 +190,7 @@ pub const fn exception_frame_addr(vector: u8) -> u64 {
 
 /// Model-specific registers the host programs.
 pub mod msr {
+    pub const TSC: u32 = 0x10;
     pub const EFER: u32 = 0xc000_0080;
     pub const STAR: u32 = 0xc000_0081;
     pub const LSTAR: u32 = 0xc000_0082;

@@ -100,8 +100,18 @@ fn spawn_times(n: usize, mut cmd: impl FnMut() -> Command) -> anyhow::Result<Vec
 /// Per-syscall cost: (run of N getppid calls - run of 0) / N, per sample,
 /// with the calls answered by `path` (the host, or the in-guest dispatcher).
 fn syscall_cost(samples: usize, path: SyscallPath, n: u32) -> anyhow::Result<Vec<Duration>> {
-    let loop_n = builtin::syscall_loop(n)?;
-    let loop_0 = builtin::syscall_loop(0)?;
+    loop_cost(samples, path, n, |k| Ok(builtin::syscall_loop(k)?))
+}
+
+/// Per-iteration cost of a built-in loop program: (run of `n` - run of 0) / n.
+fn loop_cost(
+    samples: usize,
+    path: SyscallPath,
+    n: u32,
+    program: impl Fn(u32) -> anyhow::Result<Vec<u8>>,
+) -> anyhow::Result<Vec<Duration>> {
+    let loop_n = program(n)?;
+    let loop_0 = program(0)?;
     let run = |img: &[u8]| -> anyhow::Result<Duration> {
         let cfg = Config {
             syscalls: path,
@@ -169,6 +179,13 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     drop(quiet);
     let syscall = stats(syscall_cost((n / 10).max(10), SyscallPath::Exit, 200)?);
     let syscall_fast = stats(syscall_cost((n / 10).max(10), SyscallPath::Fast, 20_000)?);
+    let vdso_clock = stats(loop_cost(
+        (n / 10).max(10),
+        SyscallPath::Fast,
+        200_000,
+        |k| Ok(builtin::vdso_clock_loop(k)?),
+    )?);
+    let native_clock = stats(floors::native_clock_gettime(n));
 
     let life = lifecycle(n, &args, exit.median, create.median)?;
 
@@ -211,6 +228,13 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             floor: trap.median,
         },
         Row {
+            name: "vdso_clock_gettime",
+            what: "clock_gettime(CLOCK_MONOTONIC) through forkvm's vDSO".into(),
+            s: vdso_clock,
+            floor_name: "native_clock_gettime",
+            floor: native_clock.median,
+        },
+        Row {
             name: "syscall_in_guest",
             what: "in-guest syscall (getppid, --syscalls fast)".into(),
             s: syscall_fast,
@@ -235,6 +259,11 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             &trap,
         ),
         ("native_syscall", "native syscall (getppid)", &native_sys),
+        (
+            "native_clock_gettime",
+            "native clock_gettime(CLOCK_MONOTONIC) (the host's vDSO)",
+            &native_clock,
+        ),
         (
             "vm_create",
             "VM create + setup (KVM_CREATE_VM, slot, vCPU, CPUID, regs)",

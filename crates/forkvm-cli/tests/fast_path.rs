@@ -75,3 +75,36 @@ fn trace_shows_every_call_even_those_the_fast_path_would_answer() {
     assert!(r.stderr_str().contains("getpid"), "{}", r.describe());
     assert!(r.stderr_str().contains("gettid"), "{}", r.describe());
 }
+
+/// clock_gettime & co. through forkvm's vDSO: present on the fast path (absent
+/// on the exit path), never backwards across more than one piece of the time
+/// function, realtime clocks in agreement with each other and with the host.
+#[test]
+fn vdso_time_is_monotonic_and_agrees_with_the_host() {
+    for prog in ["vdso_clock.glibc", "vdso_clock.musl"] {
+        let native = run_cmd(Command::new(guest(prog)), b"", Duration::from_secs(60));
+        for (path, vdso) in [("fast", "present"), ("exit", "absent")] {
+            let r = run_with(path, prog, &["2000"]);
+            assert_eq!(r.status, 0, "{}", r.describe());
+            let out = r.stdout_str();
+            assert!(out.starts_with(&format!("vdso {vdso}\n")), "{out}");
+            // Everything after the first line is what Linux prints too.
+            let tail = |s: &str| s.lines().skip(1).collect::<Vec<_>>().join("\n");
+            assert_eq!(tail(&out), tail(&native.stdout_str()), "{}", r.describe());
+            let guest_s: i64 = r
+                .stderr_str()
+                .trim()
+                .strip_prefix("realtime ")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("no realtime line: {}", r.describe()));
+            let host_s = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("after 1970")
+                .as_secs() as i64;
+            assert!(
+                (host_s - guest_s).abs() <= 5,
+                "guest realtime {guest_s}, host {host_s}"
+            );
+        }
+    }
+}

@@ -102,6 +102,34 @@ pub fn syscall_loop(n: u32) -> Result<Vec<u8>, IcedError> {
     })
 }
 
+/// A static program that calls the vDSO's `__vdso_clock_gettime(CLOCK_MONOTONIC)`
+/// `n` times (through AT_SYSINFO_EHDR's fixed address) and exits 0; exits 1
+/// when it has no vDSO.
+pub fn vdso_clock_loop(n: u32) -> Result<Vec<u8>, IcedError> {
+    let Some(func) = crate::vdso::symbol("__vdso_clock_gettime") else {
+        return syscall_loop(0);
+    };
+    assemble(|a| {
+        let mut top = a.create_label();
+        let mut done = a.create_label();
+        a.mov(asm::ebx, n)?;
+        a.sub(asm::rsp, 32)?;
+        a.set_label(&mut top)?;
+        a.test(asm::ebx, asm::ebx)?;
+        a.jz(done)?;
+        a.mov(asm::edi, 1)?; // CLOCK_MONOTONIC
+        a.mov(asm::rsi, asm::rsp)?;
+        a.mov(asm::rax, crate::abi::VDSO_ADDR + func)?;
+        a.call(asm::rax)?;
+        a.dec(asm::ebx)?;
+        a.jmp(top)?;
+        a.set_label(&mut done)?;
+        a.mov(asm::eax, 231)?;
+        a.xor(asm::edi, asm::edi)?;
+        a.syscall()
+    })
+}
+
 /// A program that says ready and then serves calls, with its functions' addresses.
 pub struct Callee {
     /// The ELF image.

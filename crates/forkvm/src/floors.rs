@@ -134,6 +134,21 @@ pub fn native_syscall(n: usize) -> Vec<Duration> {
         .collect()
 }
 
+/// Native clock_gettime(CLOCK_MONOTONIC), through the host's vDSO (per call).
+pub fn native_clock_gettime(n: usize) -> Vec<Duration> {
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..1000 {
+                std::hint::black_box(rustix::time::clock_gettime(
+                    rustix::time::ClockId::Monotonic,
+                ));
+            }
+            t.elapsed() / 1000
+        })
+        .collect()
+}
+
 /// Creating and setting up a VM with guest kernel and page tables (what construction cannot avoid).
 pub fn vm_create(n: usize) -> Result<Vec<Duration>, MachineError> {
     sample(n, || RawGuest::new(Ring::Kernel, |a| a.hlt()).map(drop))

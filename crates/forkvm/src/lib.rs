@@ -18,6 +18,7 @@
 
 pub use forkvm_abi as abi;
 pub mod builtin;
+pub mod clock;
 pub mod crash;
 pub mod floors;
 pub mod fork;
@@ -29,3 +30,4 @@ pub mod loader;
 pub mod machine;
 pub mod master;
 pub mod memory;
+pub mod vdso;

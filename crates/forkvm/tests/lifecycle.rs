@@ -178,3 +178,25 @@ fn scribbling_over_the_fast_path_page_hurts_only_that_fork_until_reset() {
     f.reset().unwrap();
     assert_eq!(f.vmcall("fast_getpid", &[]).unwrap(), pid);
 }
+
+/// Time read in the guest (vDSO) never goes backwards across calls, resets and
+/// forks: every VM reads the same process-wide time function.
+#[test]
+fn guest_time_never_goes_backwards_across_resets_and_forks() {
+    let m = master();
+    let mut last = 0u64;
+    let mut forks = [m.fork().unwrap(), m.fork().unwrap()];
+    for round in 0..30 {
+        let f = &mut forks[round % 2];
+        let now = f.vmcall("monotonic_ns", &[]).unwrap();
+        assert!(now >= last, "round {round}: {now} < {last}");
+        last = now;
+        if round % 3 == 0 {
+            f.reset().unwrap();
+        }
+        if round % 10 == 9 {
+            forks[round % 2] = m.fork().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

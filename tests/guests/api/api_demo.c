@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static long counter;
@@ -139,4 +140,12 @@ int main(void)
     initial_brk = sbrk(0);
     forkvm_ready();
     return 0;
+}
+
+/* CLOCK_MONOTONIC in ns (through the vDSO when there is one). */
+FORKVM_EXPORT long monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
 }

@@ -149,6 +149,10 @@ impl Vcpu {
         })?;
         let mut vcpu = ioctl("CREATE_VCPU", vm.create_vcpu(0))?;
         ioctl("SET_CPUID2", vcpu.set_cpuid2(&hv.cpuid))?;
+        // The rate of the TSC the guest reads, for the shared time function.
+        if let Ok(khz) = vcpu.get_tsc_khz() {
+            crate::clock::set_tsc_khz(u64::from(khz));
+        }
         vcpu.set_sync_valid_reg(SyncReg::Register);
         Ok(Self {
             vcpu,
@@ -264,6 +268,18 @@ impl Vcpu {
         });
         self.set_msrs(&entries)?;
         self.lstar = hv.platform.lstar(SyscallPath::Exit);
+        // The vDSO computes time from the TSC with the host's time base, so the
+        // guest must read the host's TSC. On PVM it does; hardware KVM gives each
+        // VM its own offset, so set the guest's TSC to the host's (a write of
+        // IA32_TSC; the few microseconds of the ioctl are far below the vDSO's
+        // one-second segments, and the time function never goes backwards).
+        if hv.platform == Platform::Hardware {
+            self.set_msrs(&[kvm_msr_entry {
+                index: msr::TSC,
+                data: crate::clock::rdtsc(),
+                ..Default::default()
+            }])?;
+        }
 
         let regs = kvm_regs {
             rip: guest_kernel::IRET_ENTRY,

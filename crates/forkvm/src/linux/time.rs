@@ -44,9 +44,22 @@ fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Timespec, Errno> {
 
 /// Implements clock_gettime(2).
 fn sys_clock_gettime(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let t = rustix::time::clock_gettime(clock(a[0])?);
+    let t = guest_clock(clock(a[0])?);
     write_timespec(mem, a[1], t)?;
     Ok(0)
+}
+
+/// A clock as the guest sees it: monotonic, realtime and boottime from the
+/// time function the vDSO also reads ([`crate::clock`]), so both agree and
+/// never go backwards; other clocks straight from the host.
+fn guest_clock(id: ClockId) -> Timespec {
+    match crate::clock::guest_ns(id) {
+        Some(ns) => Timespec {
+            tv_sec: (ns / NSEC_PER_SEC as u64) as i64,
+            tv_nsec: (ns % NSEC_PER_SEC as u64) as _,
+        },
+        None => rustix::time::clock_gettime(id),
+    }
 }
 
 /// Implements clock_getres(2).
@@ -71,7 +84,7 @@ fn sys_clock_getres(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
 
 /// Implements gettimeofday(2).
 fn sys_gettimeofday(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let t = rustix::time::clock_gettime(ClockId::Realtime);
+    let t = guest_clock(ClockId::Realtime);
     if a[0] != 0 {
         mem.write_u64(a[0], t.tv_sec as u64)?;
         mem.write_u64(a[0] + 8, (t.tv_nsec / 1000) as u64)?;
@@ -84,7 +97,7 @@ fn sys_gettimeofday(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
 
 /// Implements time(2).
 fn sys_time(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let t = rustix::time::clock_gettime(ClockId::Realtime).tv_sec as u64;
+    let t = guest_clock(ClockId::Realtime).tv_sec as u64;
     if a[0] != 0 {
         mem.write_u64(a[0], t)?;
     }

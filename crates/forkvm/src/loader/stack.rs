@@ -40,6 +40,8 @@ pub mod auxv {
     pub const AT_HWCAP2: u64 = 26;
     pub const AT_EXECFN: u64 = 31;
     pub const AT_MINSIGSTKSZ: u64 = 51;
+    /// Where the vDSO's ELF header is.
+    pub const AT_SYSINFO_EHDR: u64 = 33;
 }
 
 /// The user and group id the guest sees (AT_UID/AT_EUID/AT_GID/AT_EGID).
@@ -72,6 +74,8 @@ pub struct StackParams<'a> {
     pub platform: &'a str,
     /// Load address of the program interpreter (AT_BASE), 0 for static programs.
     pub interp_base: u64,
+    /// Where the vDSO is (AT_SYSINFO_EHDR); 0: no vDSO, the entry is left out.
+    pub vdso: u64,
 }
 
 fn check_string(s: &str, what: impl FnOnce() -> String) -> Result<u64, LoadError> {
@@ -114,7 +118,7 @@ pub fn build_stack(
     let execfn_len = check_string(p.execfn, || "the program path".into())?;
     let platform_len = check_string(p.platform, || "the platform string".into())?;
 
-    let aux: [(u64, u64); 19] = [
+    let mut aux: Vec<(u64, u64)> = vec![
         (auxv::AT_MINSIGSTKSZ, MIN_SIGSTKSZ),
         (auxv::AT_HWCAP, p.hwcap),
         (auxv::AT_PAGESZ, abi::PAGE_SIZE),
@@ -135,6 +139,9 @@ pub fn build_stack(
         (auxv::AT_EXECFN, 0),   // filled below
         (auxv::AT_PLATFORM, 0), // filled below
     ];
+    if p.vdso != 0 {
+        aux.push((auxv::AT_SYSINFO_EHDR, p.vdso));
+    }
     let argc = p.argv.len() as u64;
     let envc = p.envp.len() as u64;
     let table_words = 1 + (argc + 1) + (envc + 1) + 2 * (aux.len() as u64 + 1);
@@ -182,7 +189,7 @@ pub fn build_stack(
     table.push(0);
     table.extend_from_slice(&env_addrs);
     table.push(0);
-    for (key, value) in aux {
+    for (key, value) in aux.iter().copied() {
         let value = match key {
             auxv::AT_RANDOM => random_addr,
             auxv::AT_EXECFN => execfn_addr,
@@ -227,6 +234,7 @@ mod tests {
             hwcap2: 2,
             platform: "x86_64",
             interp_base: 0,
+            vdso: 0,
         }
     }
 

@@ -260,6 +260,19 @@ impl Machine {
             Some(path) => load_interpreter(path, &mut mem, &mut mm)?,
         };
 
+        // A trace must see every call, so it takes the exit path (and gets no vDSO).
+        let syscall_path = if config.trace_syscalls {
+            SyscallPath::Exit
+        } else {
+            config.syscalls
+        };
+        let vdso = if syscall_path == SyscallPath::Fast {
+            crate::vdso::install(&mut mem).map_err(|f| MachineError::Internal(f.to_string()))?;
+            abi::VDSO_ADDR
+        } else {
+            0
+        };
+
         let mut random = [0u8; 16];
         getrandom::fill(&mut random).map_err(|e| MachineError::Internal(e.to_string()))?;
         let execfn = config.argv.first().cloned().unwrap_or_default();
@@ -276,6 +289,7 @@ impl Machine {
                 hwcap2: 0,
                 platform: "x86_64",
                 interp_base,
+                vdso,
             },
         )?;
 
@@ -297,12 +311,6 @@ impl Machine {
 
         let mut vcpu = Vcpu::new(hv, &mem)?;
         vcpu.reset(hv, &mut mem, cr3, Frame::user(entry, rsp, 0), 0)?;
-        // A trace must see every call, so it takes the exit path.
-        let syscall_path = if config.trace_syscalls {
-            SyscallPath::Exit
-        } else {
-            config.syscalls
-        };
         vcpu.set_syscall_path(hv, syscall_path)?;
         fast_page_init(&mut mem, proc.tid)?;
         Ok(Self {
@@ -521,6 +529,20 @@ impl Machine {
     /// when different, so a fork's copy-on-write page stays shared (and out
     /// of the pages a reset restores) in the common case.
     fn sync_fast_page(&mut self) -> Result<(), MachineError> {
+        // The vDSO's time base: rewritten when the clock moved to its next
+        // segment (about once a second), so again most entries write nothing.
+        if let Some(seg) = crate::clock::current() {
+            let at = abi::FAST_DATA_ADDR + abi::fast::TIME;
+            let generation = self
+                .mem
+                .kernel_read_u64(at)
+                .map_err(|f| MachineError::Internal(f.to_string()))?;
+            if generation != seg.generation {
+                self.mem
+                    .kernel_write(at, &seg.to_bytes())
+                    .map_err(|f| MachineError::Internal(f.to_string()))?;
+            }
+        }
         let alone = u64::from(self.proc.threads.others.is_empty());
         for (off, v) in [(abi::fast::TID, self.proc.tid), (abi::fast::ALONE, alone)] {
             let addr = abi::FAST_DATA_ADDR + off;

@@ -51,6 +51,7 @@ fn page_flags(addr: u64, regions: &[Region]) -> u64 {
             abi::SYSCALL_STUB_ADDR => flags | pte::USER,
             abi::XSAVE_AREA_ADDR => flags | pte::USER | pte::NO_EXECUTE,
             abi::FAST_DATA_ADDR => flags | pte::USER | pte::WRITABLE | pte::NO_EXECUTE,
+            abi::VDSO_ADDR => flags | pte::USER,
             _ => flags | pte::WRITABLE | pte::NO_EXECUTE,
         };
     }
