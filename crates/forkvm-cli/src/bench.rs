@@ -25,6 +25,7 @@ pub struct BenchArgs {
     pub hello: Option<PathBuf>,
 }
 
+#[derive(Clone)]
 struct Stats {
     median: f64,
     p99: f64,
@@ -186,6 +187,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         |k| Ok(builtin::vdso_clock_loop(k)?),
     )?);
     let native_clock = stats(floors::native_clock_gettime(n));
+    let lstar_floor = stats(floors::guest_syscall_round_trip((n / 10).max(10))?);
 
     let life = lifecycle(n, &args, exit.median, create.median)?;
 
@@ -237,9 +239,16 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         Row {
             name: "syscall_in_guest",
             what: "in-guest syscall (getppid, --syscalls fast)".into(),
-            s: syscall_fast,
+            s: syscall_fast.clone(),
             floor_name: "native_syscall",
             floor: native_sys.median,
+        },
+        Row {
+            name: "syscall_in_guest_vs_lstar",
+            what: "in-guest syscall, against the bare syscall-to-LSTAR trip".into(),
+            s: syscall_fast,
+            floor_name: "guest_syscall",
+            floor: lstar_floor.median,
         },
         Row {
             name: "run_wall",
@@ -259,6 +268,11 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             &trap,
         ),
         ("native_syscall", "native syscall (getppid)", &native_sys),
+        (
+            "guest_syscall",
+            "guest `syscall` to an LSTAR stub that returns at once (no exit)",
+            &lstar_floor,
+        ),
         (
             "native_clock_gettime",
             "native clock_gettime(CLOCK_MONOTONIC) (the host's vDSO)",

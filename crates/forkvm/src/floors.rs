@@ -110,6 +110,42 @@ pub fn user_trap_round_trip(n: usize) -> Result<Vec<Duration>, MachineError> {
     })
 }
 
+/// The floor of an in-guest syscall: `syscall` to an LSTAR stub that returns
+/// at once (`jmp *%rcx` at CPL3 on PVM, `sysretq` at CPL0 on hardware KVM),
+/// per call, from batches of 10,000 between exits.
+pub fn guest_syscall_round_trip(n: usize) -> Result<Vec<Duration>, MachineError> {
+    const BATCH: u32 = 10_000;
+    const STUB: u64 = abi::USER_BASE + 0x800;
+    let hv = Hypervisor::get()?;
+    let mut g = RawGuest::new(Ring::User, |a| {
+        let mut outer = a.create_label();
+        let mut inner = a.create_label();
+        a.set_label(&mut outer)?;
+        a.mov(asm::ebx, BATCH)?;
+        a.set_label(&mut inner)?;
+        a.syscall()?;
+        a.dec(asm::ebx)?;
+        a.jnz(inner)?;
+        a.int3()?;
+        a.jmp(outer)?;
+        // Pad to the stub.
+        while (a.instructions().len() as u64) < 0x800 {
+            a.nop()?;
+        }
+        match hv.platform {
+            crate::hypervisor::Platform::Pvm => a.jmp(asm::rcx),
+            crate::hypervisor::Platform::Hardware => a.sysretq(),
+        }
+    })?;
+    g.vcpu.set_lstar(STUB)?;
+    g.step()?; // warm up
+    sample(n, || match g.step()? {
+        Trap::Exception { vector: 3, .. } => Ok(()),
+        t => Err(MachineError::Internal(format!("unexpected trap {t:?}"))),
+    })
+    .map(|v| v.into_iter().map(|d| d / BATCH).collect())
+}
+
 /// A vCPU ioctl (KVM_GET_REGS).
 pub fn vcpu_ioctl(n: usize) -> Result<Vec<Duration>, MachineError> {
     let g = RawGuest::new(Ring::Kernel, |a| a.hlt())?;

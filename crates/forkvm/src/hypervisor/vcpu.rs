@@ -315,6 +315,17 @@ impl Vcpu {
         Ok(())
     }
 
+    /// Points LSTAR anywhere (for the benchmark's floors).
+    pub fn set_lstar(&mut self, lstar: u64) -> Result<(), KvmError> {
+        self.set_msrs(&[kvm_msr_entry {
+            index: msr::LSTAR,
+            data: lstar,
+            ..Default::default()
+        }])?;
+        self.lstar = lstar;
+        Ok(())
+    }
+
     /// Loads a new FS base (arch_prctl(ARCH_SET_FS)).
     pub fn set_fs_base(&self, base: u64) -> Result<(), KvmError> {
         self.set_msrs(&[kvm_msr_entry {
