@@ -104,7 +104,11 @@ pub(crate) fn parse_env(s: &str) -> Result<String, String> {
 fn init_logging(default: &str) -> tracing_appender::non_blocking::WorkerGuard {
     let filter = tracing_subscriber::EnvFilter::try_from_env("FORKVM_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
+    // 1,024 queued lines, not the default 128,000: the default's channel touched
+    // ~4 MB at start-up, about 30 % of `forkvm run hello`'s CPU.
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(1024)
+        .finish(std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)

@@ -91,6 +91,15 @@ fn sys_brk(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 }
 
 /// Implements mmap(2).
+/// The hint of a non-fixed mmap, rounded down to a page, if `len` bytes are free there.
+fn free_hint(p: &Process, addr: u64, len: u64) -> Option<u64> {
+    let at = addr & !(PAGE_SIZE - 1);
+    let end = at.checked_add(len)?;
+    let free =
+        at != 0 && p.mm.fixed_ok(at, len) && !p.mm.mappings().any(|(s, l)| s < end && s + l > at);
+    free.then_some(at)
+}
+
 fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [addr, len, prot, flags, fd, off] = *a;
     if len == 0 || prot & !PROT_EXEC_READ_WRITE != 0 {
@@ -124,6 +133,11 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         }
         p.mm.insert_fixed(addr, len);
         addr
+    } else if let Some(at) = free_hint(p, addr, len) {
+        // A hint is honoured when the range is free, as Linux does (runtimes
+        // such as Go and V8 ask for addresses and retry when they differ).
+        p.mm.insert_fixed(at, len);
+        at
     } else {
         p.mm.alloc(len).ok_or(Errno::ENOMEM)?
     };
@@ -310,3 +324,52 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 149, name: "mlock", handler: sys_nop, support: Support::Full, note: "" },
     SyscallEntry { nr: 150, name: "munlock", handler: sys_nop, support: Support::Full, note: "" },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::{test_call, test_process};
+
+    const RW_PRIVATE_ANON: [u64; 2] = [3, 0x22]; // PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS
+
+    #[test]
+    fn a_free_hint_is_honoured_and_a_taken_one_is_not() {
+        let (mut p, mut m, _) = test_process();
+        let [prot, flags] = RW_PRIVATE_ANON;
+        let any = test_call(
+            &mut p,
+            &mut m,
+            sys_mmap,
+            &[0, 0x2000, prot, flags, u64::MAX],
+        )
+        .expect("mmap");
+        // A hint below the first mapping, in the mmap area and free: taken as asked.
+        let hint = any - 0x10_0000;
+        let at = test_call(
+            &mut p,
+            &mut m,
+            sys_mmap,
+            &[hint + 5, 0x1000, prot, flags, u64::MAX],
+        )
+        .expect("mmap at hint");
+        assert_eq!(at, hint, "rounded down to the page and honoured");
+        // The same hint again: taken, so the kernel picks elsewhere.
+        let again = test_call(
+            &mut p,
+            &mut m,
+            sys_mmap,
+            &[hint, 0x1000, prot, flags, u64::MAX],
+        )
+        .expect("mmap elsewhere");
+        assert_ne!(again, hint);
+        // A hint outside the guest's address space is ignored, not an error.
+        let far = test_call(
+            &mut p,
+            &mut m,
+            sys_mmap,
+            &[0xc0_0000_0000, 0x1000, prot, flags, u64::MAX],
+        )
+        .expect("mmap ignoring the hint");
+        assert!(far < m.size());
+    }
+}
