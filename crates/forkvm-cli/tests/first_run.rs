@@ -132,6 +132,32 @@ fn node_runs_with_no_flags() {
     assert_eq!(vm.stdout_str(), "2,4,6 object\n", "{}", vm.describe());
 }
 
+/// node with a narrow allow-list: its realpath() of the script walks up through
+/// directories that are only ancestors of the allowed root (they were ENOENT).
+#[test]
+fn node_runs_a_script_under_a_narrow_allow_list() {
+    if !have("/usr/bin/node") {
+        return;
+    }
+    let dir = scratch_dir("node-narrow");
+    let script = dir.join("app.js");
+    std::fs::write(
+        &script,
+        "const fs = require('fs');\n\
+         console.log(require('path').basename(fs.realpathSync(__filename)));\n\
+         console.log(fs.readFileSync(__dirname + '/data.txt', 'utf8').trim());\n",
+    )
+    .expect("write script");
+    std::fs::write(dir.join("data.txt"), "forty-two\n").expect("write data");
+    let d = dir.to_str().expect("utf-8 path");
+    let (_, vm) = check(
+        &Case::new("/usr/bin/node")
+            .args([script.to_str().expect("utf-8 path")])
+            .flags(["--allow-read", d]),
+    );
+    assert_eq!(vm.stdout_str(), "app.js\nforty-two\n", "{}", vm.describe());
+}
+
 #[test]
 fn too_little_address_space_names_the_flag() {
     if !have("/usr/bin/node") {
