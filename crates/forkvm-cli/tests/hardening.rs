@@ -58,6 +58,16 @@ struct Server {
 
 impl Server {
     fn start(name: &str, cwd: &Path, flags: &[&str], program: &[&str]) -> Server {
+        Self::start_with_env(name, cwd, flags, program, &[])
+    }
+
+    fn start_with_env(
+        name: &str,
+        cwd: &Path,
+        flags: &[&str],
+        program: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let port = free_port();
         let log = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("hardening-{name}-{}.log", std::process::id()));
@@ -70,6 +80,7 @@ impl Server {
             .args(program)
             .current_dir(cwd)
             .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("dup the log"))
             .stderr(out)
@@ -285,4 +296,146 @@ fn stack_overflow_is_sigsegv_and_spares_mapped_memory() {
         native.describe()
     );
     assert_eq!(vm.status, 139, "{}", vm.describe());
+}
+
+// ------------------------------------------------------------------------- seccomp
+
+/// `Seccomp:` of every thread of process `pid`: (thread, mode).
+fn seccomp_modes(pid: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).expect("list the threads") {
+        let t = t.expect("a thread entry").path();
+        let Ok(status) = std::fs::read_to_string(t.join("status")) else {
+            continue; // it ended meanwhile
+        };
+        let name = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Name:"))
+            .unwrap_or("?")
+            .trim()
+            .to_string();
+        let mode = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Seccomp:"))
+            .unwrap_or("?")
+            .trim()
+            .to_string();
+        out.push((format!("{name} ({})", t.display()), mode));
+    }
+    out
+}
+
+#[test]
+fn every_thread_of_a_serving_process_is_confined() {
+    let prog = hardening_guest("fsgs_serve");
+    let dir = prog.parent().expect("the guest's directory");
+    let s = Server::start(
+        "seccomp",
+        dir,
+        &["--concurrency", "2"],
+        &[prog.to_str().expect("a UTF-8 path")],
+    );
+    // Requests start the runtime's blocking threads; they must be confined too.
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let port = s.port;
+            thread::spawn(move || {
+                let mut c = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).expect("connect");
+                c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                write!(c, "GET / HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
+                read_response(&mut c)
+            })
+        })
+        .collect();
+    for c in clients {
+        assert_eq!(
+            c.join().unwrap(),
+            (200, "tls ok gs=0\n".to_string()),
+            "{}",
+            s.log()
+        );
+    }
+    let modes = seccomp_modes(s.child.id());
+    assert!(modes.len() >= 3, "too few threads: {modes:?}");
+    let loose: Vec<_> = modes.iter().filter(|(_, m)| m != "2").collect();
+    assert!(
+        loose.is_empty(),
+        "threads not in seccomp filter mode: {loose:?}\n{}",
+        s.log()
+    );
+}
+
+#[test]
+fn no_seccomp_is_a_loud_debugging_switch() {
+    let prog = hardening_guest("fsgs_serve");
+    let dir = prog.parent().expect("the guest's directory");
+    let s = Server::start(
+        "no-seccomp",
+        dir,
+        &["--no-seccomp"],
+        &[prog.to_str().expect("a UTF-8 path")],
+    );
+    assert_eq!(s.get("/").0, 200, "{}", s.log());
+    assert!(seccomp_modes(s.child.id()).iter().all(|(_, m)| m == "0"));
+    assert!(s.log().contains("--no-seccomp"), "no warning:\n{}", s.log());
+}
+
+/// A call outside the list (made by a debug-build test hook on each request) stops the
+/// whole process at once, with a line that says why; the client gets no answer.
+#[test]
+fn a_forbidden_host_call_stops_forkvm_with_a_clear_line() {
+    let prog = hardening_guest("fsgs_serve");
+    let dir = prog.parent().expect("the guest's directory");
+    let mut s = Server::start_with_env(
+        "forbidden",
+        dir,
+        &[],
+        &[prog.to_str().expect("a UTF-8 path")],
+        &[("FORKVM_TEST_FORBIDDEN_SYSCALL", "1")],
+    );
+    let (status, _) = s.get("/");
+    assert_eq!(
+        status,
+        0,
+        "answered despite the forbidden call\n{}",
+        s.log()
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let st = loop {
+        if let Some(st) = s.child.try_wait().expect("wait for the server") {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "still running\n{}", s.log());
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(st.code(), Some(159), "{}", s.log());
+    let expected = format!("host seccomp: system call {PERSONALITY} is not in");
+    assert!(s.log().contains(&expected), "no clear line:\n{}", s.log());
+}
+
+/// personality(2)'s number on x86-64, the call the test hook makes.
+const PERSONALITY: u32 = 135;
+
+/// `forkvm run` is confined too (without the network calls), for the guest's whole life.
+#[test]
+fn forkvm_run_is_confined() {
+    let guest = common::guest("infinite_loop.glibc");
+    let mut child = Command::new(forkvm_bin())
+        .args(["run", "--timeout", "20", "--"])
+        .arg(&guest)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start forkvm run");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let modes = loop {
+        let modes = seccomp_modes(child.id());
+        if modes.iter().all(|(_, m)| m == "2") || Instant::now() > deadline {
+            break modes;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(modes.iter().all(|(_, m)| m == "2"), "{modes:?}");
 }

@@ -70,6 +70,9 @@ pub struct ServeArgs {
     /// Admin listener serving GET /.forkvm/metrics (Prometheus text).
     #[arg(long, value_name = "ADDR:PORT")]
     admin: Option<SocketAddr>,
+    /// Do not confine forkvm itself with its host seccomp allow-list (for debugging only).
+    #[arg(long)]
+    no_seccomp: bool,
     /// Log less (only warnings and errors).
     #[arg(short, long)]
     quiet: bool,
@@ -227,6 +230,9 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    // Everything is built (VMs, worker and runtime threads): from here on,
+    // every thread of the process is confined.
+    crate::seccomp::confine(crate::seccomp::Mode::Serve, args.no_seccomp)?;
     let result = rt.block_on(run(state.clone(), &args, &name, workers_n));
     state.workers.close();
     drop(rt);
@@ -518,6 +524,7 @@ async fn handle(
     state: Arc<State>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    crate::seccomp::forbidden_call_for_tests();
     let start = Instant::now();
     let method = req.method().to_string();
     let path_q = req
