@@ -260,6 +260,12 @@ extern "C" fn on_sigsys(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
         put(b"-");
     }
     put(&digits[i..]);
+    // A lookup in a static table: no allocation.
+    if let Some(name) = u64::try_from(nr).ok().and_then(forkvm::linux::names::name) {
+        put(b" (");
+        put(name.as_bytes());
+        put(b")");
+    }
     put(b" is not in forkvm's allow-list; stopping (a forkvm bug: --no-seccomp to debug)\n");
     // SAFETY: write(2) and _exit(2) are async-signal-safe; the buffer is ours.
     unsafe {

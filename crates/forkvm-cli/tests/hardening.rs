@@ -409,7 +409,7 @@ fn a_forbidden_host_call_stops_forkvm_with_a_clear_line() {
         thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(st.code(), Some(159), "{}", s.log());
-    let expected = format!("host seccomp: system call {PERSONALITY} is not in");
+    let expected = format!("host seccomp: system call {PERSONALITY} (personality) is not in");
     assert!(s.log().contains(&expected), "no clear line:\n{}", s.log());
 }
 
