@@ -194,7 +194,14 @@ fn fs_and_gs_bases_do_not_leak_between_requests() {
             ("wrgs=1", "wrote gs\n"),
         ] {
             let (status, body) = s.get(&format!("/?{attack}"));
-            assert_eq!((status, body.as_str()), (200, said), "{}", s.log());
+            // wrfsbase/wrgsbase work at CPL3 on PVM; with hardware VMX forkvm leaves
+            // CR4.FSGSBASE off and they fault (500). A segment load works everywhere.
+            let faulted = status == 500 && attack != "movfs=1";
+            assert!(
+                faulted || (status, body.as_str()) == (200, said),
+                "?{attack}: {status} {body:?}\n{}",
+                s.log()
+            );
             let (status, body) = s.get("/");
             assert_eq!(
                 (status, body.as_str()),
