@@ -11,7 +11,8 @@
 //!
 //! The list was found by tracing the whole test suite (`strace -f`) and
 //! reading the code; `ioctl` is allowed for the request numbers forkvm uses
-//! only (KVM, terminal queries, FIONBIO/FIONREAD).
+//! only (KVM, terminal queries, FIONBIO/FIONREAD, PAGEMAP_SCAN), and `prctl`,
+//! `socket`, `socketpair` for the first arguments forkvm passes.
 
 use anyhow::Context;
 use seccompiler::{
@@ -88,7 +89,6 @@ const ALLOWED: &[i64] = &[
     libc::SYS_rseq,
     libc::SYS_sched_yield,
     libc::SYS_sched_getaffinity,
-    libc::SYS_prctl,
     libc::SYS_tgkill,
     libc::SYS_rt_sigaction,
     libc::SYS_rt_sigprocmask,
@@ -111,7 +111,6 @@ const ALLOWED: &[i64] = &[
 
 /// What `serve` needs besides: its HTTP listener and tokio's event loop.
 const SERVE_ALLOWED: &[i64] = &[
-    libc::SYS_socket,
     libc::SYS_bind,
     libc::SYS_listen,
     libc::SYS_accept4,
@@ -124,13 +123,32 @@ const SERVE_ALLOWED: &[i64] = &[
     libc::SYS_recvfrom,
     libc::SYS_sendmsg,
     libc::SYS_recvmsg,
-    libc::SYS_socketpair,
     libc::SYS_pipe2,
     libc::SYS_epoll_create1,
     libc::SYS_epoll_ctl,
     libc::SYS_epoll_wait,
     libc::SYS_epoll_pwait,
     libc::SYS_eventfd2,
+];
+
+/// Calls allowed only with one of the given first arguments:
+/// prctl for thread names (std) and naming mappings (glibc).
+const BY_FIRST_ARG: &[(i64, &[u64])] = &[(
+    libc::SYS_prctl,
+    &[
+        libc::PR_SET_NAME as u64,
+        libc::PR_GET_NAME as u64,
+        0x5356_4d41, // PR_SET_VMA
+    ],
+)];
+
+/// The same for `serve`: its listener (IPv4 or IPv6) and tokio's signal socket pair.
+const SERVE_BY_FIRST_ARG: &[(i64, &[u64])] = &[
+    (
+        libc::SYS_socket,
+        &[libc::AF_INET as u64, libc::AF_INET6 as u64],
+    ),
+    (libc::SYS_socketpair, &[libc::AF_UNIX as u64]),
 ];
 
 /// ioctl requests forkvm makes (the request argument is compared, 32 bits).
@@ -193,27 +211,33 @@ fn install(mode: Mode) -> anyhow::Result<()> {
 }
 
 fn compile(mode: Mode) -> anyhow::Result<BpfProgram> {
-    let extra: &[i64] = match mode {
-        Mode::Run => &[],
-        Mode::Serve => SERVE_ALLOWED,
+    let (extra, extra_by_arg): (&[i64], &[(i64, &[u64])]) = match mode {
+        Mode::Run => (&[], &[]),
+        Mode::Serve => (SERVE_ALLOWED, SERVE_BY_FIRST_ARG),
     };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = ALLOWED
         .iter()
         .chain(extra)
         .map(|&nr| (nr, Vec::new()))
         .collect();
-    let ioctl = IOCTLS
-        .iter()
-        .map(|&req| {
-            SeccompRule::new(vec![SeccompCondition::new(
-                1,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Eq,
-                req,
-            )?])
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    rules.insert(libc::SYS_ioctl, ioctl);
+    // One rule per allowed value of the argument (rules are alternatives).
+    let one_of = |arg: u8, values: &[u64]| {
+        values
+            .iter()
+            .map(|&v| {
+                SeccompRule::new(vec![SeccompCondition::new(
+                    arg,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Eq,
+                    v,
+                )?])
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    for &(nr, values) in BY_FIRST_ARG.iter().chain(extra_by_arg) {
+        rules.insert(nr, one_of(0, values)?);
+    }
+    rules.insert(libc::SYS_ioctl, one_of(1, IOCTLS)?);
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Trap,
@@ -312,7 +336,17 @@ mod tests {
 
     #[test]
     fn lists_are_distinct_and_leave_out_what_forkvm_never_needs() {
-        let all: Vec<i64> = ALLOWED.iter().chain(SERVE_ALLOWED).copied().collect();
+        let all: Vec<i64> = ALLOWED
+            .iter()
+            .chain(SERVE_ALLOWED)
+            .chain(
+                BY_FIRST_ARG
+                    .iter()
+                    .chain(SERVE_BY_FIRST_ARG)
+                    .map(|(nr, _)| nr),
+            )
+            .copied()
+            .collect();
         let mut sorted = all.clone();
         sorted.sort_unstable();
         sorted.dedup();
@@ -330,10 +364,14 @@ mod tests {
             libc::SYS_setuid,
             libc::SYS_init_module,
             libc::SYS_bpf,
-            libc::SYS_ioctl, // filtered by request instead
         ] {
             assert!(!all.contains(&nr), "{nr} must not be allowed");
         }
+        assert!(
+            !all.contains(&libc::SYS_ioctl),
+            "ioctl is filtered by request"
+        );
         assert!(!ALLOWED.contains(&libc::SYS_socket), "run has no network");
+        assert!(BY_FIRST_ARG.iter().all(|(nr, _)| *nr != libc::SYS_socket));
     }
 }
