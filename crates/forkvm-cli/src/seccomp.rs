@@ -132,13 +132,14 @@ const SERVE_ALLOWED: &[i64] = &[
 ];
 
 /// Calls allowed only with one of the given first arguments:
-/// prctl for thread names (std) and naming mappings (glibc).
+/// prctl for thread names (std), naming mappings (glibc) and reading our own auxv.
 const BY_FIRST_ARG: &[(i64, &[u64])] = &[(
     libc::SYS_prctl,
     &[
         libc::PR_SET_NAME as u64,
         libc::PR_GET_NAME as u64,
         0x5356_4d41, // PR_SET_VMA
+        0x4155_5856, // PR_GET_AUXV (rustix reads the host's auxv lazily: hwcap)
     ],
 )];
 

@@ -338,7 +338,9 @@ impl tokio::io::AsyncRead for Shared {
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
             }
-            match self.0.try_read(buf.initialize_unfilled()) {
+            // Zero (initialise) at most 64 KiB of hyper's buffer per read, not all of it.
+            let n = buf.remaining().min(64 * 1024);
+            match self.0.try_read(buf.initialize_unfilled_to(n)) {
                 Ok(n) => {
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
