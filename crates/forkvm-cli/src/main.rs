@@ -3,6 +3,7 @@
 
 mod bench;
 mod launch;
+mod seccomp;
 mod serve;
 
 use anyhow::Context;
@@ -72,6 +73,9 @@ struct RunArgs {
     /// paths denied as outside the allow-list (each once).
     #[arg(short, long)]
     verbose: bool,
+    /// Do not confine forkvm itself with its host seccomp allow-list (for debugging only).
+    #[arg(long)]
+    no_seccomp: bool,
     /// Print one line per syscall, as strace does: name, decoded arguments, result.
     #[arg(long)]
     trace_syscalls: bool,
@@ -158,6 +162,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     let mut machine =
         Machine::from_file(&program, config).with_context(|| format!("cannot start {program}"))?;
+    seccomp::confine(seccomp::Mode::Run, args.no_seccomp)?;
     let outcome = machine.run().context("the VM failed")?;
     match &outcome {
         Outcome::Exited(code) => tracing::debug!(code, "guest exited"),

@@ -47,6 +47,14 @@ pub struct ServeArgs {
     /// Requests that may wait for a worker; beyond that: 503.
     #[arg(long, default_value_t = 256)]
     queue: usize,
+    /// Open client connections at most (each holds one host fd); a connection
+    /// beyond that is answered 503 and closed. Also capped by the fd limit.
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    max_connections: usize,
+    /// Time a client has to send a request's headers, in seconds (also the
+    /// time an idle connection that sent nothing is kept).
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    header_timeout: f64,
     /// Guest memory limit in MiB.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     memory: u64,
@@ -62,6 +70,9 @@ pub struct ServeArgs {
     /// Admin listener serving GET /.forkvm/metrics (Prometheus text).
     #[arg(long, value_name = "ADDR:PORT")]
     admin: Option<SocketAddr>,
+    /// Do not confine forkvm itself with its host seccomp allow-list (for debugging only).
+    #[arg(long)]
+    no_seccomp: bool,
     /// Log less (only warnings and errors).
     #[arg(short, long)]
     quiet: bool,
@@ -87,6 +98,36 @@ struct State {
     workers: Arc<Workers>,
     metrics: Arc<Metrics>,
     max_body: usize,
+    /// One permit per client connection that may be open.
+    connections: Arc<tokio::sync::Semaphore>,
+    header_timeout: Duration,
+}
+
+/// Host fds kept aside from client connections: the VMs, logs, listeners.
+const RESERVED_FDS: u64 = 128;
+
+/// Raises the soft limit on open files to the hard one (idle clients each
+/// hold an fd) and returns how many connections it leaves room for.
+fn raise_fd_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the rlimit we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024 - RESERVED_FDS;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads the rlimit we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim.rlim_cur = lim.rlim_max;
+        }
+    }
+    lim.rlim_cur.saturating_sub(RESERVED_FDS).max(1)
 }
 
 /// Builds the master, starts the workers and serves until SIGTERM/SIGINT.
@@ -97,6 +138,18 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         .ok()
         .filter(|d| !d.is_zero())
         .context("--request-timeout must be a positive number of seconds")?;
+    let header_timeout = Duration::try_from_secs_f64(args.header_timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .context("--header-timeout must be a positive number of seconds")?;
+    let fd_room = raise_fd_limit();
+    let max_connections = (args.max_connections as u64).min(fd_room).max(1) as usize;
+    if max_connections < args.max_connections {
+        tracing::warn!(
+            "--max-connections {} lowered to {max_connections}: the open-file limit leaves room for no more",
+            args.max_connections
+        );
+    }
     let (image, name) = match args.command.first() {
         Some(p) => (
             std::fs::read(p).with_context(|| format!("cannot read {p}"))?,
@@ -109,6 +162,15 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     };
     let mut argv = vec![name.clone()];
     argv.extend(args.command.iter().skip(1).cloned());
+    // The guest's /proc/self/exe is absolute, as on Linux (glibc's static
+    // start-up asserts it); argv[0] stays as typed.
+    let exe = match args.command.first() {
+        Some(p) => std::path::absolute(p)
+            .with_context(|| format!("cannot resolve {p}"))?
+            .to_string_lossy()
+            .into_owned(),
+        None => name.clone(),
+    };
     let config = Config {
         address_space: None,
         memory: args
@@ -125,7 +187,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         syscalls: args.syscalls,
     };
     let mut machine =
-        Machine::new(&image, &name, config).with_context(|| format!("cannot start {name}"))?;
+        Machine::new(&image, &exe, config).with_context(|| format!("cannot start {name}"))?;
     match machine.run_until_ready(&ReadyAt::Call)? {
         Outcome::Ready if machine.ready_point().is_some_and(|r| r.handler != 0) => {}
         Outcome::Ready => {
@@ -161,11 +223,16 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         workers,
         metrics,
         max_body: args.max_body,
+        connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
+        header_timeout,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
+    // Everything is built (VMs, worker and runtime threads): from here on,
+    // every thread of the process is confined.
+    crate::seccomp::confine(crate::seccomp::Mode::Serve, args.no_seccomp)?;
     let result = rt.block_on(run(state.clone(), &args, &name, workers_n));
     state.workers.close();
     drop(rt);
@@ -201,28 +268,41 @@ async fn run(
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, _)) = accepted else {
+                    // Out of fds (or another passing error): let others close first.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                let Ok(permit) = state.connections.clone().try_acquire_owned() else {
+                    tokio::spawn(too_many_connections(stream, state.metrics.clone()));
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
-                // A second handle on the socket, to answer requests hyper cannot parse.
-                let Some((stream, aside)) = split_for_errors(stream) else { continue };
+                // hyper and this task share the one socket: hyper closes connections it
+                // cannot parse without a word, and this task answers them.
+                let stream = Arc::new(stream);
                 let st = state.clone();
                 let metrics = state.metrics.clone();
                 let conn = http1::Builder::new()
                     .keep_alive(true)
                     .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(state.header_timeout)
                     .pipeline_flush(true)
                     .serve_connection(
-                        TokioIo::new(DeferredShutdown(stream)),
+                        TokioIo::new(Shared(stream.clone())),
                         service_fn(move |req| handle(st.clone(), req)),
                     );
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
-                    match conn.await {
-                        Err(e) if e.is_parse() => malformed(&e, aside, &metrics),
-                        _ => {
-                            let _ = aside.shutdown(std::net::Shutdown::Write);
+                    let result = conn.await;
+                    // hyper has dropped its handle: the socket is this task's alone.
+                    if let Ok(stream) = Arc::try_unwrap(stream) {
+                        match result {
+                            Err(e) if e.is_parse() => malformed(&e, stream, &metrics).await,
+                            _ => shutdown(stream).await,
                         }
                     }
+                    drop(permit);
                 });
             }
             _ = tokio::signal::ctrl_c() => break,
@@ -240,46 +320,76 @@ async fn run(
     Ok(())
 }
 
-/// The connection's socket, with shutdown left to the accept loop's task:
-/// hyper shuts the socket on a parse error before we can answer 400.
-struct DeferredShutdown(tokio::net::TcpStream);
+/// The connection's socket, shared between hyper and the accept loop's task
+/// (one fd per connection), with shutdown left to that task: hyper shuts the
+/// socket on a parse error before we can answer 400.
+struct Shared(Arc<tokio::net::TcpStream>);
 
-impl tokio::io::AsyncRead for DeferredShutdown {
+impl tokio::io::AsyncRead for Shared {
     fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
+        self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
+        use std::task::Poll;
+        loop {
+            match self.0.poll_read_ready(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+            // Zero (initialise) at most 64 KiB of hyper's buffer per read, not all of it.
+            let n = buf.remaining().min(64 * 1024);
+            match self.0.try_read(buf.initialize_unfilled_to(n)) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                // Readiness was cleared: poll again to register for the next event.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
     }
 }
 
-impl tokio::io::AsyncWrite for DeferredShutdown {
+impl tokio::io::AsyncWrite for Shared {
     fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
+        self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
+        self.poll_write_vectored(cx, &[std::io::IoSlice::new(buf)])
     }
 
     fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
+        self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+        use std::task::Poll;
+        loop {
+            match self.0.poll_write_ready(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+            match self.0.try_write_vectored(bufs) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                other => return Poll::Ready(other),
+            }
+        }
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        true
     }
 
     fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_flush(cx)
+        std::task::Poll::Ready(Ok(()))
     }
 
     fn poll_shutdown(
@@ -290,48 +400,85 @@ impl tokio::io::AsyncWrite for DeferredShutdown {
     }
 }
 
-fn split_for_errors(
-    stream: tokio::net::TcpStream,
-) -> Option<(tokio::net::TcpStream, std::net::TcpStream)> {
-    let std = stream.into_std().ok()?;
-    let aside = std.try_clone().ok()?;
-    let stream = tokio::net::TcpStream::from_std(std).ok()?;
-    Some((stream, aside))
+/// Ends our side of a connection (FIN after what was written) and closes it.
+async fn shutdown(stream: tokio::net::TcpStream) {
+    if let Ok(s) = stream.into_std() {
+        let _ = s.shutdown(std::net::Shutdown::Write);
+    }
 }
 
-/// Answers a request hyper could not parse (it closes such connections
-/// without a word) with 400, or 431 for oversized headers.
-fn malformed(e: &hyper::Error, mut aside: std::net::TcpStream, metrics: &Metrics) {
-    use std::io::Write;
-    if !e.is_parse() {
-        return;
-    }
-    let (status, text) = if e.is_parse_too_large() {
-        (431, "Request Header Fields Too Large")
-    } else {
-        (400, "Bad Request")
+/// Writes all of `data`, giving up after a second (a client that does not read).
+async fn write_all(stream: &tokio::net::TcpStream, data: &[u8]) -> bool {
+    let write = async {
+        let mut rest = data;
+        while !rest.is_empty() {
+            stream.writable().await?;
+            match stream.try_write(rest) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => rest = &rest[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok::<(), std::io::Error>(())
     };
-    let body = format!("malformed request: {e}\n");
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), write).await,
+        Ok(Ok(()))
+    )
+}
+
+/// Answers a connection over the cap with 503 and closes it.
+async fn too_many_connections(stream: tokio::net::TcpStream, metrics: Arc<Metrics>) {
+    const BODY: &str = "too many connections\n";
     let msg = format!(
-        "HTTP/1.1 {status} {text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{BODY}",
+        BODY.len()
     );
-    let _ = aside.set_nonblocking(false);
-    let _ = aside.set_write_timeout(Some(Duration::from_secs(1)));
-    if aside.write_all(msg.as_bytes()).is_ok() {
+    if write_all(&stream, msg.as_bytes()).await {
         metrics
             .requests
-            .get_or_create(&StatusLabel { status })
+            .get_or_create(&StatusLabel { status: 503 })
             .inc();
         metrics
             .errors
             .get_or_create(&KindLabel {
-                kind: "bad_request",
+                kind: "connections",
             })
             .inc();
-        tracing::info!("malformed request: {status} ({e})");
     }
-    let _ = aside.shutdown(std::net::Shutdown::Write);
+    shutdown(stream).await;
+}
+
+/// Answers a request hyper could not parse (it closes such connections
+/// without a word) with 400, or 431 for oversized headers.
+async fn malformed(e: &hyper::Error, stream: tokio::net::TcpStream, metrics: &Metrics) {
+    if e.is_parse() {
+        let (status, text) = if e.is_parse_too_large() {
+            (431, "Request Header Fields Too Large")
+        } else {
+            (400, "Bad Request")
+        };
+        let body = format!("malformed request: {e}\n");
+        let msg = format!(
+            "HTTP/1.1 {status} {text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        if write_all(&stream, msg.as_bytes()).await {
+            metrics
+                .requests
+                .get_or_create(&StatusLabel { status })
+                .inc();
+            metrics
+                .errors
+                .get_or_create(&KindLabel {
+                    kind: "bad_request",
+                })
+                .inc();
+            tracing::info!("malformed request: {status} ({e})");
+        }
+    }
+    shutdown(stream).await;
 }
 
 async fn serve_admin(listener: tokio::net::TcpListener, state: Arc<State>) {
@@ -379,6 +526,7 @@ async fn handle(
     state: Arc<State>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
+    crate::seccomp::forbidden_call_for_tests();
     let start = Instant::now();
     let method = req.method().to_string();
     let path_q = req

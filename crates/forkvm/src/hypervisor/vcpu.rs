@@ -335,6 +335,24 @@ impl Vcpu {
         }])
     }
 
+    /// Loads the FS base and a GS base of 0 in one ioctl: what every call
+    /// starts from, whatever the last one did to FS or GS (a segment load
+    /// changes the bases without a system call the host would see).
+    pub fn set_segment_bases(&self, fs_base: u64) -> Result<(), KvmError> {
+        self.set_msrs(&[
+            kvm_msr_entry {
+                index: msr::FS_BASE,
+                data: fs_base,
+                ..Default::default()
+            },
+            kvm_msr_entry {
+                index: msr::GS_BASE,
+                data: 0,
+                ..Default::default()
+            },
+        ])
+    }
+
     /// Runs the guest until its next exit.
     pub fn run(&mut self) -> Result<Exit, KvmError> {
         match self.vcpu.run() {

@@ -135,12 +135,12 @@ impl Machine {
         Frame::user(guest_kernel::CALL_ENTRY, sp & !15, 0)
             .write(&mut self.mem, guest_kernel::INITIAL_FRAME_ADDR)
             .map_err(internal)?;
-        if self.vcpu_fs_base != ready.fs_base {
-            self.vcpu
-                .set_fs_base(ready.fs_base)
-                .map_err(MachineError::from)?;
-            self.vcpu_fs_base = ready.fs_base;
-        }
+        // Always: the last call may have moved FS or GS behind the host's back
+        // (a segment load), and the next request must not inherit that.
+        self.vcpu
+            .set_segment_bases(ready.fs_base)
+            .map_err(MachineError::from)?;
+        self.vcpu_fs_base = ready.fs_base;
         self.proc.fs_base = ready.fs_base;
         self.vcpu.set_regs(&kvm_bindings::kvm_regs {
             rdi: values[0],

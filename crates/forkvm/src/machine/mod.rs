@@ -236,8 +236,13 @@ impl Machine {
                 },
             });
         }
-        let cr3 = page_tables::build(&mut mem, &regions)?;
-        let mut mm = AddressSpace::new(program.image_end, stack_top - stack_reserve);
+        // A gap below the stack that is never mapped (not present in the page
+        // tables): an overflow faults (SIGSEGV) instead of running into the
+        // mmap area, as Linux's stack guard gap does.
+        let stack_bottom = stack_top - stack_reserve;
+        let mut mm = AddressSpace::new(program.image_end, stack_bottom);
+        mm.reserve_stack_guard((stack_reserve / 8).clamp(abi::PAGE_SIZE, STACK_GUARD_MAX));
+        let cr3 = page_tables::build_guarded(&mut mem, &regions, mm.mmap_top..stack_bottom)?;
 
         // From here on, system calls see only what the program has mapped.
         mem.track_mappings();
@@ -829,6 +834,8 @@ fn load_interpreter(
 
 /// Address space given to Go programs (their runtime reserves 512 MiB of it).
 const GO_ADDRESS_SPACE: u64 = 1 << 30;
+/// Largest gap left unmapped below the stack (Linux's stack_guard_gap is 1 MiB too).
+const STACK_GUARD_MAX: u64 = 1 << 20;
 
 /// Address space given to dynamically linked programs: language runtimes
 /// (V8 reserves its code range, JVMs their heaps) need room to reserve.

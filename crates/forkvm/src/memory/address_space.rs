@@ -20,8 +20,11 @@ pub struct AddressSpace {
     pub brk: u64,
     /// Lowest address the mmap area may use (moves with the brk).
     mmap_floor_min: u64,
-    /// Top of the mmap area (bottom of the stack reservation).
+    /// Top of the mmap area (bottom of the stack guard gap, or of the stack
+    /// reservation when there is no gap).
     pub mmap_top: u64,
+    /// Bytes between the mmap area and the stack that nothing may map.
+    stack_guard: u64,
     /// Live mappings: start → length (page multiples).
     maps: BTreeMap<u64, u64>,
     /// Freed ranges whose old contents are still there: zeroed when handed
@@ -39,6 +42,7 @@ impl AddressSpace {
             brk: brk_start,
             mmap_floor_min: brk_start,
             mmap_top,
+            stack_guard: 0,
             maps: BTreeMap::new(),
             dirty: BTreeMap::new(),
         }
@@ -152,9 +156,19 @@ impl AddressSpace {
         false
     }
 
-    /// Size of the stack reservation between the mmap area and the top of RAM.
+    /// Size of the stack reservation between the guard gap and the top of RAM.
     pub fn stack_size(&self, mem_size: u64) -> u64 {
-        mem_size.saturating_sub(self.mmap_top)
+        mem_size
+            .saturating_sub(self.mmap_top)
+            .saturating_sub(self.stack_guard)
+    }
+
+    /// Keeps the top `guard` bytes of the mmap area (right below the stack)
+    /// free for good: the stack's guard gap. Called once, before any mmap.
+    pub fn reserve_stack_guard(&mut self, guard: u64) {
+        let guard = guard.min(self.mmap_top.saturating_sub(self.brk_start));
+        self.mmap_top -= guard;
+        self.stack_guard += guard;
     }
 
     /// Records `start..start+len` as freed but not zeroed.
@@ -198,6 +212,23 @@ impl AddressSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stack_guard_is_never_handed_out() {
+        let mut a = AddressSpace::new(0x50_0000, 0x100_0000);
+        a.reserve_stack_guard(0x10_0000);
+        assert_eq!(
+            a.stack_size(0x110_0000),
+            0x10_0000,
+            "the guard is not stack"
+        );
+        let m = a.alloc(0x1000).unwrap();
+        assert_eq!(m, 0x100_0000 - 0x10_0000 - 0x1000);
+        // A guard larger than the mmap area takes only what there is.
+        let mut b = AddressSpace::new(0x50_0000, 0x60_0000);
+        b.reserve_stack_guard(0x100_0000);
+        assert_eq!(b.mmap_top, 0x50_0000);
+    }
 
     #[test]
     fn brk_and_mmap_do_not_meet() {

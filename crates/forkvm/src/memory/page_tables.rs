@@ -40,9 +40,13 @@ pub enum PageTableError {
     Fault(#[from] Fault),
 }
 
-/// Rights and presence of one 4 KiB guest page, as entry flags.
-fn page_flags(addr: u64, regions: &[Region]) -> u64 {
+/// Rights and presence of one 4 KiB guest page, as entry flags; pages in
+/// `guard` are not present (any access faults).
+fn page_flags(addr: u64, regions: &[Region], guard: &std::ops::Range<u64>) -> u64 {
     let mut flags = pte::PRESENT;
+    if guard.contains(&addr) {
+        return 0;
+    }
     if addr < abi::USER_BASE {
         // The guest kernel area: supervisor only, except the syscall stub.
         return match addr {
@@ -79,6 +83,16 @@ fn page_flags(addr: u64, regions: &[Region]) -> u64 {
 
 /// Builds the tables for `mem` with the given special `regions`; returns CR3.
 pub fn build(mem: &mut GuestMemory, regions: &[Region]) -> Result<u64, PageTableError> {
+    build_guarded(mem, regions, 0..0)
+}
+
+/// Like [`build`], with the pages of `guard` (page aligned) left not present:
+/// the gap below the stack, so that an overflow faults as on Linux.
+pub fn build_guarded(
+    mem: &mut GuestMemory,
+    regions: &[Region],
+    guard: std::ops::Range<u64>,
+) -> Result<u64, PageTableError> {
     let size = mem.size();
     let pml4 = abi::PAGE_TABLES_ADDR;
     let pdpt = pml4 + PAGE_SIZE;
@@ -96,16 +110,24 @@ pub fn build(mem: &mut GuestMemory, regions: &[Region]) -> Result<u64, PageTable
     for region in 0..size / HUGE_PAGE_SIZE {
         let base = region * HUGE_PAGE_SIZE;
         let pd_entry = pdpt + PAGE_SIZE + (region / 512) * PAGE_SIZE + (region % 512) * 8;
-        let first = page_flags(base, regions);
+        let first = page_flags(base, regions, &guard);
         // A 2 MiB region no special region touches is uniform: skip the per-page check
         // (it dominates start-up for large address spaces).
-        let untouched = !regions
-            .iter()
-            .any(|r| r.start < base + HUGE_PAGE_SIZE && r.end > base);
+        let in_guard = guard.start < base + HUGE_PAGE_SIZE && guard.end > base;
+        let untouched = !in_guard
+            && !regions
+                .iter()
+                .any(|r| r.start < base + HUGE_PAGE_SIZE && r.end > base);
         let uniform = base >= abi::USER_BASE
-            && (untouched || (1..512).all(|i| page_flags(base + i * PAGE_SIZE, regions) == first));
+            && (untouched
+                || (1..512).all(|i| page_flags(base + i * PAGE_SIZE, regions, &guard) == first));
         if uniform {
-            mem.kernel_write_u64(pd_entry, base | first | pte::HUGE)?;
+            let entry = if first & pte::PRESENT != 0 {
+                base | first | pte::HUGE
+            } else {
+                0
+            };
+            mem.kernel_write_u64(pd_entry, entry)?;
             continue;
         }
         if next_table + PAGE_SIZE > abi::PAGE_TABLES_END {
@@ -113,7 +135,7 @@ pub fn build(mem: &mut GuestMemory, regions: &[Region]) -> Result<u64, PageTable
         }
         for i in 0..512u64 {
             let addr = base + i * PAGE_SIZE;
-            let flags = page_flags(addr, regions);
+            let flags = page_flags(addr, regions, &guard);
             let e = if flags & pte::PRESENT != 0 {
                 addr | flags
             } else {
@@ -173,5 +195,18 @@ mod tests {
         let huge = walk(&mem, cr3, 0x60_0000).unwrap();
         assert_ne!(huge & pte::HUGE, 0);
         assert_eq!(huge & 0x000f_ffff_ffe0_0000, 0x60_0000);
+    }
+
+    #[test]
+    fn guard_pages_are_not_present() {
+        let mut mem = GuestMemory::new(8 << 20).unwrap();
+        // Half of one 2 MiB region, and a whole one.
+        let cr3 = build_guarded(&mut mem, &[], 0x30_0000..0x60_0000).unwrap();
+        for va in [0x30_0000, 0x3f_f000, 0x40_0000, 0x5f_f000] {
+            assert_eq!(walk(&mem, cr3, va).unwrap() & pte::PRESENT, 0, "{va:#x}");
+        }
+        for va in [0x2f_f000, 0x60_0000] {
+            assert_ne!(walk(&mem, cr3, va).unwrap() & pte::PRESENT, 0, "{va:#x}");
+        }
     }
 }
