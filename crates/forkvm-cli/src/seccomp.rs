@@ -171,6 +171,7 @@ const IOCTLS: &[u64] = &[
     0x5000aea5, // KVM_SET_XSAVE
     0x4188aea7, // KVM_SET_XCRS
     0x8040ae9f, // KVM_GET_VCPU_EVENTS
+    0xaea3,     // KVM_GET_TSC_KHZ (the vDSO time base: clock.rs)
     0x5401,     // TCGETS (the guest's terminal queries on stdio)
     0x5402,     // TCSETS
     0x5403,     // TCSETSW
