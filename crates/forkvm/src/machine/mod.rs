@@ -165,6 +165,8 @@ pub struct Machine {
     response: Option<Response>,
     /// The respond hypercall ends the call at once (the VM is reset afterwards anyway).
     respond_ends_call: bool,
+    /// The gdb session, when one is attached (see [`crate::debug`]).
+    pub(crate) debugger: Option<Box<crate::debug::Debugger>>,
 }
 
 /// What a run waits for; forkvm's own hypercalls mean something only in their mode.
@@ -325,6 +327,7 @@ impl Machine {
             stage_sp: None,
             response: None,
             respond_ends_call: false,
+            debugger: None,
         })
         .map(|mut m: Machine| {
             m.at_random = find_auxv(&m.mem, rsp, loader::stack::auxv::AT_RANDOM);
@@ -364,6 +367,7 @@ impl Machine {
             stage_sp: None,
             response: None,
             respond_ends_call: false,
+            debugger: None,
         }
     }
 
@@ -476,6 +480,14 @@ impl Machine {
                         } if self.breakpoint.is_some_and(|(a, _)| a + 1 == frame.rip) => {
                             self.trap_rsp = frame.rsp;
                             return Ok(Outcome::Ready);
+                        }
+                        Trap::Exception { vector, frame, .. }
+                            if self.debug_claims(vector, &frame) =>
+                        {
+                            // A gdb breakpoint or single step (crate::debug).
+                            if let Some(outcome) = self.debug_trap(vector, frame)? {
+                                return Ok(outcome);
+                            }
                         }
                         Trap::Exception {
                             vector,
@@ -728,6 +740,8 @@ impl Machine {
                 }
             }
         }
+        // An attached gdb sees the fault before the crash report (crate::debug).
+        self.debug_fatal(&regs, &info)?;
         Ok(Some(Outcome::Crashed(Box::new(info))))
     }
 

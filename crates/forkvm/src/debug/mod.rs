@@ -1,0 +1,547 @@
+//! A GDB remote stub for the program in a VM (`forkvm run --gdb ADDR`),
+//! built on the `gdbstub` crate (protocol) and `gdbstub_arch` (x86-64).
+//!
+//! How a stop works: whenever gdb is in control, the vCPU is *parked* at the
+//! guest kernel's initial `iretq` ([`guest_kernel::IRET_ENTRY`]) with the
+//! program's RIP/RSP/RFLAGS in the frame at
+//! [`guest_kernel::INITIAL_FRAME_ADDR`] and its other registers in the vCPU,
+//! so reading, writing and resuming are the same whatever stopped it.
+//!
+//! Mechanism (the same on PVM and hardware KVM): software breakpoints are
+//! `int3` bytes the host writes into guest memory (past the program's page
+//! rights); the #BP exception goes through the guest IDT and exits to the
+//! host, which tells it from the PVM syscall stub's `int3` by its address.
+//! Single-step sets RFLAGS.TF in the frame; the #DB exception after one
+//! instruction also comes through the guest IDT. `KVM_SET_GUEST_DEBUG` is not
+//! used: PVM accepts it but never produces debug exits.
+
+mod regs;
+
+use crate::abi;
+use crate::crash::CrashInfo;
+use crate::guest_kernel::{self, Frame};
+use crate::machine::{Machine, MachineError, Outcome};
+use gdbstub::common::{Signal, Tid};
+use gdbstub::stub::state_machine::GdbStubStateMachine;
+use gdbstub::stub::{DisconnectReason, GdbStub, MultiThreadStopReason};
+use gdbstub::target::ext::base::multithread::{
+    MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
+    MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
+};
+use gdbstub::target::ext::base::BaseOps;
+use gdbstub::target::ext::breakpoints::{
+    Breakpoints, BreakpointsOps, SwBreakpoint, SwBreakpointOps,
+};
+use gdbstub::target::{Target, TargetError, TargetResult};
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Read;
+use std::net::TcpStream;
+
+pub use regs::ForkvmX86_64;
+
+/// The byte of `int3`.
+const INT3: u8 = 0xcc;
+/// RFLAGS.TF: trap after the next instruction.
+const TF: u64 = 1 << 8;
+/// At most this many software breakpoints at once (each costs a map entry).
+const MAX_BREAKPOINTS: usize = 4096;
+/// Bytes read from the connection at a time.
+const READ_CHUNK: usize = 4096;
+
+type Stub = GdbStubStateMachine<'static, Machine, TcpStream>;
+
+/// The debugging session of one machine.
+pub struct Debugger {
+    /// The protocol state; taken out while it drives the machine.
+    stub: Option<Stub>,
+    /// Bytes received and not yet fed to the stub.
+    pending: VecDeque<u8>,
+    /// Breakpoints planted: address → the original byte.
+    breakpoints: BTreeMap<u64, u8>,
+    /// The next resume single-steps the current thread.
+    step: bool,
+}
+
+impl std::fmt::Debug for Debugger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Debugger")
+            .field("breakpoints", &self.breakpoints.len())
+            .field("step", &self.step)
+            .finish()
+    }
+}
+
+/// What gdb decided at a stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    /// Run on (continue or step).
+    Run,
+    /// gdb detached (or the connection broke): run on without a debugger.
+    Detached,
+    /// gdb killed the program.
+    Killed,
+}
+
+/// The status a run killed from gdb ends with (as SIGKILL).
+pub const KILLED_STATUS: i32 = 128 + 9;
+
+fn internal(e: impl std::fmt::Display) -> MachineError {
+    MachineError::Internal(e.to_string())
+}
+
+fn tid_of(t: u64) -> Option<Tid> {
+    usize::try_from(t).ok().and_then(Tid::new)
+}
+
+impl Machine {
+    /// Attaches gdb over `conn` and stops before the program's first
+    /// instruction until gdb resumes it (it must not have run yet).
+    pub fn attach_gdb(&mut self, conn: TcpStream) -> Result<Resume, MachineError> {
+        // Packets are small and latency matters (one round trip per command).
+        conn.set_nodelay(true).map_err(internal)?;
+        let stub = GdbStub::new(conn)
+            .run_state_machine(self)
+            .map_err(internal)?;
+        self.debugger = Some(Box::new(Debugger {
+            stub: Some(stub),
+            pending: VecDeque::new(),
+            breakpoints: BTreeMap::new(),
+            step: false,
+        }));
+        self.debug_session(None)
+    }
+
+    /// Whether an exception with `vector` and `frame` belongs to the debugger
+    /// (a planted breakpoint, or the trap of a single step).
+    pub(crate) fn debug_claims(&self, vector: u8, frame: &Frame) -> bool {
+        let Some(d) = self.debugger.as_ref() else {
+            return false;
+        };
+        frame.from_user()
+            && match vector {
+                abi::vector::BREAKPOINT => d.breakpoints.contains_key(&frame.rip.wrapping_sub(1)),
+                abi::vector::DEBUG => true,
+                _ => false,
+            }
+    }
+
+    /// Handles an exception claimed by [`Machine::debug_claims`]: reports the
+    /// stop to gdb and waits for it. `Some` when the run must end (kill).
+    pub(crate) fn debug_trap(
+        &mut self,
+        vector: u8,
+        frame: Frame,
+    ) -> Result<Option<Outcome>, MachineError> {
+        let mut user = self.vcpu.regs();
+        user.rip = frame.rip;
+        user.rsp = frame.rsp;
+        user.rflags = frame.rflags & !TF;
+        let tid = tid_of(self.proc.tid);
+        let stepping = self.debugger.as_ref().is_some_and(|d| d.step);
+        let reason = if vector == abi::vector::BREAKPOINT {
+            user.rip = frame.rip.wrapping_sub(1);
+            tid.map(MultiThreadStopReason::SwBreak)
+        } else if stepping {
+            Some(MultiThreadStopReason::DoneStep)
+        } else {
+            // A trap flag left over (e.g. a thread preempted mid-step): drop it.
+            None
+        };
+        self.park(&user)?;
+        let Some(reason) = reason else {
+            return Ok(None);
+        };
+        match self.debug_session(Some(reason))? {
+            Resume::Killed => Ok(Some(Outcome::Exited(KILLED_STATUS))),
+            Resume::Run | Resume::Detached => Ok(None),
+        }
+    }
+
+    /// A fault is about to end the program: report it to gdb as a stop with
+    /// its signal first, so gdb can look at where it happened.
+    pub(crate) fn debug_fatal(
+        &mut self,
+        user: &kvm_bindings::kvm_regs,
+        info: &CrashInfo,
+    ) -> Result<(), MachineError> {
+        if self.debugger.is_none() {
+            return Ok(());
+        }
+        self.park(user)?;
+        let reason = match tid_of(self.proc.tid) {
+            Some(tid) => MultiThreadStopReason::SignalWithThread {
+                tid,
+                signal: Signal(u8::try_from(info.signal).unwrap_or(11)),
+            },
+            None => MultiThreadStopReason::Signal(Signal::SIGSEGV),
+        };
+        self.debug_session(Some(reason))?;
+        Ok(())
+    }
+
+    /// Tells gdb how the run ended and ends the session.
+    pub fn gdb_finish(&mut self, outcome: &Outcome) {
+        let Some(mut d) = self.debugger.take() else {
+            return;
+        };
+        let reason = match outcome {
+            Outcome::Exited(code) => MultiThreadStopReason::Exited((*code & 0xff) as u8),
+            Outcome::Crashed(info) => {
+                MultiThreadStopReason::Terminated(Signal(u8::try_from(info.signal).unwrap_or(9)))
+            }
+            _ => MultiThreadStopReason::Terminated(Signal::SIGKILL),
+        };
+        if let Some(GdbStubStateMachine::Running(s)) = d.stub.take() {
+            // The session is over either way; a failure to tell gdb changes nothing.
+            let _ = s.report_stop(self, reason);
+        }
+    }
+
+    /// Puts the vCPU where a stop keeps it: at the guest kernel's `iretq`
+    /// into `user` (see the module documentation).
+    fn park(&mut self, user: &kvm_bindings::kvm_regs) -> Result<(), MachineError> {
+        Frame::user(user.rip, user.rsp, user.rflags)
+            .write(&mut self.mem, guest_kernel::INITIAL_FRAME_ADDR)
+            .map_err(internal)?;
+        self.vcpu.set_regs(&kvm_bindings::kvm_regs {
+            rip: guest_kernel::IRET_ENTRY,
+            rsp: guest_kernel::INITIAL_FRAME_ADDR,
+            rflags: 0x2,
+            ..*user
+        });
+        Ok(())
+    }
+
+    /// The parked program's registers.
+    fn parked(&self) -> Result<kvm_bindings::kvm_regs, MachineError> {
+        let frame = Frame::read(&self.mem, guest_kernel::INITIAL_FRAME_ADDR).map_err(internal)?;
+        Ok(kvm_bindings::kvm_regs {
+            rip: frame.rip,
+            rsp: frame.rsp,
+            rflags: frame.rflags,
+            ..self.vcpu.regs()
+        })
+    }
+
+    /// Reports `reason` (if any) and serves gdb until it resumes, detaches or kills.
+    fn debug_session(
+        &mut self,
+        reason: Option<MultiThreadStopReason<u64>>,
+    ) -> Result<Resume, MachineError> {
+        let Some(stub) = self.debugger.as_mut().and_then(|d| d.stub.take()) else {
+            return Ok(Resume::Detached);
+        };
+        let mut state = match (stub, reason) {
+            (GdbStubStateMachine::Running(s), Some(r)) => s.report_stop(self, r),
+            (s, _) => Ok(s),
+        };
+        loop {
+            let next = match state {
+                Ok(GdbStubStateMachine::Idle(mut s)) => match self.next_byte(s.borrow_conn()) {
+                    Some(b) => s.incoming_data(self, b),
+                    None => return self.end_session(Resume::Detached),
+                },
+                Ok(GdbStubStateMachine::Running(s)) => {
+                    if let Some(d) = self.debugger.as_mut() {
+                        d.stub = Some(GdbStubStateMachine::Running(s));
+                    }
+                    return Ok(Resume::Run);
+                }
+                Ok(GdbStubStateMachine::CtrlCInterrupt(s)) => {
+                    s.interrupt_handled(self, Some(MultiThreadStopReason::Signal(Signal::SIGINT)))
+                }
+                Ok(GdbStubStateMachine::Disconnected(s)) => {
+                    let how = match s.get_reason() {
+                        DisconnectReason::Kill => Resume::Killed,
+                        _ => Resume::Detached,
+                    };
+                    return self.end_session(how);
+                }
+                Err(e) => {
+                    tracing::warn!("gdb session ended: {e}");
+                    return self.end_session(Resume::Detached);
+                }
+            };
+            state = next;
+        }
+    }
+
+    /// The next byte from gdb (`None`: the connection is gone).
+    fn next_byte(&mut self, conn: &mut TcpStream) -> Option<u8> {
+        let d = self.debugger.as_mut()?;
+        if let Some(b) = d.pending.pop_front() {
+            return Some(b);
+        }
+        let mut buf = [0u8; READ_CHUNK];
+        loop {
+            match conn.read(&mut buf) {
+                Ok(0) => return None,
+                Ok(n) => {
+                    d.pending.extend(buf.get(..n)?);
+                    return d.pending.pop_front();
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Removes every trace of the debugger from the program (breakpoints, trap flag).
+    fn end_session(&mut self, how: Resume) -> Result<Resume, MachineError> {
+        if let Some(mut d) = self.debugger.take() {
+            for (addr, byte) in std::mem::take(&mut d.breakpoints) {
+                self.mem.kernel_write(addr, &[byte]).map_err(internal)?;
+            }
+            if let Some(s) = d.stub.take() {
+                let mut conn = match s {
+                    GdbStubStateMachine::Idle(mut s) => Some(s.borrow_conn().try_clone()),
+                    GdbStubStateMachine::Running(mut s) => Some(s.borrow_conn().try_clone()),
+                    GdbStubStateMachine::CtrlCInterrupt(mut s) => Some(s.borrow_conn().try_clone()),
+                    GdbStubStateMachine::Disconnected(mut s) => Some(s.borrow_conn().try_clone()),
+                };
+                if let Some(Ok(c)) = conn.take() {
+                    let _ = c.shutdown(std::net::Shutdown::Both);
+                }
+            }
+        }
+        let mut user = self.parked()?;
+        user.rflags &= !TF;
+        self.park(&user)?;
+        Ok(how)
+    }
+
+    fn current_tid(&self) -> Option<Tid> {
+        tid_of(self.proc.tid)
+    }
+}
+
+impl Target for Machine {
+    type Arch = ForkvmX86_64;
+    type Error = String;
+
+    fn base_ops(&mut self) -> BaseOps<'_, Self::Arch, Self::Error> {
+        BaseOps::MultiThread(self)
+    }
+
+    fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadBase for Machine {
+    fn read_registers(&mut self, out: &mut regs::Regs, tid: Tid) -> TargetResult<(), Self> {
+        if Some(tid) == self.current_tid() {
+            let user = self
+                .parked()
+                .map_err(|e| TargetError::Fatal(e.to_string()))?;
+            let fpu = self
+                .vcpu
+                .xsave_area()
+                .map_err(|e| TargetError::Fatal(e.to_string()))?;
+            *out = regs::to_gdb(&user, self.proc.fs_base, &fpu);
+            return Ok(());
+        }
+        let t = self
+            .proc
+            .threads
+            .others
+            .iter()
+            .find(|t| tid_of(t.tid) == Some(tid))
+            .ok_or(TargetError::Errno(3))?; // ESRCH
+        *out = regs::to_gdb(&t.regs, t.fs_base, &t.fpu);
+        Ok(())
+    }
+
+    fn write_registers(&mut self, new: &regs::Regs, tid: Tid) -> TargetResult<(), Self> {
+        if Some(tid) == self.current_tid() {
+            let mut user = self
+                .parked()
+                .map_err(|e| TargetError::Fatal(e.to_string()))?;
+            regs::from_gdb(new, &mut user);
+            self.park(&user)
+                .map_err(|e| TargetError::Fatal(e.to_string()))?;
+            let fpu = self
+                .vcpu
+                .xsave_area()
+                .map_err(|e| TargetError::Fatal(e.to_string()))?;
+            if let Some(changed) = regs::fpu_from_gdb(new, &fpu) {
+                // KVM refuses invalid state (e.g. reserved MXCSR bits): an error to gdb.
+                self.vcpu
+                    .set_xsave_area(&changed)
+                    .map_err(|_| TargetError::Errno(22))?;
+            }
+            if new.fs_base != self.proc.fs_base {
+                self.proc.fs_base = new.fs_base;
+                self.proc.pending_fs_base = Some(new.fs_base);
+            }
+            return Ok(());
+        }
+        let t = self
+            .proc
+            .threads
+            .others
+            .iter_mut()
+            .find(|t| tid_of(t.tid) == Some(tid))
+            .ok_or(TargetError::Errno(3))?;
+        regs::from_gdb(new, &mut t.regs);
+        t.regs.rflags = Frame::user(0, 0, t.regs.rflags).rflags;
+        if let Some(changed) = regs::fpu_from_gdb(new, &t.fpu) {
+            t.fpu = changed;
+        }
+        t.fs_base = new.fs_base;
+        Ok(())
+    }
+
+    fn read_addrs(&mut self, start: u64, data: &mut [u8], _tid: Tid) -> TargetResult<usize, Self> {
+        // Page by page, as far as the program could read itself.
+        let mut done = 0usize;
+        while done < data.len() {
+            let Some(addr) = start.checked_add(done as u64) else {
+                break;
+            };
+            let in_page = (abi::PAGE_SIZE - addr % abi::PAGE_SIZE) as usize;
+            let n = in_page.min(data.len() - done);
+            let Ok(bytes) = self.mem.read(addr, n as u64) else {
+                break;
+            };
+            let Some(dst) = data.get_mut(done..done + n) else {
+                break;
+            };
+            dst.copy_from_slice(bytes);
+            done += n;
+        }
+        if done == 0 && !data.is_empty() {
+            return Err(TargetError::Errno(14)); // EFAULT
+        }
+        Ok(done)
+    }
+
+    fn write_addrs(&mut self, start: u64, data: &[u8], _tid: Tid) -> TargetResult<(), Self> {
+        // Anything the program can read, gdb may write (code included, as ptrace allows).
+        if self.mem.read(start, data.len() as u64).is_err() {
+            return Err(TargetError::Errno(14));
+        }
+        self.mem
+            .kernel_write(start, data)
+            .map_err(|_| TargetError::Errno(14))
+    }
+
+    fn list_active_threads(&mut self, found: &mut dyn FnMut(Tid)) -> Result<(), Self::Error> {
+        if let Some(t) = self.current_tid() {
+            found(t);
+        }
+        for t in &self.proc.threads.others {
+            if let Some(t) = tid_of(t.tid) {
+                found(t);
+            }
+        }
+        Ok(())
+    }
+
+    fn support_resume(&mut self) -> Option<MultiThreadResumeOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadResume for Machine {
+    fn resume(&mut self) -> Result<(), Self::Error> {
+        let step = self.debugger.as_ref().is_some_and(|d| d.step);
+        let mut user = self.parked().map_err(|e| e.to_string())?;
+        if step {
+            user.rflags |= TF;
+        } else {
+            user.rflags &= !TF;
+        }
+        self.park(&user).map_err(|e| e.to_string())
+    }
+
+    fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {
+        if let Some(d) = self.debugger.as_mut() {
+            d.step = false;
+        }
+        Ok(())
+    }
+
+    fn set_resume_action_continue(
+        &mut self,
+        _tid: Tid,
+        _signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    fn support_single_step(&mut self) -> Option<MultiThreadSingleStepOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_scheduler_locking(&mut self) -> Option<MultiThreadSchedulerLockingOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadSchedulerLocking for Machine {
+    fn set_resume_action_scheduler_lock(&mut self) -> Result<(), Self::Error> {
+        // gdb resumes only the threads it named: a step then runs just the
+        // current thread, which the vCPU runs next anyway (a preemption tick
+        // may still let others run; their trap flag is clear).
+        Ok(())
+    }
+}
+
+impl MultiThreadSingleStep for Machine {
+    fn set_resume_action_step(
+        &mut self,
+        tid: Tid,
+        _signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        // Only the running thread can be stepped: the vCPU runs it next.
+        if Some(tid) == self.current_tid() {
+            if let Some(d) = self.debugger.as_mut() {
+                d.step = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Breakpoints for Machine {
+    fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SwBreakpoint for Machine {
+    fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        let Some(d) = self.debugger.as_mut() else {
+            return Ok(false);
+        };
+        if d.breakpoints.contains_key(&addr) {
+            return Ok(true);
+        }
+        if d.breakpoints.len() >= MAX_BREAKPOINTS {
+            return Ok(false);
+        }
+        let Some(&original) = self.mem.read(addr, 1).ok().and_then(|b| b.first()) else {
+            return Ok(false);
+        };
+        if self.mem.kernel_write(addr, &[INT3]).is_err() {
+            return Ok(false);
+        }
+        d.breakpoints.insert(addr, original);
+        Ok(true)
+    }
+
+    fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        let Some(original) = self
+            .debugger
+            .as_mut()
+            .and_then(|d| d.breakpoints.remove(&addr))
+        else {
+            return Ok(false);
+        };
+        self.mem
+            .kernel_write(addr, &[original])
+            .map_err(|e| TargetError::Fatal(e.to_string()))?;
+        Ok(true)
+    }
+}
