@@ -1,5 +1,7 @@
 /* A program for the gdb tests (crates/forkvm-cli/tests/gdb.rs), built there
- * with -O0 -g: a few frames to walk, a global to write, and a fault on demand. */
+ * with -O0 -g: a few frames to walk, a global to write, a fault and a second
+ * thread on demand. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,11 +22,26 @@ __attribute__((noinline)) void crash(void) {
     *p = 1; /* the faulting line */
 }
 
+__attribute__((noinline)) void worker_marker(int id) {
+    counter += id;
+}
+
+static void *worker(void *arg) {
+    worker_marker((int)(long)arg);
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     int r = twice_plus_one(counter);
     printf("result=%d counter=%d\n", r, counter);
     if (argc > 1 && strcmp(argv[1], "crash") == 0) {
         crash();
+    }
+    if (argc > 1 && strcmp(argv[1], "thread") == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, worker, (void *)7);
+        pthread_join(t, NULL);
+        printf("joined counter=%d\n", counter);
     }
     return 0;
 }
