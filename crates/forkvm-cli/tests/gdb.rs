@@ -449,3 +449,24 @@ fn hostile_packets_never_crash_the_host() {
         );
     }
 }
+
+#[test]
+fn crash_report_has_a_frame_pointer_backtrace() {
+    let t = target();
+    let run = common::forkvm(&["run", t.to_str().expect("utf-8 path"), "crash"]);
+    assert_eq!(run.status, 128 + 11, "{}", run.describe());
+    let err = run.stderr_str();
+    let bt = err
+        .split("backtrace (frame pointers):\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no backtrace in the report:\n{err}"));
+    let frames: Vec<&str> = bt.lines().map(str::trim).collect();
+    assert!(
+        frames[0].starts_with("#0 ") && frames[0].contains(" in crash+"),
+        "{err}"
+    );
+    assert!(
+        frames[1].starts_with("#1 ") && frames[1].contains(" in main+"),
+        "{err}"
+    );
+}
