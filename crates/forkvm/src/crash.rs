@@ -331,7 +331,7 @@ const MAX_FRAME_SIZE: u64 = 1 << 20;
 pub fn frame_pointer_chain(mem: &GuestMemory, rbp: u64, symbols: Option<&Symbols>) -> Vec<u64> {
     let mut callers = Vec::new();
     let mut fp = rbp;
-    while callers.len() < MAX_FRAMES && fp != 0 && fp % 8 == 0 {
+    while callers.len() < MAX_FRAMES && fp != 0 && fp & 7 == 0 {
         let (Ok(next), Some(ret)) = (
             mem.read_u64(fp),
             fp.checked_add(8).and_then(|a| mem.read_u64(a).ok()),
