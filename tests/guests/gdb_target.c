@@ -31,11 +31,23 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+volatile unsigned long spins;
+
+__attribute__((noinline)) void spin_forever(void) {
+    for (;;) {
+        spins++;
+    }
+}
+
 int main(int argc, char **argv) {
     int r = twice_plus_one(counter);
     printf("result=%d counter=%d\n", r, counter);
     if (argc > 1 && strcmp(argv[1], "crash") == 0) {
         crash();
+    }
+    if (argc > 1 && strcmp(argv[1], "spin") == 0) {
+        fflush(stdout);
+        spin_forever();
     }
     if (argc > 1 && strcmp(argv[1], "thread") == 0) {
         pthread_t t;

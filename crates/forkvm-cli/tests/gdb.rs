@@ -55,6 +55,8 @@ struct Stub {
     addr: String,
     stdout: mpsc::Receiver<Vec<u8>>,
     stderr: mpsc::Receiver<Vec<u8>>,
+    /// stdout received so far.
+    out: Vec<u8>,
 }
 
 fn start(args: &[&str]) -> Stub {
@@ -83,12 +85,16 @@ fn start(args: &[&str]) -> Stub {
         all.extend(rest);
         let _ = tx_err.send(all);
     });
+    // stdout arrives in chunks, so a test can wait for a line the program printed.
     let (tx_out, stdout) = mpsc::channel();
     std::thread::spawn(move || {
         let mut out = out;
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        let _ = tx_out.send(v);
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = out.read(&mut buf) {
+            if tx_out.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
     });
     let line = match rx_addr.recv_timeout(WATCHDOG) {
         Ok(l) => l,
@@ -107,10 +113,26 @@ fn start(args: &[&str]) -> Stub {
         addr,
         stdout,
         stderr,
+        out: Vec::new(),
     }
 }
 
 impl Stub {
+    /// Waits (bounded) until the program printed `needle`.
+    fn wait_stdout(&mut self, needle: &str) {
+        let start = Instant::now();
+        while !String::from_utf8_lossy(&self.out).contains(needle) {
+            let left = WATCHDOG.saturating_sub(start.elapsed());
+            match self.stdout.recv_timeout(left) {
+                Ok(chunk) => self.out.extend(chunk),
+                Err(_) => {
+                    let _ = self.child.kill();
+                    panic!("the program never printed {needle:?}");
+                }
+            }
+        }
+    }
+
     /// Waits (bounded) for forkvm to end; its status and output.
     fn finish(mut self) -> Run {
         let start = Instant::now();
@@ -130,7 +152,14 @@ impl Stub {
                 .code()
                 .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
             signal: status.signal(),
-            stdout: self.stdout.recv_timeout(WATCHDOG).unwrap_or_default(),
+            stdout: {
+                let mut out = std::mem::take(&mut self.out);
+                // The sender ends with the process; bounded all the same.
+                while let Ok(chunk) = self.stdout.recv_timeout(WATCHDOG) {
+                    out.extend(chunk);
+                }
+                out
+            },
             stderr: self.stderr.recv_timeout(WATCHDOG).unwrap_or_default(),
             elapsed: start.elapsed(),
             command: "forkvm run --gdb".into(),
@@ -469,4 +498,59 @@ fn crash_report_has_a_frame_pointer_backtrace() {
         frames[1].starts_with("#1 ") && frames[1].contains(" in main+"),
         "{err}"
     );
+}
+
+#[test]
+fn ctrl_c_interrupts_an_endless_loop() {
+    let mut stub = start(&["spin"]);
+    let mut gdb = Command::new("gdb")
+        .args(["-nx", "-batch"])
+        .arg("-ex")
+        .arg(format!("target remote {}", stub.addr))
+        .args(["-ex", "continue", "-ex", "bt", "-ex", "set var spins = 0"])
+        .args(["-ex", "stepi", "-ex", "print spins", "-ex", "kill"])
+        .arg(target())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn gdb");
+    // The program prints before it spins: gdb is then waiting in `continue`.
+    stub.wait_stdout("result=83");
+    let pid = gdb.id().to_string();
+    let sent = run_cmd(
+        {
+            let mut c = Command::new("kill");
+            c.args(["-INT", &pid]);
+            c
+        },
+        b"",
+        WATCHDOG,
+    );
+    assert_eq!(sent.status, 0, "{}", sent.describe());
+    let start = Instant::now();
+    while gdb.try_wait().expect("wait gdb").is_none() {
+        if start.elapsed() > WATCHDOG {
+            let _ = gdb.kill();
+            panic!("gdb did not finish after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut out = String::new();
+    if let Some(mut o) = gdb.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    if let Some(mut e) = gdb.stderr.take() {
+        let _ = e.read_to_string(&mut out);
+    }
+    let run = stub.finish();
+    assert_has(&out, "Program received signal SIGINT", "interrupt");
+    assert_has(&out, "in spin_forever () at ", "where the loop was");
+    assert_has(&out, "in main (argc=2", "backtrace");
+    // One instruction after clearing it, the counter is at most 1.
+    assert!(
+        out.contains("$1 = 0") || out.contains("$1 = 1"),
+        "stepi inside the loop:\n{out}"
+    );
+    assert_eq!(run.status, 128 + 9, "killed from gdb\n{}", run.describe());
 }

@@ -20,6 +20,7 @@ mod regs;
 use crate::abi;
 use crate::crash::CrashInfo;
 use crate::guest_kernel::{self, Frame};
+use crate::hypervisor::Deadline;
 use crate::machine::{Machine, MachineError, Outcome};
 use gdbstub::common::{Signal, Tid};
 use gdbstub::stub::state_machine::GdbStubStateMachine;
@@ -36,6 +37,7 @@ use gdbstub::target::{Target, TargetError, TargetResult};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::net::TcpStream;
+use std::time::Duration;
 
 pub use regs::ForkvmX86_64;
 
@@ -45,6 +47,8 @@ const INT3: u8 = 0xcc;
 const TF: u64 = 1 << 8;
 /// At most this many software breakpoints at once (each costs a map entry).
 const MAX_BREAKPOINTS: usize = 4096;
+/// How often a running program is checked for a Ctrl-C from gdb.
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 /// Bytes read from the connection at a time.
 const READ_CHUNK: usize = 4096;
 
@@ -60,6 +64,9 @@ pub struct Debugger {
     breakpoints: BTreeMap<u64, u8>,
     /// The next resume single-steps the current thread.
     step: bool,
+    /// Kicks the vCPU out periodically so a Ctrl-C from gdb is seen while
+    /// the program runs (dropped with the session).
+    _poll: Deadline,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -99,6 +106,10 @@ impl Machine {
     pub fn attach_gdb(&mut self, conn: TcpStream) -> Result<Resume, MachineError> {
         // Packets are small and latency matters (one round trip per command).
         conn.set_nodelay(true).map_err(internal)?;
+        // Before the first entry the SYNC_REGS copy is empty: fill it from
+        // KVM, so a stop reads the registers `reset` set (parked at the `iretq`).
+        let regs = self.vcpu.get_regs_ioctl()?;
+        self.vcpu.set_regs(&regs);
         let stub = GdbStub::new(conn)
             .run_state_machine(self)
             .map_err(internal)?;
@@ -107,6 +118,7 @@ impl Machine {
             pending: VecDeque::new(),
             breakpoints: BTreeMap::new(),
             step: false,
+            _poll: Deadline::tick(INTERRUPT_POLL),
         }));
         self.debug_session(None)
     }
@@ -152,6 +164,44 @@ impl Machine {
             return Ok(None);
         };
         match self.debug_session(Some(reason))? {
+            Resume::Killed => Ok(Some(Outcome::Exited(KILLED_STATUS))),
+            Resume::Run | Resume::Detached => Ok(None),
+        }
+    }
+
+    /// On a kick while the program runs: if gdb sent something (Ctrl-C),
+    /// stop and serve it, once the vCPU is in program code (else next kick).
+    /// `Some` when the run must end (kill).
+    pub(crate) fn debug_poll(&mut self) -> Result<Option<Outcome>, MachineError> {
+        let Some(d) = self.debugger.as_mut() else {
+            return Ok(None);
+        };
+        if d.pending.is_empty() {
+            let Some(GdbStubStateMachine::Running(s)) = d.stub.as_mut() else {
+                return Ok(None);
+            };
+            let conn = s.borrow_conn();
+            let mut buf = [0u8; READ_CHUNK];
+            let got = conn
+                .set_nonblocking(true)
+                .and_then(|()| conn.read(&mut buf));
+            conn.set_nonblocking(false).map_err(internal)?;
+            match got {
+                Ok(0) => {
+                    // gdb went away: the program runs on alone.
+                    self.end_session(Resume::Detached)?;
+                    return Ok(None);
+                }
+                Ok(n) => d.pending.extend(buf.get(..n).unwrap_or(&[])),
+                Err(_) => return Ok(None),
+            }
+        }
+        let regs = self.vcpu.regs();
+        if regs.rip < abi::USER_BASE || self.vcpu.event_in_flight()? {
+            return Ok(None);
+        }
+        // The vCPU is in program code: its registers are the program's.
+        match self.debug_session(None)? {
             Resume::Killed => Ok(Some(Outcome::Exited(KILLED_STATUS))),
             Resume::Run | Resume::Detached => Ok(None),
         }
@@ -212,15 +262,32 @@ impl Machine {
         Ok(())
     }
 
-    /// The parked program's registers.
+    /// The stopped program's registers: from the frame when parked at the
+    /// `iretq`, else the vCPU's own.
     fn parked(&self) -> Result<kvm_bindings::kvm_regs, MachineError> {
+        let regs = self.vcpu.regs();
+        if regs.rip != guest_kernel::IRET_ENTRY {
+            // Stopped in program code (Ctrl-C): the vCPU holds the program's registers.
+            return Ok(regs);
+        }
         let frame = Frame::read(&self.mem, guest_kernel::INITIAL_FRAME_ADDR).map_err(internal)?;
         Ok(kvm_bindings::kvm_regs {
             rip: frame.rip,
             rsp: frame.rsp,
             rflags: frame.rflags,
-            ..self.vcpu.regs()
+            ..regs
         })
+    }
+
+    /// Replaces the stopped program's registers, where [`Machine::parked`] found them.
+    fn set_parked(&mut self, user: &kvm_bindings::kvm_regs) -> Result<(), MachineError> {
+        if self.vcpu.regs().rip == guest_kernel::IRET_ENTRY {
+            return self.park(user);
+        }
+        let rflags = Frame::user(0, 0, user.rflags).rflags;
+        self.vcpu
+            .set_regs(&kvm_bindings::kvm_regs { rflags, ..*user });
+        Ok(())
     }
 
     /// Reports `reason` (if any) and serves gdb until it resumes, detaches or kills.
@@ -242,13 +309,27 @@ impl Machine {
                     None => return self.end_session(Resume::Detached),
                 },
                 Ok(GdbStubStateMachine::Running(s)) => {
-                    if let Some(d) = self.debugger.as_mut() {
-                        d.stub = Some(GdbStubStateMachine::Running(s));
+                    // Bytes gdb sent while the program runs (Ctrl-C) are
+                    // served now; else the program runs on.
+                    match self.debugger.as_mut().and_then(|d| d.pending.pop_front()) {
+                        Some(b) => s.incoming_data(self, b),
+                        None => {
+                            if let Some(d) = self.debugger.as_mut() {
+                                d.stub = Some(GdbStubStateMachine::Running(s));
+                            }
+                            return Ok(Resume::Run);
+                        }
                     }
-                    return Ok(Resume::Run);
                 }
                 Ok(GdbStubStateMachine::CtrlCInterrupt(s)) => {
-                    s.interrupt_handled(self, Some(MultiThreadStopReason::Signal(Signal::SIGINT)))
+                    let reason = match self.current_tid() {
+                        Some(tid) => MultiThreadStopReason::SignalWithThread {
+                            tid,
+                            signal: Signal::SIGINT,
+                        },
+                        None => MultiThreadStopReason::Signal(Signal::SIGINT),
+                    };
+                    s.interrupt_handled(self, Some(reason))
                 }
                 Ok(GdbStubStateMachine::Disconnected(s)) => {
                     let how = match s.get_reason() {
@@ -306,7 +387,7 @@ impl Machine {
         }
         let mut user = self.parked()?;
         user.rflags &= !TF;
-        self.park(&user)?;
+        self.set_parked(&user)?;
         Ok(how)
     }
 
@@ -358,7 +439,7 @@ impl MultiThreadBase for Machine {
                 .parked()
                 .map_err(|e| TargetError::Fatal(e.to_string()))?;
             regs::from_gdb(new, &mut user);
-            self.park(&user)
+            self.set_parked(&user)
                 .map_err(|e| TargetError::Fatal(e.to_string()))?;
             let fpu = self
                 .vcpu
@@ -452,7 +533,7 @@ impl MultiThreadResume for Machine {
         } else {
             user.rflags &= !TF;
         }
-        self.park(&user).map_err(|e| e.to_string())
+        self.set_parked(&user).map_err(|e| e.to_string())
     }
 
     fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {

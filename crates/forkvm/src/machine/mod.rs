@@ -512,6 +512,12 @@ impl Machine {
                     }
                 }
                 Exit::Interrupted => {
+                    if self.debugger.is_some() {
+                        // A Ctrl-C from gdb (crate::debug).
+                        if let Some(outcome) = self.debug_poll()? {
+                            return Ok(outcome);
+                        }
+                    }
                     if !deadline.expired() {
                         self.deliver_timer()?;
                         if let Some(status) = self.proc.exit_status {
