@@ -31,6 +31,16 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* getppid(2) by hand, with a label on the syscall instruction for gdb. */
+__attribute__((noinline)) long raw_getppid(void) {
+    long r;
+    __asm__ volatile(".globl syscall_insn\nsyscall_insn:\n\tsyscall"
+                     : "=a"(r)
+                     : "a"(110L)
+                     : "rcx", "r11", "memory");
+    return r;
+}
+
 volatile unsigned long spins;
 
 __attribute__((noinline)) void spin_forever(void) {
@@ -44,6 +54,9 @@ int main(int argc, char **argv) {
     printf("result=%d counter=%d\n", r, counter);
     if (argc > 1 && strcmp(argv[1], "crash") == 0) {
         crash();
+    }
+    if (argc > 1 && strcmp(argv[1], "syscall") == 0) {
+        printf("ppid=%ld\n", raw_getppid());
     }
     if (argc > 1 && strcmp(argv[1], "spin") == 0) {
         fflush(stdout);

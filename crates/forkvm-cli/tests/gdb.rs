@@ -60,8 +60,14 @@ struct Stub {
 }
 
 fn start(args: &[&str]) -> Stub {
+    start_with(&[], args)
+}
+
+/// [`start`] with more forkvm options (`flags`, before the program).
+fn start_with(flags: &[&str], args: &[&str]) -> Stub {
     let mut child = Command::new(common::forkvm_bin())
         .args(["run", "--gdb", "127.0.0.1:0"])
+        .args(flags)
         .arg(target())
         .args(args)
         .env_remove("FORKVM_LOG")
@@ -308,7 +314,7 @@ fn a_second_thread_is_listed_and_inspected() {
         "breakpoint in a thread",
     );
     assert_has(&out, "in worker (arg=0x7)", "the thread's frames");
-    assert_has(&out, "in main (argc=2", "the other thread's frames");
+    assert_has(&out, "main (argc=2", "the other thread's frames");
     let listed = out
         .lines()
         .filter(|l| l.trim_start().starts_with(['1', '2', '*']) && l.contains("Thread "))
@@ -319,6 +325,36 @@ fn a_second_thread_is_listed_and_inspected() {
         run.stdout_str(),
         "result=83 counter=41\njoined counter=48\n"
     );
+}
+
+#[test]
+fn stepi_over_a_syscall_stops_right_after_it() {
+    // Both ways a call reaches the host: answered in the guest (getppid is
+    // guest-local) and through an exit.
+    for path in ["fast", "exit"] {
+        let stub = start_with(&["--syscalls", path], &["syscall"]);
+        let out = gdb(
+            &stub,
+            &[
+                "break *syscall_insn",
+                "continue",
+                "stepi",
+                "print $pc - (long)&syscall_insn",
+                "print $rax",
+                "continue",
+            ],
+        );
+        let run = stub.finish();
+        assert_has(&out, "Breakpoint 1, ", "at the syscall");
+        assert_has(
+            &out,
+            "$1 = (void (*)()) 0x2",
+            "one instruction (2 bytes) on",
+        );
+        assert_has(&out, "$2 = 1", "getppid's answer in rax");
+        assert_eq!(run.status, 0, "{path}: {}\n{out}", run.describe());
+        assert_eq!(run.stdout_str(), "result=83 counter=41\nppid=1\n", "{path}");
+    }
 }
 
 #[test]
@@ -367,6 +403,19 @@ fn reply(conn: &mut TcpStream) -> String {
     body.split('#').next().unwrap_or("").to_string()
 }
 
+/// A `G` packet body: registers that would run on as they are, but with
+/// this `fs_base` and `mxcsr`.
+fn g_packet(fs_base: u64, mxcsr: u32) -> Vec<u8> {
+    let mut raw = vec![0u8; 0x218 + 24];
+    raw[0x214..0x218].copy_from_slice(&mxcsr.to_le_bytes());
+    raw[0x218 + 8..0x218 + 16].copy_from_slice(&fs_base.to_le_bytes());
+    let mut body = b"G".to_vec();
+    for b in raw {
+        body.extend(format!("{b:02x}").as_bytes());
+    }
+    body
+}
+
 /// xorshift: deterministic "random" bytes.
 fn noise(seed: &mut u64, n: usize) -> Vec<u8> {
     (0..n)
@@ -380,7 +429,7 @@ fn noise(seed: &mut u64, n: usize) -> Vec<u8> {
 }
 
 #[test]
-fn unmapped_memory_is_an_error_to_gdb() {
+fn unmapped_memory_and_bad_registers_are_errors_to_gdb() {
     let stub = start(&[]);
     let mut conn = TcpStream::connect(&stub.addr).expect("connect");
     conn.write_all(&packet(b"m0,8")).expect("send");
@@ -396,6 +445,24 @@ fn unmapped_memory_is_an_error_to_gdb() {
     conn.write_all(&packet(b"M10,4:01020304")).expect("send");
     let r = reply(&mut conn);
     assert!(r.starts_with('E'), "write to address 16: {r:?}");
+    // Registers KVM would refuse later are refused now (for the current thread).
+    conn.write_all(&packet(b"qfThreadInfo")).expect("send");
+    let threads = reply(&mut conn);
+    let tid = threads
+        .strip_prefix('m')
+        .and_then(|l| l.split(',').next())
+        .unwrap_or_else(|| panic!("qfThreadInfo: {threads:?}"));
+    conn.write_all(&packet(format!("Hg{tid}").as_bytes()))
+        .expect("send");
+    assert_eq!(reply(&mut conn), "OK");
+    conn.write_all(&packet(&g_packet(0xdead_0000_0000_0000, 0x1f80)))
+        .expect("send");
+    let r = reply(&mut conn);
+    assert!(r.starts_with("E"), "non-canonical fs_base: {r:?}");
+    conn.write_all(&packet(&g_packet(0, 0x1_0000)))
+        .expect("send");
+    let r = reply(&mut conn);
+    assert!(r.starts_with('E'), "reserved MXCSR bit: {r:?}");
     // The program's own memory reads fine: the ELF header of the image.
     conn.write_all(&packet(b"m400000,4")).expect("send");
     assert_eq!(reply(&mut conn), "7f454c46");
@@ -451,6 +518,9 @@ fn hostile_packets_never_crash_the_host() {
                     b"qXfer:features:read:target.xml:ffffffff,ffffffff",
                     b"qXfer:features:read:../../etc/passwd:0,100",
                     b"qSupported:xmlRegisters=i386;multiprocess+;swbreak+",
+                    // A non-canonical fs_base and a reserved MXCSR bit (refused).
+                    &g_packet(0xdead_0000_0000_0000, 0x1f80),
+                    &g_packet(0, 0x1_0000),
                     b"vCont;s:p1.ffff",
                     b"vCont;x",
                     b"qfThreadInfo",
@@ -507,8 +577,8 @@ fn ctrl_c_interrupts_an_endless_loop() {
         .args(["-nx", "-batch"])
         .arg("-ex")
         .arg(format!("target remote {}", stub.addr))
-        .args(["-ex", "continue", "-ex", "bt", "-ex", "set var spins = 0"])
-        .args(["-ex", "stepi", "-ex", "print spins", "-ex", "kill"])
+        .args(["-ex", "continue", "-ex", "bt", "-ex", "info registers rip"])
+        .args(["-ex", "stepi", "-ex", "info registers rip", "-ex", "kill"])
         .arg(target())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -547,10 +617,14 @@ fn ctrl_c_interrupts_an_endless_loop() {
     assert_has(&out, "Program received signal SIGINT", "interrupt");
     assert_has(&out, "in spin_forever () at ", "where the loop was");
     assert_has(&out, "in main (argc=2", "backtrace");
-    // One instruction after clearing it, the counter is at most 1.
-    assert!(
-        out.contains("$1 = 0") || out.contains("$1 = 1"),
-        "stepi inside the loop:\n{out}"
-    );
+    // A step from there moves within the loop.
+    let r = rips(&out);
+    assert_eq!(r.len(), 2, "two rip lines expected:\n{out}");
+    assert_ne!(r[0], r[1], "stepi did not move:\n{out}");
+    let in_loop = out
+        .lines()
+        .filter(|l| l.starts_with("rip") && l.contains("<spin_forever+"))
+        .count();
+    assert_eq!(in_loop, 2, "both stops in the loop:\n{out}");
     assert_eq!(run.status, 128 + 9, "killed from gdb\n{}", run.describe());
 }

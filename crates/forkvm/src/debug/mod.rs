@@ -43,6 +43,12 @@ pub use regs::ForkvmX86_64;
 
 /// The byte of `int3`.
 const INT3: u8 = 0xcc;
+/// FS base must stay below this (canonical user addresses).
+const USER_ADDRESS_END: u64 = 0x0000_8000_0000_0000;
+/// MXCSR bits that may be set.
+const MXCSR_VALID: u32 = 0xffff;
+/// The bytes of `syscall`.
+const SYSCALL: [u8; 2] = [0x0f, 0x05];
 /// RFLAGS.TF: trap after the next instruction.
 const TF: u64 = 1 << 8;
 /// At most this many software breakpoints at once (each costs a map entry).
@@ -64,6 +70,10 @@ pub struct Debugger {
     breakpoints: BTreeMap<u64, u8>,
     /// The next resume single-steps the current thread.
     step: bool,
+    /// A step over a `syscall` instruction: the `int3` planted after it
+    /// (address, original byte). TF cannot do it: `syscall` masks TF, and
+    /// `sysret`/`iretq` restore it only to trap one instruction later.
+    step_over: Option<(u64, u8)>,
     /// Kicks the vCPU out periodically so a Ctrl-C from gdb is seen while
     /// the program runs (dropped with the session).
     _poll: Deadline,
@@ -118,6 +128,7 @@ impl Machine {
             pending: VecDeque::new(),
             breakpoints: BTreeMap::new(),
             step: false,
+            step_over: None,
             _poll: Deadline::tick(INTERRUPT_POLL),
         }));
         self.debug_session(None)
@@ -131,7 +142,10 @@ impl Machine {
         };
         frame.from_user()
             && match vector {
-                abi::vector::BREAKPOINT => d.breakpoints.contains_key(&frame.rip.wrapping_sub(1)),
+                abi::vector::BREAKPOINT => {
+                    let at = frame.rip.wrapping_sub(1);
+                    d.breakpoints.contains_key(&at) || d.step_over.is_some_and(|(a, _)| a == at)
+                }
                 abi::vector::DEBUG => true,
                 _ => false,
             }
@@ -150,7 +164,16 @@ impl Machine {
         user.rflags = frame.rflags & !TF;
         let tid = tid_of(self.proc.tid);
         let stepping = self.debugger.as_ref().is_some_and(|d| d.step);
-        let reason = if vector == abi::vector::BREAKPOINT {
+        let over = self
+            .debugger
+            .as_ref()
+            .and_then(|d| d.step_over)
+            .is_some_and(|(a, _)| a == frame.rip.wrapping_sub(1));
+        let reason = if vector == abi::vector::BREAKPOINT && over {
+            // The step over a syscall is done (the int3 goes in debug_session).
+            user.rip = frame.rip.wrapping_sub(1);
+            Some(MultiThreadStopReason::DoneStep)
+        } else if vector == abi::vector::BREAKPOINT {
             user.rip = frame.rip.wrapping_sub(1);
             tid.map(MultiThreadStopReason::SwBreak)
         } else if stepping {
@@ -295,6 +318,7 @@ impl Machine {
         &mut self,
         reason: Option<MultiThreadStopReason<u64>>,
     ) -> Result<Resume, MachineError> {
+        self.clear_step_over()?;
         let Some(stub) = self.debugger.as_mut().and_then(|d| d.stub.take()) else {
             return Ok(Resume::Detached);
         };
@@ -367,8 +391,39 @@ impl Machine {
         }
     }
 
+    /// Takes out the `int3` of a step over a syscall, if one is planted.
+    fn clear_step_over(&mut self) -> Result<(), MachineError> {
+        if let Some((addr, byte)) = self.debugger.as_mut().and_then(|d| d.step_over.take()) {
+            self.mem.kernel_write(addr, &[byte]).map_err(internal)?;
+        }
+        Ok(())
+    }
+
+    /// Plants the `int3` that ends a step over the `syscall` at `rip`;
+    /// false if `rip` is not at a `syscall` (or the byte after it cannot be patched).
+    fn plant_step_over(&mut self, rip: u64) -> bool {
+        if self.debugger.is_none() {
+            return false;
+        }
+        if self.mem.read(rip, 2).ok() != Some(&SYSCALL[..]) {
+            return false;
+        }
+        let after = rip.wrapping_add(2);
+        let Some(&byte) = self.mem.read(after, 1).ok().and_then(|b| b.first()) else {
+            return false;
+        };
+        if self.mem.kernel_write(after, &[INT3]).is_err() {
+            return false;
+        }
+        if let Some(d) = self.debugger.as_mut() {
+            d.step_over = Some((after, byte));
+        }
+        true
+    }
+
     /// Removes every trace of the debugger from the program (breakpoints, trap flag).
     fn end_session(&mut self, how: Resume) -> Result<Resume, MachineError> {
+        self.clear_step_over()?;
         if let Some(mut d) = self.debugger.take() {
             for (addr, byte) in std::mem::take(&mut d.breakpoints) {
                 self.mem.kernel_write(addr, &[byte]).map_err(internal)?;
@@ -434,6 +489,11 @@ impl MultiThreadBase for Machine {
     }
 
     fn write_registers(&mut self, new: &regs::Regs, tid: Tid) -> TargetResult<(), Self> {
+        // What KVM would refuse later is refused now (as arch_prctl and
+        // sigreturn refuse it): a non-canonical FS base, reserved MXCSR bits.
+        if new.fs_base >= USER_ADDRESS_END || new.core.mxcsr > MXCSR_VALID {
+            return Err(TargetError::Errno(22)); // EINVAL
+        }
         if Some(tid) == self.current_tid() {
             let mut user = self
                 .parked()
@@ -528,7 +588,9 @@ impl MultiThreadResume for Machine {
     fn resume(&mut self) -> Result<(), Self::Error> {
         let step = self.debugger.as_ref().is_some_and(|d| d.step);
         let mut user = self.parked().map_err(|e| e.to_string())?;
-        if step {
+        if step && self.plant_step_over(user.rip) {
+            user.rflags &= !TF;
+        } else if step {
             user.rflags |= TF;
         } else {
             user.rflags &= !TF;
