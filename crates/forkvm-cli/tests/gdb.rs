@@ -16,37 +16,31 @@ use std::time::{Duration, Instant};
 fn target() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            let dir = scratch_dir("gdb-target");
-            let out = dir.join("gdb_target");
-            let src = common::repo_root().join("tests/guests/gdb_target.c");
-            let run = run_cmd(
-                {
-                    let mut c = Command::new("gcc");
-                    c.args([
-                        "-static",
-                        "-O0",
-                        "-g",
-                        "-fno-omit-frame-pointer",
-                        "-pthread",
-                    ])
-                    .arg("-o")
-                    .arg(&out)
-                    .arg(&src);
-                    c
-                },
-                b"",
-                WATCHDOG,
-            );
-            assert_eq!(
-                run.status,
-                0,
-                "cannot build the gdb target\n{}",
-                run.describe()
-            );
-            out
-        })
+        .get_or_init(|| build_target("gdb_target", &["-static"]))
         .clone()
+}
+
+/// The same, dynamically linked (a PIE, as gcc builds by default here).
+fn dynamic_target() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| build_target("gdb_target_dyn", &[]))
+        .clone()
+}
+
+fn build_target(name: &str, flags: &[&str]) -> PathBuf {
+    let dir = scratch_dir(name);
+    let out = dir.join(name);
+    let src = common::repo_root().join("tests/guests/gdb_target.c");
+    let mut c = Command::new("gcc");
+    c.args(flags)
+        .args(["-O0", "-g", "-fno-omit-frame-pointer", "-pthread"])
+        .arg("-o")
+        .arg(&out)
+        .arg(&src);
+    let run = run_cmd(c, b"", WATCHDOG);
+    assert_eq!(run.status, 0, "cannot build {name}\n{}", run.describe());
+    out
 }
 
 /// A `forkvm run --gdb 127.0.0.1:0` waiting for gdb, and the address it listens on.
@@ -65,10 +59,15 @@ fn start(args: &[&str]) -> Stub {
 
 /// [`start`] with more forkvm options (`flags`, before the program).
 fn start_with(flags: &[&str], args: &[&str]) -> Stub {
+    start_program(&target(), flags, args)
+}
+
+/// [`start`] for any program.
+fn start_program(program: &std::path::Path, flags: &[&str], args: &[&str]) -> Stub {
     let mut child = Command::new(common::forkvm_bin())
         .args(["run", "--gdb", "127.0.0.1:0"])
         .args(flags)
-        .arg(target())
+        .arg(program)
         .args(args)
         .env_remove("FORKVM_LOG")
         .stdin(Stdio::null())
@@ -175,6 +174,11 @@ impl Stub {
 
 /// Runs gdb in batch mode against `stub` with these commands; its output.
 fn gdb(stub: &Stub, commands: &[&str]) -> String {
+    gdb_on(&target(), stub, commands)
+}
+
+/// [`gdb`] with the symbols of `program`.
+fn gdb_on(program: &std::path::Path, stub: &Stub, commands: &[&str]) -> String {
     let mut cmd = Command::new("gdb");
     cmd.args(["-nx", "-batch"])
         .arg("-ex")
@@ -182,7 +186,7 @@ fn gdb(stub: &Stub, commands: &[&str]) -> String {
     for c in commands {
         cmd.arg("-ex").arg(c);
     }
-    cmd.arg(target());
+    cmd.arg(program);
     let run = run_cmd(cmd, b"", WATCHDOG);
     format!("{}{}", run.stdout_str(), run.stderr_str())
 }
@@ -355,6 +359,78 @@ fn stepi_over_a_syscall_stops_right_after_it() {
         assert_eq!(run.status, 0, "{path}: {}\n{out}", run.describe());
         assert_eq!(run.stdout_str(), "result=83 counter=41\nppid=1\n", "{path}");
     }
+}
+
+#[test]
+fn dynamically_linked_pie_with_shared_libraries() {
+    // gdb relocates the PIE and finds ld.so and libc from the auxv; its
+    // solib breakpoint stays planted while it reads code (hidden from it).
+    let prog = dynamic_target();
+    let stub = start_program(&prog, &[], &[]);
+    let out = gdb_on(
+        &prog,
+        &stub,
+        &[
+            "break add",
+            "continue",
+            "bt",
+            "info sharedlibrary",
+            "continue",
+        ],
+    );
+    let run = stub.finish();
+    assert_has(
+        &out,
+        "Breakpoint 1, add (a=41, b=41)",
+        "breakpoint in a PIE",
+    );
+    assert_has(&out, "in twice_plus_one (x=41)", "backtrace");
+    assert_has(&out, "libc.so.6", "shared libraries");
+    assert_has(&out, "exited normally", "continue to exit");
+    assert_eq!(run.status, 0, "{}\n{out}", run.describe());
+    assert_eq!(run.stdout_str(), "result=83 counter=41\n");
+}
+
+#[test]
+fn rust_and_go_programs() {
+    // Rust (static-pie, release): a breakpoint on `main`, a backtrace.
+    let rust = common::guest("hello_rs");
+    let stub = start_program(&rust, &[], &[]);
+    let out = gdb_on(&rust, &stub, &["break main", "continue", "bt", "continue"]);
+    let run = stub.finish();
+    assert_has(&out, "Breakpoint 1, ", "Rust breakpoint");
+    assert_has(&out, "in main ()", "Rust backtrace");
+    assert_has(&out, "exited normally", "Rust continue");
+    assert_eq!(run.status, 0, "{}\n{out}", run.describe());
+
+    // Go: main.main with its source line, and the runtime's threads listed.
+    let go = common::guest("goroutines");
+    let stub = start_program(&go, &[], &[]);
+    let out = gdb_on(
+        &go,
+        &stub,
+        &[
+            "break main.main",
+            "continue",
+            "bt",
+            "info threads",
+            "continue",
+        ],
+    );
+    let run = stub.finish();
+    assert_has(&out, "hit Breakpoint 1, main.main () at ", "Go breakpoint");
+    assert_has(&out, "main.go:", "Go source line");
+    let threads = out
+        .lines()
+        .filter(|l| {
+            l.trim_start()
+                .starts_with(|c: char| c == '*' || c.is_ascii_digit())
+                && l.contains("Thread ")
+        })
+        .count();
+    assert!(threads >= 2, "Go runtime threads in `info threads`:\n{out}");
+    assert_has(&out, "exited normally", "Go continue");
+    assert_eq!(run.status, 0, "{}\n{out}", run.describe());
 }
 
 #[test]

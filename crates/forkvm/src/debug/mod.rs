@@ -25,6 +25,7 @@ use crate::machine::{Machine, MachineError, Outcome};
 use gdbstub::common::{Signal, Tid};
 use gdbstub::stub::state_machine::GdbStubStateMachine;
 use gdbstub::stub::{DisconnectReason, GdbStub, MultiThreadStopReason};
+use gdbstub::target::ext::auxv::{Auxv, AuxvOps};
 use gdbstub::target::ext::base::multithread::{
     MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
     MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
@@ -74,6 +75,9 @@ pub struct Debugger {
     /// (address, original byte). TF cannot do it: `syscall` masks TF, and
     /// `sysret`/`iretq` restore it only to trap one instruction later.
     step_over: Option<(u64, u8)>,
+    /// The program's auxiliary vector as the kernel gave it (gdb finds a
+    /// PIE's load address and ld.so's libraries from AT_ENTRY/AT_PHDR/AT_BASE).
+    auxv: Vec<u8>,
     /// Kicks the vCPU out periodically so a Ctrl-C from gdb is seen while
     /// the program runs (dropped with the session).
     _poll: Deadline,
@@ -120,6 +124,7 @@ impl Machine {
         // KVM, so a stop reads the registers `reset` set (parked at the `iretq`).
         let regs = self.vcpu.get_regs_ioctl()?;
         self.vcpu.set_regs(&regs);
+        let auxv = self.parked().map(|r| initial_auxv(&self.mem, r.rsp))?;
         let stub = GdbStub::new(conn)
             .run_state_machine(self)
             .map_err(internal)?;
@@ -129,6 +134,7 @@ impl Machine {
             breakpoints: BTreeMap::new(),
             step: false,
             step_over: None,
+            auxv,
             _poll: Deadline::tick(INTERRUPT_POLL),
         }));
         self.debug_session(None)
@@ -462,6 +468,49 @@ impl Target for Machine {
     fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
         Some(self)
     }
+
+    fn support_auxv(&mut self) -> Option<AuxvOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl Auxv for Machine {
+    fn get_auxv(&self, offset: u64, length: usize, buf: &mut [u8]) -> TargetResult<usize, Self> {
+        let auxv = self.debugger.as_ref().map_or(&[][..], |d| &d.auxv[..]);
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(auxv.len());
+        let n = length.min(buf.len()).min(auxv.len() - start);
+        buf[..n].copy_from_slice(&auxv[start..start + n]);
+        Ok(n)
+    }
+}
+
+/// Most auxv entries copied (Linux passes about 20).
+const MAX_AUXV_ENTRIES: u64 = 64;
+
+/// The auxiliary vector on the initial stack at `rsp` (argc, argv, NULL,
+/// envp, NULL, then (key, value) pairs up to AT_NULL), with its AT_NULL;
+/// empty if the stack does not look like one.
+fn initial_auxv(mem: &crate::memory::GuestMemory, rsp: u64) -> Vec<u8> {
+    let walk = || -> Option<Vec<u8>> {
+        let argc = mem.read_u64(rsp).ok()?;
+        let mut p = rsp.checked_add(argc.checked_add(2)?.checked_mul(8)?)?;
+        while mem.read_u64(p).ok()? != 0 {
+            p = p.checked_add(8)?;
+        }
+        p = p.checked_add(8)?;
+        let start = p;
+        for _ in 0..MAX_AUXV_ENTRIES {
+            let key = mem.read_u64(p).ok()?;
+            p = p.checked_add(16)?;
+            if key == 0 {
+                return Some(mem.read(start, p - start).ok()?.to_vec());
+            }
+        }
+        None
+    };
+    walk().unwrap_or_default()
 }
 
 impl MultiThreadBase for Machine {
@@ -554,6 +603,18 @@ impl MultiThreadBase for Machine {
         if done == 0 && !data.is_empty() {
             return Err(TargetError::Errno(14)); // EFAULT
         }
+        // gdb sees the program's bytes, not the int3s planted for it (as
+        // gdbserver hides its breakpoints); else it takes them for the
+        // program's own ("permanent") breakpoints.
+        if let (Some(d), Some(end)) = (self.debugger.as_ref(), start.checked_add(done as u64)) {
+            let planted = d.breakpoints.range(start..end).map(|(a, b)| (*a, *b));
+            for (addr, byte) in planted.chain(d.step_over.filter(|(a, _)| (start..end).contains(a)))
+            {
+                if let Some(slot) = data.get_mut((addr - start) as usize) {
+                    *slot = byte;
+                }
+            }
+        }
         Ok(done)
     }
 
@@ -564,7 +625,38 @@ impl MultiThreadBase for Machine {
         }
         self.mem
             .kernel_write(start, data)
-            .map_err(|_| TargetError::Errno(14))
+            .map_err(|_| TargetError::Errno(14))?;
+        // A write over a planted int3 changes the byte it stands for; the int3 stays.
+        let end = start.saturating_add(data.len() as u64);
+        if let Some(d) = self.debugger.as_mut() {
+            let planted: Vec<u64> = d
+                .breakpoints
+                .range(start..end)
+                .map(|(a, _)| *a)
+                .chain(
+                    d.step_over
+                        .map(|(a, _)| a)
+                        .filter(|a| (start..end).contains(a)),
+                )
+                .collect();
+            for addr in planted {
+                let Some(&byte) = data.get((addr - start) as usize) else {
+                    continue;
+                };
+                if let Some(b) = d.breakpoints.get_mut(&addr) {
+                    *b = byte;
+                }
+                if let Some((a, b)) = d.step_over.as_mut() {
+                    if *a == addr {
+                        *b = byte;
+                    }
+                }
+                self.mem
+                    .kernel_write(addr, &[INT3])
+                    .map_err(|_| TargetError::Errno(14))?;
+            }
+        }
+        Ok(())
     }
 
     fn list_active_threads(&mut self, found: &mut dyn FnMut(Tid)) -> Result<(), Self::Error> {
