@@ -3,6 +3,7 @@
  * thread on demand. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int counter = 41;
@@ -57,6 +58,10 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "syscall") == 0) {
         printf("ppid=%ld\n", raw_getppid());
+    }
+    if (argc > 1 && strcmp(argv[1], "abort") == 0) {
+        fflush(stdout);
+        abort();
     }
     if (argc > 1 && strcmp(argv[1], "spin") == 0) {
         fflush(stdout);

@@ -286,7 +286,13 @@ fn sigsegv_stops_in_gdb_before_the_crash_report() {
     let run = stub.finish();
     assert_has(&out, "Program received signal SIGSEGV", "fault stop");
     assert_has(&out, "crash () at ", "faulting function");
-    assert_has(&out, "gdb_target.c:22", "faulting line");
+    let src = std::fs::read_to_string(common::repo_root().join("tests/guests/gdb_target.c"))
+        .expect("read gdb_target.c");
+    let line = 1 + src
+        .lines()
+        .position(|l| l.contains("/* the faulting line */"))
+        .expect("marked line");
+    assert_has(&out, &format!("gdb_target.c:{line}"), "faulting line");
     assert_has(&out, "*p = 1; /* the faulting line */", "faulting source");
     assert_has(&out, "in main (argc=2", "backtrace from the fault");
     assert_has(&out, "Program terminated with signal SIGSEGV", "the end");
@@ -296,6 +302,18 @@ fn sigsegv_stops_in_gdb_before_the_crash_report() {
         "crash report after gdb:\n{}",
         run.describe()
     );
+}
+
+#[test]
+fn abort_stops_in_gdb_with_sigabrt() {
+    let stub = start(&["abort"]);
+    let out = gdb(&stub, &["continue", "bt", "continue"]);
+    let run = stub.finish();
+    assert_has(&out, "Program received signal SIGABRT", "signal stop");
+    assert_has(&out, "in abort ()", "backtrace through abort");
+    assert_has(&out, "in main (argc=2", "backtrace to main");
+    assert_has(&out, "Program terminated with signal SIGABRT", "the end");
+    assert_eq!(run.status, 128 + 6, "{}", run.describe());
 }
 
 #[test]

@@ -78,6 +78,8 @@ pub struct Debugger {
     /// The program's auxiliary vector as the kernel gave it (gdb finds a
     /// PIE's load address and ld.so's libraries from AT_ENTRY/AT_PHDR/AT_BASE).
     auxv: Vec<u8>,
+    /// The signal that ended the program, when one did (see `debug_signal_exit`).
+    killed_by: Option<u8>,
     /// Kicks the vCPU out periodically so a Ctrl-C from gdb is seen while
     /// the program runs (dropped with the session).
     _poll: Deadline,
@@ -135,6 +137,7 @@ impl Machine {
             step: false,
             step_over: None,
             auxv,
+            killed_by: None,
             _poll: Deadline::tick(INTERRUPT_POLL),
         }));
         self.debug_session(None)
@@ -258,12 +261,59 @@ impl Machine {
         Ok(())
     }
 
+    /// A syscall ended the program with `status`: if that was a signal the
+    /// program sent itself (kill, tkill, tgkill with a default action that
+    /// terminates, as abort() does), report it to gdb as a stop first, at the
+    /// syscall, then end the run as killed by it.
+    pub(crate) fn debug_signal_exit(
+        &mut self,
+        regs: &kvm_bindings::kvm_regs,
+        user_rsp: u64,
+        status: i32,
+    ) -> Result<Option<Outcome>, MachineError> {
+        const KILL_CALLS: [u64; 3] = [62, 200, 234]; // kill, tkill, tgkill
+        if self.debugger.is_none() || !KILL_CALLS.contains(&regs.rax) {
+            return Ok(None);
+        }
+        let Some(sig) = status.checked_sub(128).and_then(|s| u8::try_from(s).ok()) else {
+            return Ok(None);
+        };
+        if sig == 0 || sig > 64 {
+            return Ok(None);
+        }
+        // The program stands after its `syscall` (RIP←RCX, RFLAGS←R11).
+        let user = kvm_bindings::kvm_regs {
+            rip: regs.rcx,
+            rflags: regs.r11,
+            rsp: user_rsp,
+            ..*regs
+        };
+        self.park(&user)?;
+        let reason = match self.current_tid() {
+            Some(tid) => MultiThreadStopReason::SignalWithThread {
+                tid,
+                signal: Signal(sig),
+            },
+            None => MultiThreadStopReason::Signal(Signal(sig)),
+        };
+        if self.debug_session(Some(reason))? == Resume::Killed {
+            return Ok(Some(Outcome::Exited(KILLED_STATUS)));
+        }
+        if let Some(d) = self.debugger.as_mut() {
+            d.killed_by = Some(sig);
+        }
+        Ok(None)
+    }
+
     /// Tells gdb how the run ended and ends the session.
     pub fn gdb_finish(&mut self, outcome: &Outcome) {
         let Some(mut d) = self.debugger.take() else {
             return;
         };
         let reason = match outcome {
+            Outcome::Exited(_) if d.killed_by.is_some() => {
+                MultiThreadStopReason::Terminated(Signal(d.killed_by.unwrap_or(9)))
+            }
             Outcome::Exited(code) => MultiThreadStopReason::Exited((*code & 0xff) as u8),
             Outcome::Crashed(info) => {
                 MultiThreadStopReason::Terminated(Signal(u8::try_from(info.signal).unwrap_or(9)))

@@ -626,6 +626,10 @@ impl Machine {
             result = (-(linux::Errno::EINTR.0 as i64)) as u64;
         }
         if let Some(status) = self.proc.exit_status {
+            // An attached gdb sees a kill by signal first (crate::debug).
+            if let Some(outcome) = self.debug_signal_exit(&regs, self.trap_rsp, status)? {
+                return Ok(Some(outcome));
+            }
             return Ok(Some(Outcome::Exited(status)));
         }
         if !matches!(self.proc.sched, Some(Sched::Retry(_))) {
