@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int counter = 41;
 const char *greeting = "hello from the guest";
@@ -58,6 +59,15 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "syscall") == 0) {
         printf("ppid=%ld\n", raw_getppid());
+    }
+    if (argc > 1 && strcmp(argv[1], "sleep") == 0) {
+        printf("usleep=%d\n", usleep(200000));
+    }
+    if (argc > 1 && strcmp(argv[1], "naps") == 0) {
+        fflush(stdout);
+        for (;;) {
+            usleep(2000);
+        }
     }
     if (argc > 1 && strcmp(argv[1], "abort") == 0) {
         fflush(stdout);

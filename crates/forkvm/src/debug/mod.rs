@@ -56,6 +56,8 @@ const TF: u64 = 1 << 8;
 const MAX_BREAKPOINTS: usize = 4096;
 /// How often a running program is checked for a Ctrl-C from gdb.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+/// The tick when gdb is known to wait for a stop.
+const URGENT_POLL: Duration = Duration::from_millis(1);
 /// Bytes read from the connection at a time.
 const READ_CHUNK: usize = 4096;
 
@@ -81,8 +83,9 @@ pub struct Debugger {
     /// The signal that ended the program, when one did (see `debug_signal_exit`).
     killed_by: Option<u8>,
     /// Kicks the vCPU out periodically so a Ctrl-C from gdb is seen while
-    /// the program runs (dropped with the session).
-    _poll: Deadline,
+    /// the program runs (dropped with the session). None while the host
+    /// serves a system call: the kick would cut a host sleep short (EINTR).
+    poll: Option<Deadline>,
 }
 
 impl std::fmt::Debug for Debugger {
@@ -138,7 +141,7 @@ impl Machine {
             step_over: None,
             auxv,
             killed_by: None,
-            _poll: Deadline::tick(INTERRUPT_POLL),
+            poll: Some(Deadline::tick(INTERRUPT_POLL)),
         }));
         self.debug_session(None)
     }
@@ -201,39 +204,108 @@ impl Machine {
         }
     }
 
+    /// Stops (`true`) or restarts the Ctrl-C poll tick around a system call
+    /// the host serves, so a host sleep or wait is not cut short by it.
+    /// Restarted with a short period while gdb's bytes wait for a stop in
+    /// program code.
+    pub(crate) fn debug_quiet(&mut self, quiet: bool) {
+        let Some(d) = self.debugger.as_mut() else {
+            return;
+        };
+        if quiet {
+            d.poll = None;
+            return;
+        }
+        let urgent = !d.pending.is_empty();
+        d.poll = Some(Deadline::tick(if urgent {
+            URGENT_POLL
+        } else {
+            INTERRUPT_POLL
+        }));
+    }
+
     /// On a kick while the program runs: if gdb sent something (Ctrl-C),
     /// stop and serve it, once the vCPU is in program code (else next kick).
     /// `Some` when the run must end (kill).
     pub(crate) fn debug_poll(&mut self) -> Result<Option<Outcome>, MachineError> {
-        let Some(d) = self.debugger.as_mut() else {
+        if !self.gdb_waits()? {
             return Ok(None);
-        };
-        if d.pending.is_empty() {
-            let Some(GdbStubStateMachine::Running(s)) = d.stub.as_mut() else {
-                return Ok(None);
-            };
-            let conn = s.borrow_conn();
-            let mut buf = [0u8; READ_CHUNK];
-            let got = conn
-                .set_nonblocking(true)
-                .and_then(|()| conn.read(&mut buf));
-            conn.set_nonblocking(false).map_err(internal)?;
-            match got {
-                Ok(0) => {
-                    // gdb went away: the program runs on alone.
-                    self.end_session(Resume::Detached)?;
-                    return Ok(None);
-                }
-                Ok(n) => d.pending.extend(buf.get(..n).unwrap_or(&[])),
-                Err(_) => return Ok(None),
-            }
         }
         let regs = self.vcpu.regs();
         if regs.rip < abi::USER_BASE || self.vcpu.event_in_flight()? {
             return Ok(None);
         }
         // The vCPU is in program code: its registers are the program's.
-        match self.debug_session(None)? {
+        self.interrupted()
+    }
+
+    /// After the host served a system call: restarts the poll tick, and if
+    /// gdb sent something (Ctrl-C), stops right here, the program standing
+    /// after its `syscall` (RIP←RCX, RFLAGS←R11, its stack at `user_rsp`).
+    /// `Some` when the run must end (kill).
+    pub(crate) fn debug_after_syscall(
+        &mut self,
+        user_rsp: u64,
+    ) -> Result<Option<Outcome>, MachineError> {
+        if self.debugger.is_none() {
+            return Ok(None);
+        }
+        self.debug_quiet(false);
+        if !self.gdb_waits()? {
+            return Ok(None);
+        }
+        let regs = self.vcpu.regs();
+        if regs.rip != guest_kernel::IRET_ENTRY {
+            // Not already parked (by a thread switch or a signal handler).
+            self.park(&kvm_bindings::kvm_regs {
+                rip: regs.rcx,
+                rflags: regs.r11,
+                rsp: user_rsp,
+                ..regs
+            })?;
+        }
+        self.interrupted()
+    }
+
+    /// Whether gdb sent bytes not served yet (read without blocking into
+    /// `pending`). A closed connection ends the session (the program runs on).
+    fn gdb_waits(&mut self) -> Result<bool, MachineError> {
+        let Some(d) = self.debugger.as_mut() else {
+            return Ok(false);
+        };
+        if !d.pending.is_empty() {
+            return Ok(true);
+        }
+        let Some(GdbStubStateMachine::Running(s)) = d.stub.as_mut() else {
+            return Ok(false);
+        };
+        let conn = s.borrow_conn();
+        let mut buf = [0u8; READ_CHUNK];
+        let got = conn
+            .set_nonblocking(true)
+            .and_then(|()| conn.read(&mut buf));
+        conn.set_nonblocking(false).map_err(internal)?;
+        match got {
+            Ok(0) => {
+                self.end_session(Resume::Detached)?;
+                Ok(false)
+            }
+            Ok(n) => {
+                d.pending.extend(buf.get(..n).unwrap_or(&[]));
+                Ok(true)
+            }
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Serves what gdb sent while the program ran (the program is stopped
+    /// where [`Machine::parked`] finds it).
+    fn interrupted(&mut self) -> Result<Option<Outcome>, MachineError> {
+        let how = self.debug_session(None)?;
+        if let Some(d) = self.debugger.as_mut() {
+            d.poll = Some(Deadline::tick(INTERRUPT_POLL));
+        }
+        match how {
             Resume::Killed => Ok(Some(Outcome::Exited(KILLED_STATUS))),
             Resume::Run | Resume::Detached => Ok(None),
         }
@@ -828,5 +900,54 @@ impl SwBreakpoint for Machine {
             .kernel_write(addr, &[original])
             .map_err(|e| TargetError::Fatal(e.to_string()))?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::GuestMemory;
+
+    /// Writes 64-bit words at `at`.
+    fn put(mem: &mut GuestMemory, at: u64, words: &[u64]) {
+        for (i, w) in words.iter().enumerate() {
+            mem.write_u64(at + 8 * i as u64, *w).unwrap();
+        }
+    }
+
+    #[test]
+    fn auxv_is_copied_off_the_initial_stack() {
+        let mut mem = GuestMemory::new(4 << 20).unwrap();
+        let rsp = 0x30_0000;
+        // argc=2, argv[2] + NULL, one env + NULL, AT_ENTRY, AT_PAGESZ, AT_NULL.
+        put(
+            &mut mem,
+            rsp,
+            &[2, 0x1000, 0x1010, 0, 0x1020, 0, 9, 0x40_1000, 6, 4096, 0, 0],
+        );
+        let auxv = initial_auxv(&mem, rsp);
+        assert_eq!(auxv.len(), 6 * 8);
+        let words: Vec<u64> = auxv
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, [9, 0x40_1000, 6, 4096, 0, 0]);
+    }
+
+    #[test]
+    fn a_hostile_stack_gives_no_auxv() {
+        let mut mem = GuestMemory::new(4 << 20).unwrap();
+        let size = mem.size();
+        // argc pointing far past memory, a stack running off the end, no AT_NULL.
+        put(&mut mem, 0x30_0000, &[u64::MAX / 4]);
+        assert!(initial_auxv(&mem, 0x30_0000).is_empty());
+        for rsp in [size - 8, size, u64::MAX - 7] {
+            assert!(initial_auxv(&mem, rsp).is_empty());
+        }
+        // More entries than any kernel passes, never terminated.
+        let mut words = vec![0u64, 0, 0];
+        words.extend(vec![7u64; 2 * MAX_AUXV_ENTRIES as usize + 2]);
+        put(&mut mem, 0x20_0000, &words);
+        assert!(initial_auxv(&mem, 0x20_0000).is_empty());
     }
 }

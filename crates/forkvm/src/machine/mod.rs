@@ -469,7 +469,11 @@ impl Machine {
                         .map_err(|f| MachineError::Internal(f.to_string()))?;
                     match trap {
                         Trap::Syscall(ret) => {
+                            self.debug_quiet(true); // no gdb poll kicks in host calls (crate::debug)
                             if let Some(outcome) = self.syscall(ret)? {
+                                return Ok(outcome);
+                            }
+                            if let Some(outcome) = self.debug_after_syscall(self.trap_rsp)? {
                                 return Ok(outcome);
                             }
                         }
