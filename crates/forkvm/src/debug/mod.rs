@@ -251,7 +251,10 @@ impl Machine {
             return Ok(None);
         }
         self.debug_quiet(false);
-        if !self.gdb_waits()? {
+        // A thread that just blocked is put aside and none runs yet: stop
+        // later, in a thread that runs (the poll tick).
+        let me = self.proc.tid;
+        if self.proc.threads.others.iter().any(|t| t.tid == me) || !self.gdb_waits()? {
             return Ok(None);
         }
         let regs = self.vcpu.regs();
