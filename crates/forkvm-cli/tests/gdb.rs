@@ -644,24 +644,52 @@ fn hostile_packets_never_crash_the_host() {
 }
 
 #[test]
-fn crash_report_has_a_frame_pointer_backtrace() {
-    let t = target();
-    let run = common::forkvm(&["run", t.to_str().expect("utf-8 path"), "crash"]);
-    assert_eq!(run.status, 128 + 11, "{}", run.describe());
-    let err = run.stderr_str();
-    let bt = err
-        .split("backtrace (frame pointers):\n")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no backtrace in the report:\n{err}"));
-    let frames: Vec<&str> = bt.lines().map(str::trim).collect();
-    assert!(
-        frames[0].starts_with("#0 ") && frames[0].contains(" in crash+"),
-        "{err}"
-    );
-    assert!(
-        frames[1].starts_with("#1 ") && frames[1].contains(" in main+"),
-        "{err}"
-    );
+fn crash_report_has_a_backtrace_with_source_lines() {
+    let src = std::fs::read_to_string(common::repo_root().join("tests/guests/gdb_target.c"))
+        .expect("read gdb_target.c");
+    let line_of = |marker: &str| {
+        1 + src
+            .lines()
+            .position(|l| l.contains(marker))
+            .expect("marked line")
+    };
+    let fault = format!("gdb_target.c:{}", line_of("/* the faulting line */"));
+    let call = format!("gdb_target.c:{}", line_of("        crash();"));
+    // Static, and static-pie (loaded at a bias the DWARF lookup must undo).
+    let static_pie = build_target("gdb_target_spie", &["-static-pie"]);
+    for prog in [target(), static_pie] {
+        let run = common::forkvm(&["run", prog.to_str().expect("utf-8 path"), "crash"]);
+        assert_eq!(run.status, 128 + 11, "{}", run.describe());
+        let err = run.stderr_str();
+        let bt = err
+            .split("backtrace (frame pointers):\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no backtrace in the report:\n{err}"));
+        let frames: Vec<&str> = bt.lines().map(str::trim).collect();
+        assert!(
+            frames[0].starts_with("#0 ") && frames[0].contains(" in crash+"),
+            "{err}"
+        );
+        assert!(
+            frames[1].starts_with("#1 ") && frames[1].contains(" in main+"),
+            "{err}"
+        );
+        let src_lines = err
+            .split("  source:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no source lines in the report:\n{err}"));
+        let mut lines = src_lines.lines().map(str::trim);
+        let first = lines.next().unwrap_or_default();
+        assert!(
+            first.starts_with("#0 crash at ") && first.ends_with(&fault),
+            "{err}"
+        );
+        let second = lines.next().unwrap_or_default();
+        assert!(
+            second.starts_with("#1 main at ") && second.ends_with(&call),
+            "{err}"
+        );
+    }
 }
 
 #[test]

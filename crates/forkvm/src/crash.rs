@@ -318,6 +318,97 @@ pub fn render(info: &CrashInfo, mem: &GuestMemory, symbols: Option<&Symbols>) ->
     out
 }
 
+impl crate::machine::Machine {
+    /// [`Machine::crash_report`](crate::machine::Machine::crash_report) with
+    /// the backtrace's source lines, when the program file has debug information.
+    pub fn crash_report_with_source(&self, info: &CrashInfo) -> String {
+        let mut report = self.crash_report(info);
+        let exe = std::path::Path::new(&self.proc.exe_path);
+        report.push_str(&source_lines(info, &self.mem, &self.symbols, exe));
+        report
+    }
+}
+
+/// Largest program file read for its debug information.
+const MAX_DEBUG_FILE: u64 = 1 << 30;
+
+/// The source lines of a crash's backtrace (the faulting instruction, then
+/// each caller found by frame pointers) from the DWARF line tables of the
+/// program file at `exe`, e.g. `"    #1 main at prog.c:12\n"`; empty when the
+/// file has no debug information. Frames outside the program (a shared
+/// library) are left out.
+pub fn source_lines(
+    info: &CrashInfo,
+    mem: &GuestMemory,
+    symbols: &Symbols,
+    exe: &std::path::Path,
+) -> String {
+    let r = &info.regs;
+    let mut frames = vec![(r.rip, r.rip)];
+    // A return address is looked up one byte back: inside the call.
+    frames.extend(
+        frame_pointer_chain(mem, r.rbp, Some(symbols))
+            .into_iter()
+            .map(|ret| (ret, ret.wrapping_sub(1))),
+    );
+    let Some(lines) = dwarf_lines(exe, symbols, r.rip, &frames) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (i, ((addr, _), line)) in frames.iter().zip(lines).enumerate() {
+        let Some(line) = line else { continue };
+        let name = symbols.lookup(*addr).map_or("?", |(n, _)| n);
+        let _ = writeln!(out, "    #{i} {name} at {line}");
+    }
+    if !out.is_empty() {
+        out.insert_str(0, "  source:\n");
+    }
+    out
+}
+
+/// `file:line` for each frame's probe address, through the program's DWARF.
+/// The load bias comes from the symbol at `rip`: its address here minus its
+/// value in the file.
+fn dwarf_lines(
+    exe: &std::path::Path,
+    symbols: &Symbols,
+    rip: u64,
+    frames: &[(u64, u64)],
+) -> Option<Vec<Option<String>>> {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    if std::fs::metadata(exe).ok()?.len() > MAX_DEBUG_FILE {
+        return None;
+    }
+    let bytes = std::fs::read(exe).ok()?;
+    let file = object::File::parse(&bytes[..]).ok()?;
+    let (name, off) = symbols.lookup(rip)?;
+    let value = file.symbols().find(|s| s.name() == Ok(name))?.address();
+    let bias = rip.wrapping_sub(off).wrapping_sub(value);
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let dwarf = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
+        let data = file
+            .section_by_name(id.name())
+            .and_then(|s| s.data().ok())
+            .unwrap_or(&[]);
+        Ok(gimli::EndianSlice::new(data, endian))
+    })
+    .ok()?;
+    let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
+    Some(
+        frames
+            .iter()
+            .map(|(_, probe)| {
+                let loc = ctx.find_location(probe.wrapping_sub(bias)).ok()??;
+                Some(format!("{}:{}", loc.file?, loc.line?))
+            })
+            .collect(),
+    )
+}
+
 /// Most frames a backtrace shows.
 const MAX_FRAMES: usize = 32;
 /// Largest stack frame the frame-pointer walk believes (a bigger step means
@@ -543,6 +634,20 @@ mod tests {
         for rbp in [0, 7, u64::MAX - 7, u64::MAX, mem.size() - 8] {
             assert!(frame_pointer_chain(&mem, rbp, Some(&syms)).is_empty());
         }
+    }
+
+    #[test]
+    fn source_lines_need_a_readable_elf_with_debug_info() {
+        let mem = GuestMemory::new(4 << 20).unwrap();
+        let syms = Symbols::from_entries([("main".to_string(), 0x20_1000, 0x40)]);
+        let info = CrashInfo::from_exception(14, 6, 0, regs(0x20_1004));
+        let dir = std::env::temp_dir();
+        let not_elf = dir.join(format!("forkvm-crash-test-{}", std::process::id()));
+        std::fs::write(&not_elf, b"#!/bin/sh\n").unwrap();
+        for exe in [std::path::Path::new("/nonexistent/prog"), &not_elf, &dir] {
+            assert_eq!(source_lines(&info, &mem, &syms, exe), "");
+        }
+        let _ = std::fs::remove_file(&not_elf);
     }
 
     #[test]
