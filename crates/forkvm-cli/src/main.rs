@@ -83,6 +83,10 @@ struct RunArgs {
     /// identity, a lone sched_yield) inside the VM; `exit` sends every call to the host
     #[arg(long, value_name = "fast|exit", default_value = "fast")]
     syscalls: forkvm::hypervisor::SyscallPath,
+    /// Stop before the program's first instruction and wait for gdb's
+    /// `target remote ADDR` (e.g. 127.0.0.1:1234; port 0 picks one, printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    gdb: Option<String>,
     /// The x86-64 Linux program to run (looked up in PATH when it has no '/'; a
     /// `#!` script runs its interpreter), then its arguments (passed as they are,
     /// even when they look like forkvm options).
@@ -162,12 +166,22 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     let mut machine =
         Machine::from_file(&program, config).with_context(|| format!("cannot start {program}"))?;
-    seccomp::confine(seccomp::Mode::Run, args.no_seccomp)?;
-    let outcome = machine.run().context("the VM failed")?;
+    let outcome = match args.gdb.as_deref() {
+        None => {
+            seccomp::confine(seccomp::Mode::Run, args.no_seccomp)?;
+            machine.run().context("the VM failed")?
+        }
+        // The stub needs the network calls `run`'s allow-list leaves out, and a
+        // debugging session is the developer's own: no host seccomp under gdb.
+        Some(addr) => {
+            tracing::warn!("--gdb: host seccomp is off while a debugger may attach");
+            run_under_gdb(&mut machine, addr)?
+        }
+    };
     match &outcome {
         Outcome::Exited(code) => tracing::debug!(code, "guest exited"),
         Outcome::Ready | Outcome::Returned(_) => {}
-        Outcome::Crashed(info) => eprint!("{}", machine.crash_report(info)),
+        Outcome::Crashed(info) => eprint!("{}", machine.crash_report_with_source(info)),
         Outcome::TimedOut(t) => eprintln!(
             "forkvm: timeout: {} did not finish within --timeout {} s and was stopped at {}",
             program,
@@ -179,6 +193,22 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         hints(machine.notes());
     }
     Ok(outcome.status() as u8)
+}
+
+/// Waits for gdb on `addr`, then runs the program under it.
+fn run_under_gdb(machine: &mut Machine, addr: &str) -> anyhow::Result<Outcome> {
+    let listener = std::net::TcpListener::bind(addr)
+        .with_context(|| format!("--gdb: cannot listen on {addr}"))?;
+    let local = listener.local_addr().context("--gdb: no local address")?;
+    eprintln!("forkvm: waiting for gdb on {local} (target remote {local})");
+    let (conn, _) = listener.accept().context("--gdb: accept failed")?;
+    drop(listener);
+    let outcome = match machine.attach_gdb(conn).context("the VM failed")? {
+        forkvm::debug::Resume::Killed => Outcome::Exited(forkvm::debug::KILLED_STATUS),
+        _ => machine.run().context("the VM failed")?,
+    };
+    machine.gdb_finish(&outcome);
+    Ok(outcome)
 }
 
 /// After a failed run: what the guest was refused that may explain it.

@@ -314,7 +314,171 @@ pub fn render(info: &CrashInfo, mem: &GuestMemory, symbols: Option<&Symbols>) ->
         rflags_names(r.rflags)
     );
     disassemble(&mut out, mem, r.rip, symbols);
+    backtrace(&mut out, mem, r, symbols);
     out
+}
+
+impl crate::machine::Machine {
+    /// [`Machine::crash_report`](crate::machine::Machine::crash_report) with
+    /// the backtrace's source lines, when the program file has debug information.
+    pub fn crash_report_with_source(&self, info: &CrashInfo) -> String {
+        let mut report = self.crash_report(info);
+        let exe = std::path::Path::new(&self.proc.exe_path);
+        report.push_str(&source_lines(info, &self.mem, &self.symbols, exe));
+        report
+    }
+}
+
+/// Largest program file read for its debug information.
+const MAX_DEBUG_FILE: u64 = 1 << 30;
+
+/// The source lines of a crash's backtrace (the faulting instruction, then
+/// each caller found by frame pointers) from the DWARF line tables of the
+/// program file at `exe`, e.g. `"    #1 main at prog.c:12\n"`; empty when the
+/// file has no debug information. Frames outside the program (a shared
+/// library) are left out.
+pub fn source_lines(
+    info: &CrashInfo,
+    mem: &GuestMemory,
+    symbols: &Symbols,
+    exe: &std::path::Path,
+) -> String {
+    let r = &info.regs;
+    let mut frames = vec![(r.rip, r.rip)];
+    // A return address is looked up one byte back: inside the call.
+    frames.extend(
+        frame_pointer_chain(mem, r.rbp, Some(symbols))
+            .into_iter()
+            .map(|ret| (ret, ret.wrapping_sub(1))),
+    );
+    let Some(lines) = dwarf_lines(exe, symbols, r.rip, &frames) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (i, ((addr, _), line)) in frames.iter().zip(lines).enumerate() {
+        let Some(line) = line else { continue };
+        let name = symbols.lookup(*addr).map_or("?", |(n, _)| n);
+        let _ = writeln!(out, "    #{i} {name} at {line}");
+    }
+    if !out.is_empty() {
+        out.insert_str(0, "  source:\n");
+    }
+    out
+}
+
+/// `file:line` for each frame's probe address, through the program's DWARF.
+/// The load bias comes from the symbol at `rip`: its address here minus its
+/// value in the file.
+fn dwarf_lines(
+    exe: &std::path::Path,
+    symbols: &Symbols,
+    rip: u64,
+    frames: &[(u64, u64)],
+) -> Option<Vec<Option<String>>> {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    if std::fs::metadata(exe).ok()?.len() > MAX_DEBUG_FILE {
+        return None;
+    }
+    let bytes = std::fs::read(exe).ok()?;
+    let file = object::File::parse(&bytes[..]).ok()?;
+    let (name, off) = symbols.lookup(rip)?;
+    let value = file.symbols().find(|s| s.name() == Ok(name))?.address();
+    let bias = rip.wrapping_sub(off).wrapping_sub(value);
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let dwarf = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
+        let data = file
+            .section_by_name(id.name())
+            .and_then(|s| s.data().ok())
+            .unwrap_or(&[]);
+        Ok(gimli::EndianSlice::new(data, endian))
+    })
+    .ok()?;
+    let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
+    Some(
+        frames
+            .iter()
+            .map(|(_, probe)| {
+                let loc = ctx.find_location(probe.wrapping_sub(bias)).ok()??;
+                Some(format!("{}:{}", loc.file?, loc.line?))
+            })
+            .collect(),
+    )
+}
+
+/// Most frames a backtrace shows.
+const MAX_FRAMES: usize = 32;
+/// Largest stack frame the frame-pointer walk believes (a bigger step means
+/// RBP is not a frame pointer here).
+const MAX_FRAME_SIZE: u64 = 1 << 20;
+
+/// The return addresses of the callers, innermost first, found by following
+/// the frame-pointer chain from `rbp` (`[rbp]` = the caller's RBP, `[rbp+8]`
+/// = the return address). Stops at the first link that does not look like
+/// one: unreadable, not upward, too far, or a return address outside any symbol.
+pub fn frame_pointer_chain(mem: &GuestMemory, rbp: u64, symbols: Option<&Symbols>) -> Vec<u64> {
+    let mut callers = Vec::new();
+    let mut fp = rbp;
+    while callers.len() < MAX_FRAMES && fp != 0 && fp & 7 == 0 {
+        let (Ok(next), Some(ret)) = (
+            mem.read_u64(fp),
+            fp.checked_add(8).and_then(|a| mem.read_u64(a).ok()),
+        ) else {
+            break;
+        };
+        let known = match symbols {
+            Some(s) => s.lookup(ret.wrapping_sub(1)).is_some(),
+            None => ret >= abi::USER_BASE,
+        };
+        if ret == 0 || !known || !follows_call(mem, ret) {
+            break;
+        }
+        callers.push(ret);
+        if next <= fp || next - fp > MAX_FRAME_SIZE {
+            break;
+        }
+        fp = next;
+    }
+    callers
+}
+
+/// Whether the instruction before `ret` looks like a call (`e8 rel32`, or
+/// `ff /2` with up to 5 bytes of prefix/operand): a return address, not a
+/// stray value found where a frame pointer would point.
+fn follows_call(mem: &GuestMemory, ret: u64) -> bool {
+    let Some(start) = ret.checked_sub(7) else {
+        return false;
+    };
+    let Ok(b) = mem.read(start, 7) else {
+        return false;
+    };
+    b[2] == 0xe8 || (0..6).any(|i| b[i] == 0xff && (b[i + 1] >> 3) & 7 == 2)
+}
+
+/// Appends the backtrace (frame pointers), when there are callers to show.
+fn backtrace(
+    out: &mut String,
+    mem: &GuestMemory,
+    r: &kvm_bindings::kvm_regs,
+    symbols: Option<&Symbols>,
+) {
+    let callers = frame_pointer_chain(mem, r.rbp, symbols);
+    if callers.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  backtrace (frame pointers):");
+    let name = |a: u64| {
+        symbolize(symbols, a)
+            .map(|s| format!(" in {s}"))
+            .unwrap_or_default()
+    };
+    let _ = writeln!(out, "    #0 {:#x}{}", r.rip, name(r.rip));
+    for (i, ret) in callers.iter().enumerate() {
+        let _ = writeln!(out, "    #{} {ret:#x}{}", i + 1, name(*ret));
+    }
 }
 
 #[cfg(test)]
@@ -420,6 +584,70 @@ mod tests {
         let r = render(&info, &mem, None);
         assert!(r.contains("=> 0x20101c:"), "{r}");
         assert!(!r.contains("main"), "{r}");
+    }
+
+    #[test]
+    fn backtrace_follows_frame_pointers_and_stops_at_garbage() {
+        let mut mem = GuestMemory::new(4 << 20).unwrap();
+        let (main, f, g) = (0x20_1000u64, 0x20_2000u64, 0x20_3000u64);
+        let syms = Symbols::from_entries([
+            ("main".to_string(), main, 0x100),
+            ("f".to_string(), f, 0x100),
+            ("g".to_string(), g, 0x100),
+        ]);
+        // g's frame at 0x30_0000 -> f's at 0x30_0100 -> main's at 0x30_0200 -> end.
+        let frames = [
+            (0x30_0000u64, 0x30_0100u64, f + 0x10),
+            (0x30_0100, 0x30_0200, main + 0x20),
+            (0x30_0200, 0, 0),
+        ];
+        for (at, next, ret) in frames {
+            mem.write_u64(at, next).unwrap();
+            mem.write_u64(at + 8, ret).unwrap();
+            if ret != 0 {
+                mem.write(ret - 5, &[0xe8, 0, 0, 0, 0]).unwrap(); // call rel32
+            }
+        }
+        let chain = frame_pointer_chain(&mem, 0x30_0000, Some(&syms));
+        assert_eq!(chain, vec![f + 0x10, main + 0x20]);
+        let mut r = regs(g + 4);
+        r.rbp = 0x30_0000;
+        let info = CrashInfo::from_exception(14, 6, 0, r);
+        let text = render(&info, &mem, Some(&syms));
+        assert!(text.contains("backtrace (frame pointers):"), "{text}");
+        assert!(text.contains("#0 0x203004 in g+0x4"), "{text}");
+        assert!(text.contains("#1 0x202010 in f+0x10"), "{text}");
+        assert!(text.contains("#2 0x201020 in main+0x20"), "{text}");
+        // A loop in the chain, a return address outside the program, an
+        // unmapped or misaligned RBP: bounded, never a panic.
+        mem.write_u64(0x30_0200, 0x30_0000).unwrap();
+        mem.write_u64(0x30_0208, main + 0x30).unwrap();
+        mem.write(main + 0x2e, &[0xff, 0xd0]).unwrap(); // call *%rax
+
+        assert_eq!(frame_pointer_chain(&mem, 0x30_0000, Some(&syms)).len(), 3);
+        // A return address not after a call is not one.
+        mem.write(main + 0x1b, &[0x90; 5]).unwrap();
+        assert_eq!(frame_pointer_chain(&mem, 0x30_0000, Some(&syms)).len(), 1);
+        mem.write(main + 0x1b, &[0xe8, 0, 0, 0, 0]).unwrap();
+        mem.write_u64(0x30_0108, 0x9999_9999).unwrap();
+        assert_eq!(frame_pointer_chain(&mem, 0x30_0000, Some(&syms)).len(), 1);
+        for rbp in [0, 7, u64::MAX - 7, u64::MAX, mem.size() - 8] {
+            assert!(frame_pointer_chain(&mem, rbp, Some(&syms)).is_empty());
+        }
+    }
+
+    #[test]
+    fn source_lines_need_a_readable_elf_with_debug_info() {
+        let mem = GuestMemory::new(4 << 20).unwrap();
+        let syms = Symbols::from_entries([("main".to_string(), 0x20_1000, 0x40)]);
+        let info = CrashInfo::from_exception(14, 6, 0, regs(0x20_1004));
+        let dir = std::env::temp_dir();
+        let not_elf = dir.join(format!("forkvm-crash-test-{}", std::process::id()));
+        std::fs::write(&not_elf, b"#!/bin/sh\n").unwrap();
+        for exe in [std::path::Path::new("/nonexistent/prog"), &not_elf, &dir] {
+            assert_eq!(source_lines(&info, &mem, &syms, exe), "");
+        }
+        let _ = std::fs::remove_file(&not_elf);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub use forkvm_abi as abi;
 pub mod builtin;
 pub mod clock;
 pub mod crash;
+pub mod debug;
 pub mod floors;
 pub mod fork;
 pub mod guest_api;

@@ -165,6 +165,8 @@ pub struct Machine {
     response: Option<Response>,
     /// The respond hypercall ends the call at once (the VM is reset afterwards anyway).
     respond_ends_call: bool,
+    /// The gdb session, when one is attached (see [`crate::debug`]).
+    pub(crate) debugger: Option<Box<crate::debug::Debugger>>,
 }
 
 /// What a run waits for; forkvm's own hypercalls mean something only in their mode.
@@ -338,6 +340,7 @@ impl Machine {
             stage_sp: None,
             response: None,
             respond_ends_call: false,
+            debugger: None,
         })
         .map(|mut m: Machine| {
             m.at_random = find_auxv(&m.mem, rsp, loader::stack::auxv::AT_RANDOM);
@@ -377,6 +380,7 @@ impl Machine {
             stage_sp: None,
             response: None,
             respond_ends_call: false,
+            debugger: None,
         }
     }
 
@@ -478,7 +482,11 @@ impl Machine {
                         .map_err(|f| MachineError::Internal(f.to_string()))?;
                     match trap {
                         Trap::Syscall(ret) => {
+                            self.debug_quiet(true); // no gdb poll kicks in host calls (crate::debug)
                             if let Some(outcome) = self.syscall(ret)? {
+                                return Ok(outcome);
+                            }
+                            if let Some(outcome) = self.debug_after_syscall(self.trap_rsp)? {
                                 return Ok(outcome);
                             }
                         }
@@ -489,6 +497,14 @@ impl Machine {
                         } if self.breakpoint.is_some_and(|(a, _)| a + 1 == frame.rip) => {
                             self.trap_rsp = frame.rsp;
                             return Ok(Outcome::Ready);
+                        }
+                        Trap::Exception { vector, frame, .. }
+                            if self.debug_claims(vector, &frame) =>
+                        {
+                            // A gdb breakpoint or single step (crate::debug).
+                            if let Some(outcome) = self.debug_trap(vector, frame)? {
+                                return Ok(outcome);
+                            }
                         }
                         Trap::Exception {
                             vector,
@@ -513,6 +529,12 @@ impl Machine {
                     }
                 }
                 Exit::Interrupted => {
+                    if self.debugger.is_some() {
+                        // A Ctrl-C from gdb (crate::debug).
+                        if let Some(outcome) = self.debug_poll()? {
+                            return Ok(outcome);
+                        }
+                    }
                     if !deadline.expired() {
                         self.deliver_timer()?;
                         if let Some(status) = self.proc.exit_status {
@@ -635,6 +657,10 @@ impl Machine {
             result = (-(linux::Errno::EINTR.0 as i64)) as u64;
         }
         if let Some(status) = self.proc.exit_status {
+            // An attached gdb sees a kill by signal first (crate::debug).
+            if let Some(outcome) = self.debug_signal_exit(&regs, self.trap_rsp, status)? {
+                return Ok(Some(outcome));
+            }
             return Ok(Some(Outcome::Exited(status)));
         }
         if !matches!(self.proc.sched, Some(Sched::Retry(_))) {
@@ -755,6 +781,8 @@ impl Machine {
                 }
             }
         }
+        // An attached gdb sees the fault before the crash report (crate::debug).
+        self.debug_fatal(&regs, &info)?;
         Ok(Some(Outcome::Crashed(Box::new(info))))
     }
 
