@@ -174,7 +174,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         // The stub needs the network calls `run`'s allow-list leaves out, and a
         // debugging session is the developer's own: no host seccomp under gdb.
         Some(addr) => {
-            tracing::warn!("--gdb: host seccomp is off while a debugger may attach");
+            tracing::info!("--gdb: host seccomp is off while a debugger may attach");
             run_under_gdb(&mut machine, addr)?
         }
     };
