@@ -148,6 +148,7 @@ impl Fork {
             m.poisoned = false;
         }
         m.ready = Some(image.ready);
+        m.host_time_reads = 0;
         self.reseed();
         Ok(stats)
     }
