@@ -169,6 +169,13 @@ const SIGMASK_OFFSET: u64 = 296;
 const SIGINFO_SIZE: u64 = 128;
 /// `struct rt_sigframe`: return address, ucontext, siginfo.
 const FRAME_SIZE: u64 = 8 + UCONTEXT_SIZE + SIGINFO_SIZE;
+/// Most bytes a signal frame takes on the stack with `layout`'s XSAVE image:
+/// the rt_sigframe, the image and its magic, alignment and the red zone (what
+/// AT_MINSIGSTKSZ tells the program).
+pub fn frame_bytes(layout: crate::hypervisor::XsaveLayout) -> u64 {
+    FRAME_SIZE + layout.frame_size() + 64 + 16 + 128
+}
+
 /// `uc_flags`: the frame has XSAVE state; `ss` is saved and restored strictly.
 const UC_FP_XSTATE: u64 = 0x1;
 const UC_SIGCONTEXT_SS: u64 = 0x2;

@@ -76,6 +76,9 @@ pub struct StackParams<'a> {
     pub interp_base: u64,
     /// Where the vDSO is (AT_SYSINFO_EHDR); 0: no vDSO, the entry is left out.
     pub vdso: u64,
+    /// Bytes a signal frame needs (with the XSAVE image); AT_MINSIGSTKSZ is
+    /// this or [`MIN_SIGSTKSZ`], whichever is larger.
+    pub minsigstksz: u64,
 }
 
 fn check_string(s: &str, what: impl FnOnce() -> String) -> Result<u64, LoadError> {
@@ -119,7 +122,7 @@ pub fn build_stack(
     let platform_len = check_string(p.platform, || "the platform string".into())?;
 
     let mut aux: Vec<(u64, u64)> = vec![
-        (auxv::AT_MINSIGSTKSZ, MIN_SIGSTKSZ),
+        (auxv::AT_MINSIGSTKSZ, p.minsigstksz.max(MIN_SIGSTKSZ)),
         (auxv::AT_HWCAP, p.hwcap),
         (auxv::AT_PAGESZ, abi::PAGE_SIZE),
         (auxv::AT_CLKTCK, CLOCK_TICKS),
@@ -235,6 +238,7 @@ mod tests {
             platform: "x86_64",
             interp_base: 0,
             vdso: 0,
+            minsigstksz: 0,
         }
     }
 

@@ -300,6 +300,7 @@ impl Machine {
                 platform: "x86_64",
                 interp_base,
                 vdso,
+                minsigstksz: linux::signal::frame_bytes(hv.xsave_layout),
             },
         )?;
 
