@@ -147,9 +147,10 @@ pub mod entry {
 }
 
 /// The fast-path data page at [`FAST_DATA_ADDR`]: offsets of the values the
-/// host writes (each a little-endian u64) and the dispatcher reads. The page
-/// is writable by the program, so the host never reads anything back from it:
-/// a program that scribbles here only gets wrong answers to its own calls.
+/// host writes (each a little-endian u64) and the dispatcher and the vDSO
+/// read (they never write it). The page is writable by the program, so the
+/// host trusts nothing in it: a program that scribbles here only gets wrong
+/// answers to its own calls.
 pub mod fast {
     /// getpid.
     pub const PID: u64 = 0x00;
@@ -164,13 +165,6 @@ pub mod fast {
     /// Nonzero when the running thread is the only one (sched_yield is then
     /// a no-op answered in the guest); rewritten before every entry.
     pub const ALONE: u64 = 0x28;
-    /// Scratch: the program's stack pointer while the dispatcher restores
-    /// RFLAGS on its own stack (the program's red zone is never touched).
-    pub const SAVED_RSP: u64 = 0x30;
-    /// Top of the dispatcher's 64-byte scratch stack.
-    pub const STACK_TOP: u64 = 0x80;
-    /// Counts calls the dispatcher answered (for tests and `forkvm bench`).
-    pub const SERVED: u64 = 0x80;
     /// The vDSO's time base: eight u64 (generation, TSC start and end, CLOCK_MONOTONIC
     /// at the start, realtime and boottime offsets, mult, shift); see `forkvm::clock`.
     pub const TIME: u64 = 0x100;

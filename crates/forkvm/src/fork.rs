@@ -21,14 +21,13 @@ pub struct Fork {
 impl Fork {
     pub(crate) fn new(image: Arc<Image>) -> Result<Self, MachineError> {
         let snap = &image.snapshot;
-        let slot = match VmPool::global().take(snap.size()) {
+        let mut slot = match VmPool::global().take(snap.size()) {
             Some(mut slot) => {
                 slot.mem.remap(snap)?;
                 slot
             }
             None => Slot::create(GuestMemory::fork_of(snap)?, abi::PAGE_TABLES_ADDR)?,
         };
-        let mut slot = slot;
         slot.vcpu
             .set_syscall_path(Hypervisor::get()?, image.syscall_path)?;
         let process = image

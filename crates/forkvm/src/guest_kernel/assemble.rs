@@ -100,12 +100,16 @@ pub fn stubs() -> Result<Vec<u8>, IcedError> {
     Ok(stubs)
 }
 
+/// The x86-64 red zone (128 bytes below RSP that leaf code may use) plus one
+/// slot, skipped before the dispatcher's `push`.
+const RED_ZONE_SKIP: i32 = 136;
+
 /// How the dispatcher returns to the program.
 #[derive(Clone, Copy)]
 enum FastReturn {
     /// PVM: `syscall` stayed at CPL3, so return like a function that also
-    /// restores RFLAGS from R11: on the dispatcher's own scratch stack, never
-    /// the program's (its red zone may be live), then `jmp *%rcx`.
+    /// restores RFLAGS from R11 (below the program's red zone, which may be
+    /// live), then `jmp *%rcx`.
     Pvm,
     /// Hardware KVM: `syscall` entered CPL0; `sysretq` returns (RIP←RCX, RFLAGS←R11).
     Hardware,
@@ -115,7 +119,8 @@ enum FastReturn {
 /// guest alone from the fast-path data page, without leaving the VM, and
 /// sends every other call to the platform's ordinary stub (which exits to
 /// the host exactly as if LSTAR pointed there). It touches only RAX (the
-/// answer), RCX and R11 (which `syscall` clobbers anyway) and the data page.
+/// answer), RCX and R11 (which `syscall` clobbers anyway), reads the data
+/// page and never writes it.
 fn fast_dispatcher(a: &mut CodeAssembler, ret: FastReturn) -> Result<(), IcedError> {
     let data = |off: u64| asm::qword_ptr(abi::FAST_DATA_ADDR + off);
     let slow = match ret {
@@ -163,14 +168,15 @@ fn fast_dispatcher(a: &mut CodeAssembler, ret: FastReturn) -> Result<(), IcedErr
     a.je(slow)?;
     a.xor(asm::eax, asm::eax)?;
     a.set_label(&mut done)?;
-    a.inc(data(fast::SERVED))?;
     match ret {
         FastReturn::Pvm => {
-            a.mov(data(fast::SAVED_RSP), asm::rsp)?;
-            a.mov(asm::rsp, abi::FAST_DATA_ADDR + fast::STACK_TOP)?;
+            // RFLAGS from R11 through the program's stack below its red zone
+            // (free scratch by the ABI, where Linux puts signal frames too):
+            // the data page is never written, so a fork's copy stays shared.
+            a.lea(asm::rsp, asm::ptr(asm::rsp - RED_ZONE_SKIP))?;
             a.push(asm::r11)?;
             a.popfq()?;
-            a.mov(asm::rsp, data(fast::SAVED_RSP))?;
+            a.lea(asm::rsp, asm::ptr(asm::rsp + RED_ZONE_SKIP))?;
             a.jmp(asm::rcx)?;
         }
         FastReturn::Hardware => {

@@ -305,17 +305,12 @@ impl Vcpu {
     pub fn set_syscall_path(&mut self, hv: &Hypervisor, path: SyscallPath) -> Result<(), KvmError> {
         let lstar = hv.platform.lstar(path);
         if lstar != self.lstar {
-            self.set_msrs(&[kvm_msr_entry {
-                index: msr::LSTAR,
-                data: lstar,
-                ..Default::default()
-            }])?;
-            self.lstar = lstar;
+            self.set_lstar(lstar)?;
         }
         Ok(())
     }
 
-    /// Points LSTAR anywhere (for the benchmark's floors).
+    /// Points LSTAR at `lstar` (an ioctl).
     pub fn set_lstar(&mut self, lstar: u64) -> Result<(), KvmError> {
         self.set_msrs(&[kvm_msr_entry {
             index: msr::LSTAR,

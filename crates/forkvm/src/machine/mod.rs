@@ -602,14 +602,6 @@ impl Machine {
         Ok(())
     }
 
-    /// How many calls the in-guest dispatcher answered (a guest-writable
-    /// counter: for reports and tests only, never trusted).
-    pub fn fast_calls_served(&self) -> u64 {
-        self.mem
-            .kernel_read_u64(abi::FAST_DATA_ADDR + abi::fast::SERVED)
-            .unwrap_or(0)
-    }
-
     /// Serves one system call; `Some` when the program is done.
     fn syscall(&mut self, ret: SyscallReturn) -> Result<Option<Outcome>, MachineError> {
         let regs = self.vcpu.regs();
@@ -666,8 +658,7 @@ impl Machine {
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
         let mut result = linux::dispatch(&mut self.proc, &mut self.mem, regs.rax, &args);
         // clock_gettime, gettimeofday, time: the vDSO's piece of the time
-        // function may have ended; give it the current one.
-        // Before the ready point (a run, a master's start) at once; in a call
+        // function may have ended; give it the current one. Before the ready point (a run, a master's start) at once; in a call
         // (a served request) from the second such call on, so a request that
         // reads the time once pays one exit rather than a page copied on write
         // and restored at reset, and one that reads it often gets the vDSO back.
