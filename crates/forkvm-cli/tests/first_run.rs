@@ -5,22 +5,15 @@
 
 mod common;
 
-use common::{assert_mentions, check, forkvm, forkvm_bin, guest, run_cmd, scratch_dir, Case, Run};
+use common::{
+    assert_mentions, check, forkvm, forkvm_bin, guest, installed, run_cmd, scratch_dir, Case, Run,
+};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 const GUEST_PATH: &str = "PATH=/usr/bin:/bin";
-
-/// Whether a host program this test needs is installed (else the test is skipped, loudly).
-fn have(path: &str) -> bool {
-    let ok = Path::new(path).is_file();
-    if !ok {
-        eprintln!("skipped: {path} is not installed");
-    }
-    ok
-}
 
 /// `forkvm run ARGS...` with forkvm's own environment set to `env`.
 fn forkvm_with_env(env: &[(&str, &str)], args: &[&str]) -> Run {
@@ -42,7 +35,7 @@ fn write_script(dir: &Path, name: &str, text: &str) -> String {
 
 #[test]
 fn python3_is_found_in_the_guest_path() {
-    if !have("/usr/bin/python3") {
+    if !installed("/usr/bin/python3") {
         return;
     }
     // Differential: natively `env -i PATH=/usr/bin:/bin python3 ...`.
@@ -55,7 +48,7 @@ fn python3_is_found_in_the_guest_path() {
 
 #[test]
 fn python3_is_found_in_the_host_path_without_a_guest_path() {
-    if !have("/usr/bin/python3") {
+    if !installed("/usr/bin/python3") {
         return;
     }
     let r = forkvm_with_env(
@@ -71,7 +64,7 @@ fn python3_is_found_in_the_host_path_without_a_guest_path() {
 
 #[test]
 fn a_python_script_runs_as_typed() {
-    if !have("/usr/bin/python3") {
+    if !installed("/usr/bin/python3") {
         return;
     }
     // The example, with no flags at all: the system library roots are readable.
@@ -82,7 +75,7 @@ fn a_python_script_runs_as_typed() {
 
 #[test]
 fn shell_script_runs_its_interpreter() {
-    if !have("/bin/sh") {
+    if !installed("/bin/sh") {
         return;
     }
     let dir = scratch_dir("shell_script_runs_its_interpreter");
@@ -98,7 +91,7 @@ fn shell_script_runs_its_interpreter() {
 
 #[test]
 fn env_python_script_runs_python_from_the_path() {
-    if !have("/usr/bin/python3") || !have("/usr/bin/env") {
+    if !installed("/usr/bin/python3") || !installed("/usr/bin/env") {
         return;
     }
     let dir = scratch_dir("env_python_script_runs_python_from_the_path");
@@ -122,7 +115,7 @@ fn env_python_script_runs_python_from_the_path() {
 
 #[test]
 fn node_runs_with_no_flags() {
-    if !have("/usr/bin/node") {
+    if !installed("/usr/bin/node") {
         return;
     }
     let (_, vm) = check(&Case::new("/usr/bin/node").args([
@@ -136,7 +129,7 @@ fn node_runs_with_no_flags() {
 /// directories that are only ancestors of the allowed root (they were ENOENT).
 #[test]
 fn node_runs_a_script_under_a_narrow_allow_list() {
-    if !have("/usr/bin/node") {
+    if !installed("/usr/bin/node") {
         return;
     }
     let dir = scratch_dir("node-narrow");
@@ -160,7 +153,7 @@ fn node_runs_a_script_under_a_narrow_allow_list() {
 
 #[test]
 fn too_little_address_space_names_the_flag() {
-    if !have("/usr/bin/node") {
+    if !installed("/usr/bin/node") {
         return;
     }
     let r = forkvm(&[
@@ -177,7 +170,7 @@ fn too_little_address_space_names_the_flag() {
 
 #[test]
 fn default_allow_list_is_read_only_and_narrow() {
-    if !have("/bin/cat") {
+    if !installed("/bin/cat") {
         return;
     }
     let dir = scratch_dir("default_allow_list_is_read_only_and_narrow");
@@ -199,7 +192,7 @@ fn default_allow_list_is_read_only_and_narrow() {
         r.stdout,
         std::fs::read("/etc/ld.so.cache").expect("read the loader cache")
     );
-    if have("/bin/cp") {
+    if installed("/bin/cp") {
         let r = forkvm(&["run", "/bin/cp", "/etc/ld.so.cache", "/usr/lib/forkvm-test"]);
         assert_ne!(r.status, 0, "{}", r.describe());
         assert!(!Path::new("/usr/lib/forkvm-test").exists());
@@ -208,7 +201,7 @@ fn default_allow_list_is_read_only_and_narrow() {
 
 #[test]
 fn no_default_allow_gives_a_hint_when_ld_so_fails() {
-    if !have("/bin/true") {
+    if !installed("/bin/true") {
         return;
     }
     let r = forkvm(&["run", "--no-default-allow", "/bin/true"]);
@@ -226,7 +219,7 @@ fn no_default_allow_gives_a_hint_when_ld_so_fails() {
 
 #[test]
 fn verbose_names_policy_refusals_once() {
-    if !have("/usr/bin/python3") {
+    if !installed("/usr/bin/python3") {
         return;
     }
     // A file in a directory the guest can see (a default read-only root) but not write:
@@ -263,7 +256,7 @@ fn verbose_names_policy_refusals_once() {
 
 #[test]
 fn trace_decodes_paths_flags_and_errnos() {
-    if !have("/bin/cat") {
+    if !installed("/bin/cat") {
         return;
     }
     let r = forkvm(&["run", "--trace-syscalls", "/bin/cat", "/no/such/file"]);

@@ -5,30 +5,10 @@
 
 mod common;
 
-use common::{assert_same, Case, Run};
+use common::{assert_same, installed, Case, Run, LIBS};
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-
-/// The --allow-read roots a dynamically linked Debian program needs.
-const LIBS: &[&str] = &[
-    "--allow-read",
-    "/lib",
-    "--allow-read",
-    "/usr/lib",
-    "--allow-read",
-    "/lib64",
-    "--allow-read",
-    "/etc/ld.so.cache",
-];
-
-fn installed(p: &str) -> bool {
-    let ok = Path::new(p).exists();
-    if !ok {
-        eprintln!("skipped: {p} is not installed (scripts/test.sh installs it)");
-    }
-    ok
-}
 
 fn s(p: &Path) -> String {
     p.to_str().expect("utf-8 path").to_string()

@@ -3,8 +3,7 @@
 
 mod common;
 
-use common::{check, differential, Case};
-use std::path::Path;
+use common::{check, differential, installed, Case, LIBS};
 
 #[test]
 fn pthreads_mutex_and_condvar_glibc() {
@@ -56,26 +55,6 @@ fn vector_state_survives_preemption_and_signals_musl() {
 fn garbage_vector_state_in_a_signal_frame_is_refused() {
     let (native, _) = differential("vector_state.glibc", &["scribble"], &[]);
     assert_eq!(native.status, 139, "{}", native.describe());
-}
-
-/// The --allow-read roots a dynamically linked Debian program needs.
-const LIBS: &[&str] = &[
-    "--allow-read",
-    "/lib",
-    "--allow-read",
-    "/usr/lib",
-    "--allow-read",
-    "/lib64",
-    "--allow-read",
-    "/etc/ld.so.cache",
-];
-
-fn installed(p: &str) -> bool {
-    let ok = Path::new(p).exists();
-    if !ok {
-        eprintln!("skipped: {p} is not installed (scripts/test.sh installs it)");
-    }
-    ok
 }
 
 #[test]

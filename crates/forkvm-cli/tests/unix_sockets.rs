@@ -3,28 +3,8 @@
 
 mod common;
 
-use common::{check, differential, Case};
+use common::{check, differential, installed, Case, LIBS};
 use std::path::Path;
-
-/// The --allow-read roots a dynamically linked Debian program needs.
-const LIBS: &[&str] = &[
-    "--allow-read",
-    "/lib",
-    "--allow-read",
-    "/usr/lib",
-    "--allow-read",
-    "/lib64",
-    "--allow-read",
-    "/etc/ld.so.cache",
-];
-
-fn installed(p: &str) -> bool {
-    let ok = Path::new(p).exists();
-    if !ok {
-        eprintln!("skipped: {p} is not installed");
-    }
-    ok
-}
 
 #[test]
 fn socketpair_stream_dgram_seqpacket_rights_and_readiness_glibc() {

@@ -17,6 +17,28 @@ use std::sync::{mpsc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// The --allow-read roots a dynamically linked Debian program needs.
+pub const LIBS: &[&str] = &[
+    "--allow-read",
+    "/lib",
+    "--allow-read",
+    "/usr/lib",
+    "--allow-read",
+    "/lib64",
+    "--allow-read",
+    "/etc/ld.so.cache",
+];
+
+/// Whether a host program a test needs is installed (else the test is skipped, loudly;
+/// scripts/test.sh installs what the suite uses).
+pub fn installed(path: &str) -> bool {
+    let ok = Path::new(path).exists();
+    if !ok {
+        eprintln!("skipped: {path} is not installed (scripts/test.sh installs it)");
+    }
+    ok
+}
+
 /// How long any single process may run before the test gives up on it.
 pub const WATCHDOG: Duration = Duration::from_secs(120);
 
