@@ -311,7 +311,7 @@ fn epoll_wait(
             continue;
         };
         let mut f = lock(&file);
-        let r = super::io::readiness_of(&mut f, now);
+        let r = super::poll::readiness_of(&mut f, now);
         if let FileKind::Event(obj) = &f.kind {
             if let Some(t) = next_change(obj) {
                 wake = Some(wake.map_or(t, |w| w.min(t)));
@@ -531,7 +531,7 @@ fn select(
             continue;
         }
         let file = p.fds.get(fd as i32)?;
-        let r = super::io::readiness_of(&mut lock(&file), now);
+        let r = super::poll::readiness_of(&mut lock(&file), now);
         let got = [r & (1 | 16) != 0, r & 4 != 0, r & 8 != 0];
         for k in 0..3 {
             if want[k] && got[k] {

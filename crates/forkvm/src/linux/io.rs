@@ -1,21 +1,20 @@
 //! Data-transfer syscalls: read/write and their vector and positional forms,
-//! lseek, ioctl, poll/ppoll, pipe/pipe2, sendfile, fsync, fadvise64.
+//! lseek, ioctl, pipe/pipe2, sendfile, fsync, fadvise64 (readiness and
+//! poll/ppoll are in [`super::poll`]).
 //!
 //! Transfers go straight between guest memory and the host descriptor (or
 //! the in-process pipe buffer). Guest lengths are validated against guest
 //! memory before anything happens and capped at Linux's MAX_RW_COUNT; host
 //! buffers are never sized by the guest beyond a fixed chunk.
 
-use super::fdtable::{
-    lock, oflags::*, FileKind, FileRef, OpenFile, PipeEnd, MAX_FDS, PIPE_CAPACITY,
-};
+use super::fdtable::{lock, oflags::*, FileKind, FileRef, OpenFile, PipeEnd, PIPE_CAPACITY};
+use super::poll::{host_ready, POLLIN};
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Largest single transfer, as Linux's MAX_RW_COUNT.
 pub const MAX_RW: u64 = 0x7fff_f000;
@@ -25,16 +24,6 @@ const CHUNK: u64 = 64 * 1024;
 const MAX_IOV: u64 = 1024;
 /// Pipe writes up to this size are atomic.
 const PIPE_BUF: usize = 4096;
-
-const POLLIN: i16 = 0x1;
-const POLLOUT: i16 = 0x4;
-const POLLERR: i16 = 0x8;
-const POLLHUP: i16 = 0x10;
-const POLLNVAL: i16 = 0x20;
-const POLLRDNORM: i16 = 0x40;
-const POLLWRNORM: i16 = 0x100;
-const READABLE: i16 = POLLIN | POLLRDNORM;
-const WRITABLE: i16 = POLLOUT | POLLWRNORM;
 
 const SEEK_SET: u64 = 0;
 const SEEK_CUR: u64 = 1;
@@ -82,28 +71,6 @@ pub(super) fn host_std(kind: &FileKind) -> Option<HostStd> {
         FileKind::Stderr => Some(HostStd::Err(std::io::stderr())),
         _ => None,
     }
-}
-
-/// Polls host descriptors; `timeout_ms` < 0 waits forever. EINTR when a signal (the watchdog) arrives.
-fn host_poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> Result<usize, Errno> {
-    // SAFETY: `fds` is a valid, exclusively borrowed array of `fds.len()`
-    // pollfd structs; the kernel writes only their revents fields.
-    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    Ok(rc as usize)
-}
-
-/// Whether a host stream has any of `events` ready right now.
-fn host_ready(fd: BorrowedFd<'_>, events: i16) -> Result<bool, Errno> {
-    let mut pfd = [libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events,
-        revents: 0,
-    }];
-    host_poll(&mut pfd, 0)?;
-    Ok(pfd[0].revents != 0)
 }
 
 /// Guest memory `addr..addr+len` for writing; a zero length needs no valid address.
@@ -679,177 +646,6 @@ fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
 }
 
-enum PollSrc {
-    /// Negative fd: ignored.
-    Skip,
-    /// Readiness known now (already masked).
-    Now(i16),
-    /// A host stream, polled on the host (index into the host set).
-    Host(usize),
-}
-
-/// poll(2) bits of an open file now, host stdio included (for epoll and select).
-pub(super) fn readiness_of(f: &mut OpenFile, now: std::time::Instant) -> i16 {
-    if let FileKind::Event(e) = &mut f.kind {
-        return super::event::readiness(e, now);
-    }
-    match host_std(&f.kind) {
-        Some(h) if !f.path_only() => {
-            let mut pfd = [libc::pollfd {
-                fd: h.as_fd().as_raw_fd(),
-                events: READABLE | WRITABLE,
-                revents: 0,
-            }];
-            match host_poll(&mut pfd, 0) {
-                Ok(_) => pfd[0].revents,
-                Err(_) => POLLERR,
-            }
-        }
-        _ => readiness(f),
-    }
-}
-
-fn readiness(f: &OpenFile) -> i16 {
-    if f.path_only() {
-        return POLLNVAL;
-    }
-    match &f.kind {
-        FileKind::Event(_) => 0,
-        FileKind::Socket(s) => s.poll(),
-        FileKind::Pipe(end) => {
-            let p = lock(&end.pipe);
-            if end.write {
-                let mut r = 0;
-                if p.buf.len() < PIPE_CAPACITY {
-                    r |= WRITABLE;
-                }
-                if p.readers == 0 {
-                    r |= POLLERR;
-                }
-                r
-            } else {
-                let mut r = 0;
-                if !p.buf.is_empty() {
-                    r |= READABLE;
-                }
-                if p.writers == 0 {
-                    r |= POLLHUP;
-                }
-                r
-            }
-        }
-        _ => READABLE | WRITABLE,
-    }
-}
-
-fn do_poll(
-    p: &mut Process,
-    mem: &mut GuestMemory,
-    addr: u64,
-    nfds: u64,
-    timeout: Option<Duration>,
-) -> SysResult {
-    if nfds > MAX_FDS as u64 {
-        return Err(Errno::EINVAL);
-    }
-    let raw = guest_buf(mem, addr, nfds * 8)?.to_vec();
-    let mut entries = Vec::with_capacity(nfds as usize);
-    let mut host: Vec<libc::pollfd> = Vec::new();
-    for e in raw.chunks_exact(8) {
-        let fd = i32::from_le_bytes([e[0], e[1], e[2], e[3]]);
-        let events = i16::from_le_bytes([e[4], e[5]]);
-        let mask = events | POLLERR | POLLHUP;
-        let src = if fd < 0 {
-            PollSrc::Skip
-        } else {
-            match p.fds.get(fd) {
-                Err(_) => PollSrc::Now(POLLNVAL),
-                Ok(file) => {
-                    let mut f = lock(&file);
-                    match host_std(&f.kind) {
-                        Some(h) if !f.path_only() => {
-                            host.push(libc::pollfd {
-                                fd: h.as_fd().as_raw_fd(),
-                                events,
-                                revents: 0,
-                            });
-                            PollSrc::Host(host.len() - 1)
-                        }
-                        _ => {
-                            // Event objects (eventfd, timerfd) too, not only pipes.
-                            let r = readiness_of(&mut f, std::time::Instant::now());
-                            PollSrc::Now(if r == POLLNVAL { r } else { r & mask })
-                        }
-                    }
-                }
-            }
-        };
-        entries.push((src, mask));
-    }
-    let count = |entries: &[(PollSrc, i16)], host: &[libc::pollfd]| -> (Vec<i16>, u64) {
-        let rev: Vec<i16> = entries
-            .iter()
-            .map(|(s, mask)| match s {
-                PollSrc::Skip => 0,
-                PollSrc::Now(r) => *r,
-                PollSrc::Host(i) => host[*i].revents & (mask | POLLNVAL),
-            })
-            .collect();
-        let n = rev.iter().filter(|&&r| r != 0).count() as u64;
-        (rev, n)
-    };
-    if !host.is_empty() {
-        host_poll(&mut host, 0)?;
-    }
-    let (mut revents, mut ready) = count(&entries, &host);
-    if ready == 0 && timeout != Some(Duration::ZERO) {
-        // Nothing ready: this thread waits (others run) and asks again.
-        if let super::thread::Waited::Retry = super::thread::wait(p, timeout, None) {
-            return Ok(0);
-        }
-        (revents, ready) = count(&entries, &host);
-    }
-    let out = guest_buf_mut(mem, addr, nfds * 8)?;
-    for (i, r) in revents.iter().enumerate() {
-        out[i * 8 + 6..i * 8 + 8].copy_from_slice(&r.to_le_bytes());
-    }
-    Ok(ready)
-}
-
-/// Implements poll(2).
-fn sys_poll(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let ms = a[2] as i32;
-    let timeout = (ms >= 0).then(|| Duration::from_millis(ms as u64));
-    do_poll(p, mem, a[0], a[1], timeout)
-}
-
-/// Reads a `struct timespec` relative timeout.
-pub(super) fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Duration, Errno> {
-    let sec = mem.read_u64(addr)? as i64;
-    let nsec = mem.read_u64(addr + 8)? as i64;
-    if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
-        return Err(Errno::EINVAL);
-    }
-    Ok(Duration::new(sec as u64, nsec as u32))
-}
-
-/// Implements ppoll(2).
-fn sys_ppoll(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let [fds, nfds, tsp, sigmask, sigsetsize, _] = *a;
-    let timeout = if tsp == 0 {
-        None
-    } else {
-        Some(read_timespec(mem, tsp)?)
-    };
-    if sigmask != 0 {
-        if sigsetsize != 8 {
-            return Err(Errno::EINVAL);
-        }
-        mem.read_u64(sigmask)?;
-    }
-    do_poll(p, mem, fds, nfds, timeout)
-}
-
 fn do_pipe(p: &mut Process, mem: &mut GuestMemory, addr: u64, flags: u64) -> SysResult {
     let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
     if flags & !(O_CLOEXEC | O_NONBLOCK) != 0 {
@@ -997,8 +793,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 0, name: "read", handler: sys_read, support: Support::Full, note: "" },
     SyscallEntry { nr: 1, name: "write", handler: sys_write, support: Support::Partial,
         note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE (a stream socket's does)" },
-    SyscallEntry { nr: 7, name: "poll", handler: sys_poll, support: Support::Partial,
-        note: "waiting re-checks readiness every 1 ms (20 ms with one thread); other threads run meanwhile" },
     SyscallEntry { nr: 8, name: "lseek", handler: sys_lseek, support: Support::Full, note: "" },
     SyscallEntry { nr: 16, name: "ioctl", handler: sys_ioctl, support: Support::Partial,
         note: "FIONBIO, FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); others ENOTTY" },
@@ -1016,8 +810,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 75, name: "fdatasync", handler: sys_fsync, support: Support::Full, note: "" },
     SyscallEntry { nr: 221, name: "fadvise64", handler: sys_fadvise64, support: Support::Partial,
         note: "advice is accepted and ignored" },
-    SyscallEntry { nr: 271, name: "ppoll", handler: sys_ppoll, support: Support::Partial,
-        note: "as poll; the signal mask is checked but not applied; the remaining time is not written back" },
     SyscallEntry { nr: 293, name: "pipe2", handler: sys_pipe2, support: Support::Partial,
         note: "as pipe; O_CLOEXEC and O_NONBLOCK only (O_DIRECT packet mode is EINVAL)" },
     SyscallEntry { nr: 295, name: "preadv", handler: sys_preadv, support: Support::Full, note: "" },
@@ -1027,6 +819,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 
 #[cfg(test)]
 mod tests {
+    use super::super::poll::{sys_poll, sys_ppoll, POLLHUP, POLLNVAL, POLLOUT};
     use super::*;
     use crate::abi::USER_BASE;
     use crate::linux::{Handler, Policy};

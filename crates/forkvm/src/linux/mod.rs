@@ -11,6 +11,7 @@ pub mod io;
 pub mod mem;
 pub mod names;
 pub mod net;
+pub mod poll;
 pub mod process;
 pub mod procfs;
 pub mod signal;

@@ -699,7 +699,7 @@ fn sys_recvmmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [fd, vec, vlen, flags, timeout, _] = *a;
     socket_ref(p, fd)?;
     if timeout != 0 {
-        super::io::read_timespec(mem, timeout)?;
+        super::poll::read_timespec(mem, timeout)?;
     }
     let vlen = vlen.min(MAX_IOV);
     let mut got = 0u64;

@@ -34,10 +34,11 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 11] {
+fn families() -> [&'static [SyscallEntry]; 12] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
+        super::poll::SYSCALLS,
         super::mem::SYSCALLS,
         super::process::SYSCALLS,
         super::signal::SYSCALLS,
