@@ -21,7 +21,7 @@ pub const MAX_RW: u64 = 0x7fff_f000;
 /// Bounce-buffer size for vectored and copying transfers.
 const CHUNK: u64 = 64 * 1024;
 /// Most iovec entries per call (UIO_MAXIOV).
-const MAX_IOV: u64 = 1024;
+pub(super) const MAX_IOV: u64 = 1024;
 /// Pipe writes up to this size are atomic.
 const PIPE_BUF: usize = 4096;
 
@@ -350,7 +350,7 @@ fn sys_pwrite64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 }
 
 /// Reads and checks an iovec array; the total is capped at [`MAX_RW`] like Linux.
-fn iovecs(mem: &GuestMemory, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
+pub(super) fn iovecs(mem: &GuestMemory, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
     if count > MAX_IOV {
         return Err(Errno::EINVAL);
     }
@@ -384,7 +384,7 @@ fn check_iovecs(mem: &GuestMemory, iovs: &[(u64, u64)], mut limit: u64) -> Resul
 }
 
 /// Copies `data` into the iovecs starting `skip` bytes into them.
-fn scatter(
+pub(super) fn scatter(
     mem: &mut GuestMemory,
     iovs: &[(u64, u64)],
     mut skip: u64,
@@ -407,7 +407,7 @@ fn scatter(
 }
 
 /// Copies bytes out of the iovecs starting `skip` bytes into them, filling `out`.
-fn gather(
+pub(super) fn gather(
     mem: &GuestMemory,
     iovs: &[(u64, u64)],
     mut skip: u64,

@@ -8,7 +8,7 @@
 
 use super::fdtable::{lock, oflags, FileKind, FileRef, OpenFile};
 use super::fs::StatInfo;
-use super::io::{guest_buf, guest_buf_mut, MAX_RW};
+use super::io::{guest_buf, guest_buf_mut, MAX_IOV, MAX_RW};
 use super::table::{Support, SyscallEntry};
 use super::thread::{self, Waited};
 use super::unix_socket::{
@@ -47,8 +47,6 @@ const MAX_CONTROL: u64 = 20480;
 const MSGHDR_SIZE: u64 = 56;
 /// `struct mmsghdr`: a msghdr and the u32 length (padded).
 const MMSGHDR_SIZE: u64 = 64;
-/// Most iovec entries / mmsghdr entries per call (UIO_MAXIOV).
-const MAX_IOV: u64 = 1024;
 
 const SO_REUSEADDR: u64 = 2;
 const SO_TYPE: u64 = 3;
@@ -241,24 +239,22 @@ fn sys_bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Implements listen(2): no socket can be bound, so EINVAL (EOPNOTSUPP for datagrams).
 fn sys_listen(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    with_socket(p, a[0], |s, _| {
-        Err(if s.connection() {
-            Errno::EINVAL
-        } else {
-            Errno::EOPNOTSUPP
-        })
-    })
+    with_socket(p, a[0], |s, _| Err(not_listening(s)))
+}
+
+/// What listen and accept answer on a socket that cannot listen: EINVAL for
+/// connection sockets, EOPNOTSUPP for datagrams.
+fn not_listening(s: &Socket) -> Errno {
+    if s.connection() {
+        Errno::EINVAL
+    } else {
+        Errno::EOPNOTSUPP
+    }
 }
 
 /// Implements accept(2) and accept4(2): no socket listens.
 fn sys_accept(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    with_socket(p, a[0], |s, _| {
-        Err(if s.connection() {
-            Errno::EINVAL
-        } else {
-            Errno::EOPNOTSUPP
-        })
-    })
+    with_socket(p, a[0], |s, _| Err(not_listening(s)))
 }
 
 /// Implements shutdown(2).
@@ -292,51 +288,13 @@ fn wait_or(p: &mut Process, timeout: Option<Duration>) -> SysResult {
     }
 }
 
-/// Reads an iovec array (at most [`MAX_IOV`] entries; total capped at MAX_RW).
-fn read_iovecs(mem: &GuestMemory, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
+/// A message's iovec array ([`super::io::iovecs`]), with sendmsg/recvmsg's
+/// errno for too many entries.
+fn msg_iovecs(mem: &GuestMemory, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
     if count > MAX_IOV {
         return Err(Errno::EMSGSIZE);
     }
-    let raw = guest_buf(mem, addr, count * 16)?;
-    let mut out = Vec::with_capacity(count as usize);
-    let mut total = 0u64;
-    for c in raw.chunks_exact(16) {
-        let base = u64::from_le_bytes(c[..8].try_into().map_err(|_| Errno::EFAULT)?);
-        let len = u64::from_le_bytes(c[8..].try_into().map_err(|_| Errno::EFAULT)?);
-        if (len as i64) < 0 {
-            return Err(Errno::EINVAL);
-        }
-        let len = len.min(MAX_RW - total);
-        total += len;
-        out.push((base, len));
-    }
-    Ok(out)
-}
-
-/// Copies the first `limit` bytes the iovecs describe out of guest memory.
-fn gather(mem: &GuestMemory, iovs: &[(u64, u64)], limit: u64) -> Result<Vec<u8>, Errno> {
-    let mut out = Vec::with_capacity(limit as usize);
-    for &(base, len) in iovs {
-        let n = len.min(limit - out.len() as u64);
-        out.extend_from_slice(guest_buf(mem, base, n)?);
-        if out.len() as u64 == limit {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-/// Copies `data` into the iovecs.
-fn scatter(mem: &mut GuestMemory, iovs: &[(u64, u64)], mut data: &[u8]) -> Result<(), Errno> {
-    for &(base, len) in iovs {
-        if data.is_empty() {
-            break;
-        }
-        let n = (len as usize).min(data.len());
-        guest_buf_mut(mem, base, n as u64)?.copy_from_slice(&data[..n]);
-        data = &data[n..];
-    }
-    Ok(())
+    super::io::iovecs(mem, addr, count)
 }
 
 /// Checks that the iovecs are writable guest memory.
@@ -445,7 +403,8 @@ fn send_common(
     for &(base, len) in iovs {
         guest_buf(mem, base, len)?;
     }
-    let data = gather(mem, iovs, limit)?;
+    let mut data = vec![0u8; limit as usize];
+    super::io::gather(mem, iovs, 0, &mut data)?;
     let r = s.send(&data, fds);
     drop(of);
     match r {
@@ -498,7 +457,7 @@ fn read_msghdr(mem: &GuestMemory, addr: u64) -> Result<MsgHdr, Errno> {
 fn sendmsg_one(p: &mut Process, mem: &GuestMemory, fd: u64, hdr: u64, flags: u64) -> SysResult {
     socket_ref(p, fd)?;
     let h = read_msghdr(mem, hdr)?;
-    let iovs = read_iovecs(mem, h.iov, h.iovlen)?;
+    let iovs = msg_iovecs(mem, h.iov, h.iovlen)?;
     let to = (h.name != 0 && h.namelen != 0).then_some((h.name, h.namelen));
     send_common(p, mem, fd, &iovs, flags, to, (h.control, h.controllen))
 }
@@ -656,7 +615,7 @@ fn recvmsg_one(
 ) -> Result<Option<u64>, Errno> {
     socket_ref(p, fd)?;
     let h = read_msghdr(mem, hdr)?;
-    let iovs = read_iovecs(mem, h.iov, h.iovlen)?;
+    let iovs = msg_iovecs(mem, h.iov, h.iovlen)?;
     check_writable(mem, &iovs)?;
     if h.controllen > 0 && h.control != 0 {
         guest_buf_mut(mem, h.control, h.controllen.min(MAX_CONTROL))?;
@@ -665,7 +624,7 @@ fn recvmsg_one(
     let Got::Data { data, full, fds } = recv_common(p, fd, want, flags)? else {
         return Ok(None);
     };
-    scatter(mem, &iovs, &data)?;
+    super::io::scatter(mem, &iovs, 0, &data)?;
     let (used, mut mflags) = deliver_fds(
         p,
         mem,
