@@ -114,6 +114,9 @@ pub enum Exit {
     Interrupted,
     /// The guest triple-faulted.
     Shutdown,
+    /// The guest touched this address, where no memory slot is: memory the
+    /// program never mapped.
+    Mmio(u64),
     /// Anything else; a broken guest kernel or an unsupported hypervisor.
     Other(&'static str),
 }
@@ -122,7 +125,9 @@ pub enum Exit {
 pub struct Vcpu {
     // Field order matters for drop: the vCPU goes before its VM.
     vcpu: VcpuFd,
-    _vm: VmFd,
+    vm: VmFd,
+    /// Chunks of guest RAM with a memory slot (bit n: slot n).
+    slots: u64,
     /// The system registers set by `reset` (restored after a guest fault).
     sregs: Option<kvm_sregs>,
     /// The guest's extended-state layout.
@@ -132,21 +137,10 @@ pub struct Vcpu {
 }
 
 impl Vcpu {
-    /// Creates the VM, maps `mem` as slot 0 and creates the vCPU.
+    /// Creates the VM, gives the chunks of `mem` in use their memory slots
+    /// and creates the vCPU.
     pub fn new(hv: &Hypervisor, mem: &GuestMemory) -> Result<Self, KvmError> {
         let vm = ioctl("CREATE_VM", hv.kvm.create_vm())?;
-        let region = kvm_userspace_memory_region {
-            slot: 0,
-            flags: 0,
-            guest_phys_addr: 0,
-            memory_size: mem.size(),
-            userspace_addr: mem.host_base(),
-        };
-        // SAFETY: the region is `mem`'s mapping, which outlives this VM: the
-        // owner (Machine) keeps both and drops the VM first.
-        ioctl("SET_USER_MEMORY_REGION", unsafe {
-            vm.set_user_memory_region(region)
-        })?;
         let mut vcpu = ioctl("CREATE_VCPU", vm.create_vcpu(0))?;
         ioctl("SET_CPUID2", vcpu.set_cpuid2(&hv.cpuid))?;
         // The rate of the TSC the guest reads, for the shared time function.
@@ -154,13 +148,52 @@ impl Vcpu {
             crate::clock::set_tsc_khz(u64::from(khz));
         }
         vcpu.set_sync_valid_reg(SyncReg::Register);
-        Ok(Self {
+        let mut me = Self {
             vcpu,
-            _vm: vm,
+            vm,
             sregs: None,
             xsave_layout: hv.xsave_layout,
             lstar: 0,
-        })
+            slots: 0,
+        };
+        me.sync_slots(mem)?;
+        Ok(me)
+    }
+
+    /// Gives every chunk of `mem` the program has mapped something in a KVM
+    /// memory slot (one per chunk), if it has none yet; cheap when nothing is
+    /// new. Guest RAM is registered piecemeal because KVM sizes (and zeroes)
+    /// per-slot bookkeeping by the slot's size when it shadows page tables,
+    /// as on PVM: a program's whole reserved address space would be paid for
+    /// at every start. An access outside every slot is an MMIO exit, which
+    /// the run loop reports as a segmentation fault.
+    pub fn sync_slots(&mut self, mem: &GuestMemory) -> Result<(), KvmError> {
+        let missing = mem.chunks_in_use() & !self.slots;
+        if missing == 0 {
+            return Ok(());
+        }
+        let chunk = crate::memory::chunk_size(mem.size());
+        for n in 0..u64::BITS {
+            let start = u64::from(n) * chunk;
+            if missing & (1 << n) == 0 || start >= mem.size() {
+                continue;
+            }
+            let region = kvm_userspace_memory_region {
+                slot: n,
+                flags: 0,
+                guest_phys_addr: start,
+                memory_size: chunk.min(mem.size() - start),
+                userspace_addr: mem.host_base() + start,
+            };
+            // SAFETY: the region lies within `mem`'s mapping, which outlives
+            // this VM: the owner (Machine, pool Slot) keeps both and drops the
+            // VM first, and a remap keeps the mapping's host addresses.
+            ioctl("SET_USER_MEMORY_REGION", unsafe {
+                self.vm.set_user_memory_region(region)
+            })?;
+            self.slots |= 1 << n;
+        }
+        Ok(())
     }
 
     /// Puts the vCPU in long mode at the guest kernel's initial `iretq`,
@@ -356,7 +389,7 @@ impl Vcpu {
             Ok(VcpuExit::Hlt) => Ok(Exit::Other("hlt")),
             Ok(VcpuExit::InternalError) => Ok(Exit::Other("internal error (emulation failure)")),
             Ok(VcpuExit::FailEntry(..)) => Ok(Exit::Other("failed VM entry")),
-            Ok(VcpuExit::MmioRead(..) | VcpuExit::MmioWrite(..)) => Ok(Exit::Other("MMIO")),
+            Ok(VcpuExit::MmioRead(addr, _) | VcpuExit::MmioWrite(addr, _)) => Ok(Exit::Mmio(addr)),
             Ok(_) => Ok(Exit::Other("unexpected exit")),
             Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
                 Ok(Exit::Interrupted)
@@ -365,6 +398,24 @@ impl Vcpu {
                 what: "RUN",
                 source,
             }),
+        }
+    }
+
+    /// Lets KVM finish the instruction of an MMIO exit without running the
+    /// guest (KVM_RUN with `immediate_exit`), so that registers set
+    /// afterwards are not overwritten by its completion. A read gets zeros.
+    pub fn finish_mmio(&mut self) -> Result<(), KvmError> {
+        self.vcpu.set_kvm_immediate_exit(1);
+        let r = self.vcpu.run().map(|_| ());
+        self.vcpu.set_kvm_immediate_exit(0);
+        match r {
+            Err(e) if e.errno() != libc::EINTR && e.errno() != libc::EAGAIN => {
+                Err(KvmError::Ioctl {
+                    what: "RUN",
+                    source: e,
+                })
+            }
+            _ => Ok(()),
         }
     }
 

@@ -16,6 +16,7 @@ use crate::memory::GuestMemory;
 use object::elf;
 use object::read::elf::{FileHeader as _, ProgramHeader as _, Sym as _};
 use object::LittleEndian;
+use std::os::fd::BorrowedFd;
 
 const PHDR_SIZE: usize = 56;
 /// Linux refuses program header tables larger than this.
@@ -581,6 +582,19 @@ impl ElfImage {
     /// Copies the PT_LOAD segments of `bytes` (the file given to [`parse`])
     /// into guest memory and zero-fills their bss.
     pub fn load(&self, bytes: &[u8], mem: &mut GuestMemory) -> Result<LoadedProgram, LoadError> {
+        self.load_from(bytes, None, mem)
+    }
+
+    /// As [`Self::load`]; with `fd` (the open file `bytes` are the contents
+    /// of), the whole pages of each segment's file data are mapped
+    /// copy-on-write from the file rather than copied, so only the pages the
+    /// program touches are read, and the page cache is shared between VMs.
+    pub fn load_from(
+        &self,
+        bytes: &[u8],
+        fd: Option<BorrowedFd<'_>>,
+        mem: &mut GuestMemory,
+    ) -> Result<LoadedProgram, LoadError> {
         let mem_size = mem.size();
         let highest = self.segments.iter().map(|s| s.end).max().unwrap_or(0);
         if highest > mem_size {
@@ -601,7 +615,25 @@ impl ElfImage {
             let data = bytes
                 .get(off..off.checked_add(filesz).ok_or_else(outside)?)
                 .ok_or_else(outside)?;
-            mem.write(s.start, data)?;
+            // Whole pages of file data: mapped (when possible); the partial
+            // first and last pages: copied.
+            let page = abi::PAGE_SIZE;
+            let first = s.start.next_multiple_of(page);
+            let last = (s.start + s.filesz) / page * page;
+            let mapped = match fd {
+                Some(fd) if last > first && (s.start % page) == (s.offset % page) => {
+                    mem.map_file(first, last - first, fd, s.offset + (first - s.start))
+                }
+                _ => false,
+            };
+            if mapped {
+                let head = (first - s.start) as usize;
+                let tail = (last - s.start) as usize;
+                mem.write(s.start, &data[..head])?;
+                mem.write(last, &data[tail..])?;
+            } else {
+                mem.write(s.start, data)?;
+            }
             // Segments are checked to lie in memory, so these cannot overflow.
             let bss = s.start.checked_add(s.filesz).ok_or(LoadError::Overflow {
                 what: "segment address range",

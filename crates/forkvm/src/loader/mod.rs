@@ -7,9 +7,11 @@
 //! stack top. Every failure is a [`LoadError`] whose message names the cause.
 
 pub mod elf;
+pub mod file;
 pub mod stack;
 
 pub use elf::{parse, parse_at, ElfImage, LoadedProgram, Symbols};
+pub use file::ProgramFile;
 pub use stack::{build_stack, StackParams};
 
 use crate::memory::Fault;

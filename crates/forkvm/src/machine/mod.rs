@@ -186,7 +186,7 @@ enum Mode {
 impl Machine {
     /// Loads the program at `path` (argv[0] defaults to it).
     pub fn from_file(path: &str, mut config: Config) -> Result<Self, MachineError> {
-        let bytes = std::fs::read(path).map_err(|source| MachineError::Read {
+        let file = loader::ProgramFile::open(path).map_err(|source| MachineError::Read {
             path: path.to_string(),
             source,
         })?;
@@ -196,11 +196,22 @@ impl Machine {
         let exe = std::fs::canonicalize(path)
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|_| path.to_string());
-        Self::new(&bytes, &exe, config)
+        Self::build(file.bytes(), Some(file.fd()), &exe, config)
     }
 
     /// Builds a VM for the ELF image `bytes`, which the guest knows as `exe_path`.
     pub fn new(bytes: &[u8], exe_path: &str, config: Config) -> Result<Self, MachineError> {
+        Self::build(bytes, None, exe_path, config)
+    }
+
+    /// As [`Self::new`]; `fd` is the open file `bytes` come from, if any
+    /// (its pages are then mapped rather than copied).
+    fn build(
+        bytes: &[u8],
+        fd: Option<std::os::fd::BorrowedFd<'_>>,
+        exe_path: &str,
+        config: Config,
+    ) -> Result<Self, MachineError> {
         let image = loader::parse(bytes)?;
         let limit = config
             .memory
@@ -230,7 +241,7 @@ impl Machine {
         let stack_reserve = (memory / 8).min(8 << 20);
         let stack_top = memory;
         let mut regions = image.regions();
-        let program = image.load(bytes, &mut mem)?;
+        let program = image.load_from(bytes, fd, &mut mem)?;
         if !program.exec_stack {
             regions.push(page_tables::Region {
                 start: stack_top - stack_reserve,
@@ -482,6 +493,7 @@ impl Machine {
             if self.syscall_path == SyscallPath::Fast {
                 self.sync_fast_page()?;
             }
+            self.vcpu.sync_slots(&self.mem)?;
             match self.vcpu.run()? {
                 Exit::Io(port) => {
                     let trap = guest_kernel::decode(port, &self.mem)
@@ -547,6 +559,17 @@ impl Machine {
                             return Ok(Outcome::Exited(status));
                         }
                         self.preempt()?;
+                    }
+                }
+                Exit::Mmio(addr) => {
+                    // An access to memory the program never mapped (no slot there).
+                    let regs = self.vcpu.regs();
+                    self.vcpu.finish_mmio()?;
+                    let frame = Frame::user(regs.rip, regs.rsp, regs.rflags);
+                    if let Some(outcome) =
+                        self.fault_at(abi::vector::PAGE_FAULT, 0x4, addr, frame)?
+                    {
+                        return Ok(outcome);
                     }
                 }
                 Exit::Shutdown => {
@@ -763,16 +786,27 @@ impl Machine {
         error_code: u64,
         frame: Frame,
     ) -> Result<Option<Outcome>, MachineError> {
-        let mut regs = self.vcpu.regs();
-        // The registers are the guest kernel's view; the program's RIP/RSP/RFLAGS are in the frame.
-        regs.rip = frame.rip;
-        regs.rsp = frame.rsp;
-        regs.rflags = frame.rflags;
         let cr2 = if vector == abi::vector::PAGE_FAULT {
             self.vcpu.sregs()?.cr2
         } else {
             0
         };
+        self.fault_at(vector, error_code, cr2, frame)
+    }
+
+    /// As [`Self::fault`], with the faulting address given.
+    fn fault_at(
+        &mut self,
+        vector: u8,
+        error_code: u64,
+        cr2: u64,
+        frame: Frame,
+    ) -> Result<Option<Outcome>, MachineError> {
+        let mut regs = self.vcpu.regs();
+        // The registers are the guest kernel's view; the program's RIP/RSP/RFLAGS are in the frame.
+        regs.rip = frame.rip;
+        regs.rsp = frame.rsp;
+        regs.rflags = frame.rflags;
         let info = CrashInfo::from_exception(vector, error_code, cr2, regs);
         if frame.from_user() && self.mode != Mode::Call {
             if let Some(action) = linux::signal::handler_for(&self.proc, info.signal) {
@@ -854,15 +888,16 @@ fn load_interpreter(
             reason,
         })
     };
-    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
-    let probe = loader::parse(&bytes).map_err(|e| fail(e.to_string()))?;
+    let file = loader::ProgramFile::open(path).map_err(|e| fail(e.to_string()))?;
+    let bytes = file.bytes();
+    let probe = loader::parse(bytes).map_err(|e| fail(e.to_string()))?;
     if probe.interp().is_some() || !probe.is_pie() {
         return Err(fail("not a self-contained position-independent ELF".into()));
     }
     let base = mm
         .alloc(probe.span())
         .ok_or_else(|| fail("no room in guest memory (try a larger --memory)".into()))?;
-    let image = loader::parse_at(&bytes, base).map_err(|e| fail(e.to_string()))?;
+    let image = loader::parse_at(bytes, base).map_err(|e| fail(e.to_string()))?;
     // Writable while the host copies the segments in, then as the ELF says.
     for r in image.regions() {
         mem.map_user(
@@ -874,7 +909,9 @@ fn load_interpreter(
             },
         );
     }
-    let loaded = image.load(&bytes, mem).map_err(|e| fail(e.to_string()))?;
+    let loaded = image
+        .load_from(bytes, Some(file.fd()), mem)
+        .map_err(|e| fail(e.to_string()))?;
     map_image(mem, &image);
     Ok((loaded.entry, base))
 }

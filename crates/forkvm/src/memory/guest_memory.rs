@@ -47,6 +47,37 @@ pub struct GuestMemory {
     /// Ranges where a host file is mapped directly (start → end), shared
     /// with every other mapping of that file until written.
     pub(super) file_mapped: std::collections::BTreeMap<u64, u64>,
+    /// Chunks of guest RAM (bit n: the n-th [`GuestMemory::chunk_size`]
+    /// bytes) the program has mapped something in, ever. Only these get a
+    /// KVM memory slot: on shadow-paging hypervisors (PVM) KVM allocates and
+    /// zeroes reverse maps for every page of a slot, which for an 8 GiB
+    /// address space cost more than running a small program.
+    pub(super) chunks: u64,
+}
+
+/// Most memory slots a VM uses (one per chunk of guest RAM).
+pub const MAX_CHUNKS: u64 = 64;
+
+/// Size of the chunks guest RAM of `size` bytes is registered with KVM in:
+/// a power of two, at least 2 MiB, at most [`MAX_CHUNKS`] of them.
+pub fn chunk_size(size: u64) -> u64 {
+    size.div_ceil(MAX_CHUNKS)
+        .next_power_of_two()
+        .max(abi::HUGE_PAGE_SIZE)
+}
+
+/// The chunks (as a bitmap) that `start..end` touches; chunk 0, the guest
+/// kernel's, always.
+fn chunk_bits(size: u64, start: u64, end: u64) -> u64 {
+    let shift = chunk_size(size).trailing_zeros();
+    let mut bits = 1;
+    if end > start {
+        let (first, last) = (start >> shift, (end - 1) >> shift);
+        for n in first..=last.min(MAX_CHUNKS - 1) {
+            bits |= 1 << n;
+        }
+    }
+    bits
 }
 
 // SAFETY: GuestMemory owns its mapping exclusively; the raw pointer is not
@@ -96,6 +127,7 @@ impl GuestMemory {
             idle: Default::default(),
             commit_limit: size,
             file_mapped: Default::default(),
+            chunks: 1,
         })
     }
 
@@ -135,8 +167,19 @@ impl GuestMemory {
         self.user_map.get_or_insert_with(Default::default);
     }
 
+    /// The chunks of guest RAM that need a KVM memory slot (bit n: the n-th
+    /// [`chunk_size`] bytes): every chunk the program ever mapped something
+    /// in, and all of them until mappings are tracked.
+    pub fn chunks_in_use(&self) -> u64 {
+        match self.user_map {
+            Some(_) => self.chunks,
+            None => chunk_bits(self.size, 0, self.size),
+        }
+    }
+
     /// Records that the program mapped `start..end` (no-op without tracking).
     pub fn map_user(&mut self, start: u64, end: u64, rights: super::Rights) {
+        self.chunks |= chunk_bits(self.size, start, end);
         if let Some(m) = &mut self.user_map {
             m.insert(start, end, rights);
         }

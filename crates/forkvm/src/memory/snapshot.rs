@@ -32,6 +32,8 @@ pub struct Snapshot {
     user_map: Option<super::UserMap>,
     /// Its memory limit.
     commit_limit: u64,
+    /// The chunks of guest RAM in use (see `GuestMemory::chunks_in_use`).
+    chunks: u64,
     fd: OwnedFd,
     size: u64,
     /// A read-only shared view, the source for restoring pages.
@@ -101,6 +103,7 @@ impl Snapshot {
         Ok(Arc::new(Self {
             user_map: mem.user_map.clone(),
             commit_limit: mem.commit_limit,
+            chunks: mem.chunks_in_use(),
             fd,
             size,
             view,
@@ -164,6 +167,7 @@ impl GuestMemory {
             idle: Default::default(),
             commit_limit: snap.commit_limit,
             file_mapped: Default::default(),
+            chunks: snap.chunks,
         })
     }
 
@@ -187,6 +191,7 @@ impl GuestMemory {
         self.snapshot = Some(snap.clone());
         self.user_map = snap.user_map.clone();
         self.commit_limit = snap.commit_limit;
+        self.chunks |= snap.chunks;
         self.idle.clear();
         self.file_mapped.clear();
         Ok(())

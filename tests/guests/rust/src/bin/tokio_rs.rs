@@ -23,7 +23,11 @@ async fn main() {
         .await
         .is_err();
     println!("received {} values, sum {}", order.len(), order.iter().sum::<u64>());
-    println!("first {:?}, last {:?}", order.first(), order.last());
+    // The arrival order depends on how fast the tasks were spawned (a loaded
+    // machine may let the first 5 ms timer fire before the last spawn), so
+    // only the set of values is compared with the native run.
+    order.sort_unstable();
+    println!("values {order:?}");
     println!("20! = {blocking}, timeout fired: {timed_out}");
     println!("took at least 50ms: {}", start.elapsed() >= Duration::from_millis(50));
 }
