@@ -26,7 +26,7 @@ if [[ "${1:-}" == "-f" ]]; then
     FORCE=1
 fi
 
-C_PROGRAMS=(hello args_env read_file refused_file malloc_big sort floats time_random
+C_PROGRAMS=(hello getrandom_edges wild_read args_env read_file refused_file malloc_big sort floats time_random
     null_write infinite_loop memory_bomb hostile cat_stdin cat sigsegv_recover pthreads
     thread_signal alarm vector_state unix_sockets posix_timers fast_identity vdso_clock)
 CPP_PROGRAMS=(hello_cpp sort_cpp exceptions_cpp)

@@ -132,10 +132,19 @@ pub mod entry {
     pub const PVM_FAST_SYSCALL: u64 = SYSCALL_STUB_ADDR + 0x100;
     /// LSTAR on hardware KVM with the fast path on: the same dispatcher at
     /// CPL0, returning with `sysretq`; the rest go to [`HW_SYSCALL_STUB`].
-    pub const HW_FAST_SYSCALL: u64 = SYSCALL_STUB_ADDR + 0x200;
+    pub const HW_FAST_SYSCALL: u64 = SYSCALL_STUB_ADDR + 0x300;
+    /// Most bytes of each dispatcher.
+    pub const FAST_SYSCALL_SIZE: u64 = 0x1f0;
     /// The hardware dispatcher's one `sysretq` (the host recognises a #GP
     /// here, on PVM with the hardware path forced, as an answered call).
-    pub const HW_FAST_SYSRET: u64 = SYSCALL_STUB_ADDR + 0x2f0;
+    pub const HW_FAST_SYSRET: u64 = SYSCALL_STUB_ADDR + 0x4f0;
+    /// getrandom's in-guest fill loop, shared by both dispatchers: fills
+    /// RSI bytes at RDI with RDRAND (CF clear: RDRAND failed). Called with
+    /// the caller's RDI and RSI saved just above the return address, so a
+    /// fault inside it (a bad buffer) is answered by the host with EFAULT.
+    pub const GETRANDOM_FILL: u64 = SYSCALL_STUB_ADDR + 0x500;
+    /// Bytes of [`GETRANDOM_FILL`] (a fault at an address in this range is the fill's).
+    pub const GETRANDOM_FILL_SIZE: u64 = 0x80;
     /// Where host-initiated calls enter user mode: `r11` holds the function,
     /// `rdi..r9` its arguments; the code restores the master's FPU state,
     /// calls it and returns the result with the `CALL_RETURN` hypercall.
@@ -165,6 +174,10 @@ pub mod fast {
     /// Nonzero when the running thread is the only one (sched_yield is then
     /// a no-op answered in the guest); rewritten before every entry.
     pub const ALONE: u64 = 0x28;
+    /// Nonzero when the vCPU has RDRAND: getrandom is then answered in the
+    /// guest (hardware random numbers, nothing kept that a snapshot or a
+    /// fork could share).
+    pub const RDRAND: u64 = 0x30;
     /// The vDSO's time base: eight u64 (generation, TSC start and end, CLOCK_MONOTONIC
     /// at the start, realtime and boottime offsets, mult, shift); see `forkvm::clock`.
     pub const TIME: u64 = 0x100;

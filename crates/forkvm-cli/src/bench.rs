@@ -98,6 +98,28 @@ fn spawn_times(n: usize, mut cmd: impl FnMut() -> Command) -> anyhow::Result<Vec
     Ok(v)
 }
 
+/// Debian's python3, for the start-up rows.
+const PYTHON: &str = "/usr/bin/python3";
+
+/// `forkvm run python3 -c pass` and native `python3 -c pass` wall times
+/// (None when there is no python3 to run).
+fn python_rows(me: &std::path::Path, n: usize) -> anyhow::Result<Option<(Stats, Stats)>> {
+    if !std::path::Path::new(PYTHON).exists() {
+        return Ok(None);
+    }
+    let vm = stats(spawn_times(n, || {
+        let mut c = Command::new(me);
+        c.args(["run", PYTHON, "-c", "pass"]);
+        c
+    })?);
+    let native = stats(spawn_times(n, || {
+        let mut c = Command::new(PYTHON);
+        c.args(["-c", "pass"]);
+        c
+    })?);
+    Ok(Some((vm, native)))
+}
+
 /// Per-syscall cost: (run of N getppid calls - run of 0) / N, per sample,
 /// with the calls answered by `path` (the host, or the in-guest dispatcher).
 fn syscall_cost(samples: usize, path: SyscallPath, n: u32) -> anyhow::Result<Vec<Duration>> {
@@ -187,6 +209,14 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         |k| Ok(builtin::vdso_clock_loop(k)?),
     )?);
     let native_clock = stats(floors::native_clock_gettime(n));
+    let getrandom = |path, k| {
+        loop_cost((n / 10).max(10), path, k, |k| {
+            Ok(builtin::getrandom_loop(k)?)
+        })
+    };
+    let getrandom_fast = stats(getrandom(SyscallPath::Fast, 20_000)?);
+    let getrandom_exit = stats(getrandom(SyscallPath::Exit, 200)?);
+    let native_getrandom = stats(floors::native_getrandom(n));
     let lstar_floor = stats(floors::guest_syscall_round_trip((n / 10).max(10))?);
 
     let life = lifecycle(n, &args, exit.median, create.median)?;
@@ -199,6 +229,9 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         c
     })?);
     let native_run = stats(spawn_times(spawns, || Command::new(&hello_path))?);
+    // A real interpreter's start-up, where file system calls and page
+    // faults dominate (issue 9's `python3 -c pass`), when Debian's is here.
+    let python = python_rows(&me, (n / 10).max(5))?;
 
     let mut rows = vec![
         Row {
@@ -251,6 +284,20 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             floor: lstar_floor.median,
         },
         Row {
+            name: "getrandom_in_guest",
+            what: "getrandom(16 B) answered in the guest (RDRAND)".into(),
+            s: getrandom_fast,
+            floor_name: "native_getrandom",
+            floor: native_getrandom.median,
+        },
+        Row {
+            name: "getrandom_exit",
+            what: "getrandom(16 B) answered by the host (--syscalls exit)".into(),
+            s: getrandom_exit,
+            floor_name: "native_getrandom",
+            floor: native_getrandom.median,
+        },
+        Row {
             name: "run_wall",
             what: "`forkvm run hello` wall time".into(),
             s: forkvm_run,
@@ -259,7 +306,16 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         },
     ];
     rows.extend(life.rows);
-    let floor_rows = [
+    if let Some((vm, native)) = &python {
+        rows.push(Row {
+            name: "python_pass_wall",
+            what: format!("`forkvm run {PYTHON} -c pass` wall time"),
+            s: vm.clone(),
+            floor_name: "native_python",
+            floor: native.median,
+        });
+    }
+    let mut floor_rows = vec![
         ("vcpu_ioctl", "vCPU ioctl (KVM_GET_REGS)", &ioctl),
         ("exit", "bare KVM exit round trip (CPL0 out)", &exit),
         (
@@ -285,6 +341,11 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         ),
         ("native_run", "native `./hello` wall time", &native_run),
         (
+            "native_getrandom",
+            "native getrandom(16 B)",
+            &native_getrandom,
+        ),
+        (
             "native_call",
             "native function call (same no-op, on the host)",
             &life.native_call,
@@ -295,6 +356,13 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             &native_fork,
         ),
     ];
+    if let Some((_, native)) = &python {
+        floor_rows.push((
+            "native_python",
+            "native `python3 -c pass` wall time",
+            native,
+        ));
+    }
 
     if args.json {
         // Figures that have no floor (memory per fork) carry null there.

@@ -102,6 +102,37 @@ pub fn syscall_loop(n: u32) -> Result<Vec<u8>, IcedError> {
     })
 }
 
+/// Calls getrandom(16 bytes on the stack, flags 0) `n` times, then
+/// exit_group(0); exits 1 if a call fails.
+pub fn getrandom_loop(n: u32) -> Result<Vec<u8>, IcedError> {
+    assemble(|a| {
+        let mut top = a.create_label();
+        let mut done = a.create_label();
+        let mut failed = a.create_label();
+        a.mov(asm::ebx, n)?;
+        a.set_label(&mut top)?;
+        a.test(asm::ebx, asm::ebx)?;
+        a.jz(done)?;
+        a.lea(asm::rdi, asm::ptr(asm::rsp - 64))?;
+        a.mov(asm::esi, 16)?;
+        a.xor(asm::edx, asm::edx)?;
+        a.mov(asm::eax, 318)?; // getrandom
+        a.syscall()?;
+        a.cmp(asm::rax, 16)?;
+        a.jne(failed)?;
+        a.dec(asm::ebx)?;
+        a.jmp(top)?;
+        a.set_label(&mut done)?;
+        a.mov(asm::eax, 231)?;
+        a.xor(asm::edi, asm::edi)?;
+        a.syscall()?;
+        a.set_label(&mut failed)?;
+        a.mov(asm::eax, 231)?;
+        a.mov(asm::edi, 1)?;
+        a.syscall()
+    })
+}
+
 /// A static program that calls the vDSO's `__vdso_clock_gettime(CLOCK_MONOTONIC)`
 /// `n` times (through AT_SYSINFO_EHDR's fixed address) and exits 0; exits 1
 /// when it has no vDSO.

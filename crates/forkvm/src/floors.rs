@@ -170,6 +170,21 @@ pub fn native_syscall(n: usize) -> Vec<Duration> {
         .collect()
 }
 
+/// Native getrandom of 16 bytes (per call).
+pub fn native_getrandom(n: usize) -> Vec<Duration> {
+    let mut buf = [0u8; 16];
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..100 {
+                let _ = getrandom::fill(&mut buf);
+                std::hint::black_box(&buf);
+            }
+            t.elapsed() / 100
+        })
+        .collect()
+}
+
 /// Native clock_gettime(CLOCK_MONOTONIC), through the host's vDSO (per call).
 pub fn native_clock_gettime(n: usize) -> Vec<Duration> {
     (0..n)

@@ -71,9 +71,22 @@ pub fn stubs() -> Result<Vec<u8>, IcedError> {
         (entry::HW_FAST_SYSCALL, FastReturn::Hardware),
     ] {
         let bytes = assemble_at(at, |a| fast_dispatcher(a, platform))?;
-        assert!(bytes.len() <= 0xf0, "fast dispatcher too long");
+        assert!(
+            bytes.len() as u64 <= entry::FAST_SYSCALL_SIZE,
+            "fast dispatcher too long"
+        );
         place(&mut stubs, at - abi::SYSCALL_STUB_ADDR, &bytes);
     }
+    let fill = assemble_at(entry::GETRANDOM_FILL, getrandom_fill)?;
+    assert!(
+        fill.len() as u64 <= entry::GETRANDOM_FILL_SIZE,
+        "getrandom fill too long"
+    );
+    place(
+        &mut stubs,
+        entry::GETRANDOM_FILL - abi::SYSCALL_STUB_ADDR,
+        &fill,
+    );
     let sysret = assemble_at(entry::HW_FAST_SYSRET, |a| a.sysretq())?;
     place(
         &mut stubs,
@@ -98,6 +111,49 @@ pub fn stubs() -> Result<Vec<u8>, IcedError> {
         &call,
     );
     Ok(stubs)
+}
+
+/// getrandom's syscall number.
+const GETRANDOM: i32 = 318;
+/// Largest getrandom the guest answers itself (glibc's and musl's
+/// getentropy ask for at most 256 bytes).
+const GETRANDOM_MAX: i32 = 256;
+
+/// getrandom's fill loop (see [`entry::GETRANDOM_FILL`]): RSI bytes at RDI,
+/// eight at a time, then the tail from one more RDRAND. Only RAX, RDI, RSI
+/// and the flags change; CF set on return means filled.
+fn getrandom_fill(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    let mut words = a.create_label();
+    let mut tail = a.create_label();
+    let mut bytes = a.create_label();
+    let mut ok = a.create_label();
+    let mut fail = a.create_label();
+    a.set_label(&mut words)?;
+    a.cmp(asm::rsi, 8)?;
+    a.jb(tail)?;
+    a.rdrand(asm::rax)?;
+    a.jnc(fail)?;
+    a.mov(asm::qword_ptr(asm::rdi), asm::rax)?;
+    a.add(asm::rdi, 8)?;
+    a.sub(asm::rsi, 8)?;
+    a.jmp(words)?;
+    a.set_label(&mut tail)?;
+    a.test(asm::rsi, asm::rsi)?;
+    a.jz(ok)?;
+    a.rdrand(asm::rax)?;
+    a.jnc(fail)?;
+    a.set_label(&mut bytes)?;
+    a.mov(asm::byte_ptr(asm::rdi), asm::al)?;
+    a.shr(asm::rax, 8)?;
+    a.inc(asm::rdi)?;
+    a.dec(asm::rsi)?;
+    a.jnz(bytes)?;
+    a.set_label(&mut ok)?;
+    a.stc()?;
+    a.ret()?;
+    a.set_label(&mut fail)?;
+    a.clc()?;
+    a.ret()
 }
 
 /// The x86-64 red zone (128 bytes below RSP that leaf code may use) plus one
@@ -133,6 +189,7 @@ fn fast_dispatcher(a: &mut CodeAssembler, ret: FastReturn) -> Result<(), IcedErr
     let mut answer_uid = a.create_label();
     let mut answer_gid = a.create_label();
     let mut answer_yield = a.create_label();
+    let mut answer_getrandom = a.create_label();
     let mut done = a.create_label();
     // Syscall numbers (x86-64): getpid 39, getppid 110, gettid 186,
     // getuid 102, geteuid 107, getgid 104, getegid 108, sched_yield 24.
@@ -145,6 +202,7 @@ fn fast_dispatcher(a: &mut CodeAssembler, ret: FastReturn) -> Result<(), IcedErr
         (104, answer_gid),
         (108, answer_gid),
         (24, answer_yield),
+        (GETRANDOM, answer_getrandom),
     ] {
         a.cmp(asm::rax, nr)?;
         a.je(label)?;
@@ -167,6 +225,35 @@ fn fast_dispatcher(a: &mut CodeAssembler, ret: FastReturn) -> Result<(), IcedErr
     a.cmp(data(fast::ALONE), 0)?;
     a.je(slow)?;
     a.xor(asm::eax, asm::eax)?;
+    a.jmp(done)?;
+    // getrandom(buf, len, flags): RDRAND straight into the buffer when the
+    // vCPU has it, the flags are plain (GRND_NONBLOCK/GRND_RANDOM) and the
+    // request small; the host answers anything else (and a bad buffer, when
+    // the fill faults). Below the red zone: the caller's RDI/RSI, then the
+    // fill's return address.
+    let mut filled = a.create_label();
+    a.set_label(&mut answer_getrandom)?;
+    a.cmp(data(fast::RDRAND), 0)?;
+    a.je(slow)?;
+    a.test(asm::rdx, -4)?;
+    a.jne(slow)?;
+    a.cmp(asm::rsi, GETRANDOM_MAX)?;
+    a.ja(slow)?;
+    a.cmp(asm::rdi, abi::USER_BASE as i32)?;
+    a.jb(slow)?;
+    a.lea(asm::rsp, asm::ptr(asm::rsp - RED_ZONE_SKIP))?;
+    a.push(asm::rsi)?;
+    a.push(asm::rdi)?;
+    a.call(entry::GETRANDOM_FILL)?;
+    // pop and lea leave CF (the fill's verdict) alone.
+    a.pop(asm::rdi)?;
+    a.pop(asm::rsi)?;
+    a.lea(asm::rsp, asm::ptr(asm::rsp + RED_ZONE_SKIP))?;
+    a.jc(filled)?;
+    a.mov(asm::eax, GETRANDOM as u32)?; // RDRAND ran dry: the host answers
+    a.jmp(slow)?;
+    a.set_label(&mut filled)?;
+    a.mov(asm::rax, asm::rsi)?;
     a.set_label(&mut done)?;
     match ret {
         FastReturn::Pvm => {

@@ -94,6 +94,21 @@ impl Hypervisor {
         })
     }
 
+    /// Whether guest code may use RDRAND: KVM reports it (CPUID.1:ECX bit
+    /// 30), or the platform is PVM, whose guests execute it natively and see
+    /// the host's CPUID (PVM leaves it out of KVM's supported list).
+    pub fn has_rdrand(&self) -> bool {
+        let reported = self
+            .cpuid
+            .as_slice()
+            .iter()
+            .find(|e| e.function == 1)
+            .is_some_and(|e| e.ecx & (1 << 30) != 0);
+        reported
+            || (self.platform == super::Platform::Pvm
+                && std::arch::is_x86_feature_detected!("rdrand"))
+    }
+
     /// The vCPU's AT_HWCAP (CPUID.1:EDX, as Linux reports it).
     pub fn hwcap(&self) -> u64 {
         self.cpuid
@@ -114,9 +129,14 @@ pub enum Exit {
     Interrupted,
     /// The guest triple-faulted.
     Shutdown,
-    /// The guest touched this address, where no memory slot is: memory the
+    /// The guest touched `addr`, where no memory slot is: memory the
     /// program never mapped.
-    Mmio(u64),
+    Mmio {
+        /// The address.
+        addr: u64,
+        /// A store (else a load).
+        write: bool,
+    },
     /// Anything else; a broken guest kernel or an unsupported hypervisor.
     Other(&'static str),
 }
@@ -389,7 +409,8 @@ impl Vcpu {
             Ok(VcpuExit::Hlt) => Ok(Exit::Other("hlt")),
             Ok(VcpuExit::InternalError) => Ok(Exit::Other("internal error (emulation failure)")),
             Ok(VcpuExit::FailEntry(..)) => Ok(Exit::Other("failed VM entry")),
-            Ok(VcpuExit::MmioRead(addr, _) | VcpuExit::MmioWrite(addr, _)) => Ok(Exit::Mmio(addr)),
+            Ok(VcpuExit::MmioRead(addr, _)) => Ok(Exit::Mmio { addr, write: false }),
+            Ok(VcpuExit::MmioWrite(addr, _)) => Ok(Exit::Mmio { addr, write: true }),
             Ok(_) => Ok(Exit::Other("unexpected exit")),
             Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
                 Ok(Exit::Interrupted)

@@ -334,7 +334,7 @@ impl Machine {
         let mut vcpu = Vcpu::new(hv, &mem)?;
         vcpu.reset(hv, &mut mem, cr3, Frame::user(entry, rsp, 0), 0)?;
         vcpu.set_syscall_path(hv, syscall_path)?;
-        fast_page_init(&mut mem, proc.tid)?;
+        fast_page_init(&mut mem, proc.tid, hv.has_rdrand())?;
         Ok(Self {
             syscall_path,
             host_time_reads: 0,
@@ -516,6 +516,9 @@ impl Machine {
                             self.trap_rsp = frame.rsp;
                             return Ok(Outcome::Ready);
                         }
+                        Trap::Exception { frame, .. } if in_getrandom_fill(frame.rip) => {
+                            self.getrandom_fault(frame.rsp)?;
+                        }
                         Trap::Exception { vector, frame, .. }
                             if self.debug_claims(vector, &frame) =>
                         {
@@ -561,13 +564,19 @@ impl Machine {
                         self.preempt()?;
                     }
                 }
-                Exit::Mmio(addr) => {
+                Exit::Mmio { addr, write } => {
                     // An access to memory the program never mapped (no slot there).
                     let regs = self.vcpu.regs();
                     self.vcpu.finish_mmio()?;
+                    if in_getrandom_fill(regs.rip) {
+                        self.getrandom_fault(regs.rsp)?;
+                        continue;
+                    }
                     let frame = Frame::user(regs.rip, regs.rsp, regs.rflags);
+                    // #PF error code: user mode, and a write when it was one.
+                    let code = 0x4 | if write { 0x2 } else { 0 };
                     if let Some(outcome) =
-                        self.fault_at(abi::vector::PAGE_FAULT, 0x4, addr, frame)?
+                        self.fault_at(abi::vector::PAGE_FAULT, code, addr, frame)?
                     {
                         return Ok(outcome);
                     }
@@ -578,6 +587,30 @@ impl Machine {
                 Exit::Other(what) => return Err(MachineError::Internal(what.into())),
             }
         }
+    }
+
+    /// getrandom's in-guest fill faulted on the program's buffer: the call
+    /// fails with EFAULT, as the host's getrandom would. `rsp` is the fill's
+    /// stack: its return address, the caller's RDI and RSI, then the
+    /// dispatcher's red-zone skip. Whatever the guest put there only
+    /// becomes its own registers.
+    fn getrandom_fault(&mut self, rsp: u64) -> Result<(), MachineError> {
+        let mut user = self.vcpu.regs();
+        let (rdi, rsi) = match (
+            self.mem.kernel_read_u64(rsp.wrapping_add(8)),
+            self.mem.kernel_read_u64(rsp.wrapping_add(16)),
+        ) {
+            (Ok(rdi), Ok(rsi)) => (rdi, rsi),
+            // A stack the host cannot read: the program is past saving.
+            _ => (0, 0),
+        };
+        user.rdi = rdi;
+        user.rsi = rsi;
+        user.rax = (-(linux::Errno::EFAULT.0 as i64)) as u64;
+        user.rsp = rsp.wrapping_add(24 + GETRANDOM_RED_ZONE_SKIP);
+        user.rip = user.rcx;
+        user.rflags = user.r11;
+        self.resume_user(&user)
     }
 
     /// Puts the current piece of the time function in the vDSO's time base,
@@ -916,6 +949,16 @@ fn load_interpreter(
     Ok((loaded.entry, base))
 }
 
+/// Whether `rip` is in getrandom's in-guest fill loop.
+fn in_getrandom_fill(rip: u64) -> bool {
+    (abi::entry::GETRANDOM_FILL..abi::entry::GETRANDOM_FILL + abi::entry::GETRANDOM_FILL_SIZE)
+        .contains(&rip)
+}
+
+/// What the dispatcher skips below the program's stack pointer before
+/// saving registers (the red zone and one slot; `guest_kernel::assemble`).
+const GETRANDOM_RED_ZONE_SKIP: u64 = 136;
+
 /// Address space given to Go programs (their runtime reserves 512 MiB of it).
 const GO_ADDRESS_SPACE: u64 = 1 << 30;
 /// Largest gap left unmapped below the stack (Linux's stack_guard_gap is 1 MiB too).
@@ -951,7 +994,7 @@ fn find_auxv(mem: &GuestMemory, rsp: u64, key: u64) -> Option<u64> {
 
 /// Writes the constant answers of the in-guest dispatcher (identity); the
 /// per-entry ones are kept current by [`Machine::sync_fast_page`].
-fn fast_page_init(mem: &mut GuestMemory, tid: u64) -> Result<(), MachineError> {
+fn fast_page_init(mem: &mut GuestMemory, tid: u64, rdrand: bool) -> Result<(), MachineError> {
     use crate::linux::process::{PID, PPID, UID};
     for (off, v) in [
         (abi::fast::PID, PID),
@@ -960,6 +1003,7 @@ fn fast_page_init(mem: &mut GuestMemory, tid: u64) -> Result<(), MachineError> {
         (abi::fast::GID, UID),
         (abi::fast::TID, tid),
         (abi::fast::ALONE, 1),
+        (abi::fast::RDRAND, u64::from(rdrand)),
     ] {
         mem.kernel_write_u64(abi::FAST_DATA_ADDR + off, v)
             .map_err(|f| MachineError::Internal(f.to_string()))?;
