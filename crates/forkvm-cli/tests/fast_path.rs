@@ -155,4 +155,17 @@ fn reading_never_mapped_memory_is_sigsegv() {
         "{}",
         vm.describe()
     );
+    // The program's handler runs and the program goes on, as natively.
+    let native = run_cmd(
+        {
+            let mut c = Command::new(&exe);
+            c.arg("catch");
+            c
+        },
+        b"",
+        Duration::from_secs(30),
+    );
+    let vm = run_with("fast", "wild_read.musl", &["catch"]);
+    assert_eq!(vm.status, 0, "{}", vm.describe());
+    assert_eq!(vm.stdout_str(), native.stdout_str(), "{}", vm.describe());
 }

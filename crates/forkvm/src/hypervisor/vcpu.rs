@@ -472,6 +472,22 @@ impl Vcpu {
         Ok(())
     }
 
+    /// Puts the vCPU in guest-kernel mode (the code and stack segments
+    /// `reset` set) and keeps every other system register, FS/GS bases
+    /// included: for resuming through the kernel's `iretq` after an exit
+    /// taken in user mode (an MMIO exit), which exceptions never are.
+    pub fn enter_kernel_mode(&mut self) -> Result<(), KvmError> {
+        let base = self.sregs.ok_or(KvmError::Missing("an initialised vCPU"))?;
+        let mut now: kvm_sregs = ioctl("GET_SREGS", self.vcpu.get_sregs())?;
+        if now.cs.dpl == base.cs.dpl {
+            return Ok(());
+        }
+        now.cs = base.cs;
+        now.ss = base.ss;
+        ioctl("SET_SREGS", self.vcpu.set_sregs(&now))?;
+        Ok(())
+    }
+
     /// Whether an exception or interrupt is on its way into the guest (an
     /// ioctl): the vCPU stopped in the middle of delivering it, so its
     /// registers must not be swapped for another thread's.

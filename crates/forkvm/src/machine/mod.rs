@@ -568,6 +568,8 @@ impl Machine {
                     // An access to memory the program never mapped (no slot there).
                     let regs = self.vcpu.regs();
                     self.vcpu.finish_mmio()?;
+                    // Taken in user mode on PVM: resuming goes through the kernel's iretq.
+                    self.vcpu.enter_kernel_mode()?;
                     if in_getrandom_fill(regs.rip) {
                         self.getrandom_fault(regs.rsp)?;
                         continue;
