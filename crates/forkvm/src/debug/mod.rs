@@ -37,7 +37,8 @@ use gdbstub::target::ext::breakpoints::{
 use gdbstub::target::{Target, TargetError, TargetResult};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use regs::ForkvmX86_64;
@@ -86,6 +87,60 @@ pub struct Debugger {
     /// the program runs (dropped with the session). None while the host
     /// serves a system call: the kick would cut a host sleep short (EINTR).
     poll: Option<Deadline>,
+    /// `forkvm serve --gdb`: where this VM waits for gdb when it stops on
+    /// its own (an `int3` of the program, a fatal fault) with none attached.
+    waiter: Option<Arc<GdbWaiter>>,
+    /// A session was attached since [`Machine::take_debugged`] last asked.
+    debugged: bool,
+    /// A session ended in the current call: its time limit starts afresh.
+    rearm: bool,
+}
+
+/// Where the VMs of `forkvm serve --gdb` wait for gdb: one listener shared
+/// by every worker; one worker at a time waits on it (the others that stop
+/// meanwhile queue for it).
+#[derive(Debug)]
+pub struct GdbWaiter {
+    listener: TcpListener,
+    addr: std::net::SocketAddr,
+    turn: Mutex<()>,
+}
+
+impl GdbWaiter {
+    /// Listens on `addr` (`127.0.0.1:0`: a free port; see [`GdbWaiter::addr`]).
+    pub fn bind(addr: &str) -> std::io::Result<Arc<Self>> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        Ok(Arc::new(Self {
+            listener,
+            addr,
+            turn: Mutex::new(()),
+        }))
+    }
+
+    /// The address gdb connects to.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Waits for gdb's connection (blocking this VM's thread only).
+    fn accept(&self, what: &str) -> Option<TcpStream> {
+        let _turn = self.turn.lock().ok()?;
+        eprintln!(
+            "forkvm: {what}; waiting for gdb on {} (target remote {})",
+            self.addr, self.addr
+        );
+        loop {
+            match self.listener.accept() {
+                Ok((conn, _)) => return Some(conn),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::warn!("--gdb: accept failed: {e}");
+                    return None;
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Debugger {
@@ -94,6 +149,24 @@ impl std::fmt::Debug for Debugger {
             .field("breakpoints", &self.breakpoints.len())
             .field("step", &self.step)
             .finish()
+    }
+}
+
+impl Debugger {
+    fn new(waiter: Option<Arc<GdbWaiter>>) -> Self {
+        Self {
+            stub: None,
+            pending: VecDeque::new(),
+            breakpoints: BTreeMap::new(),
+            step: false,
+            step_over: None,
+            auxv: Vec::new(),
+            killed_by: None,
+            poll: None,
+            waiter,
+            debugged: false,
+            rearm: false,
+        }
     }
 }
 
@@ -133,17 +206,100 @@ impl Machine {
         let stub = GdbStub::new(conn)
             .run_state_machine(self)
             .map_err(internal)?;
-        self.debugger = Some(Box::new(Debugger {
-            stub: Some(stub),
-            pending: VecDeque::new(),
-            breakpoints: BTreeMap::new(),
-            step: false,
-            step_over: None,
-            auxv,
-            killed_by: None,
-            poll: Some(Deadline::tick(INTERRUPT_POLL)),
-        }));
+        self.debugger = Some(Box::new(Debugger::new(None)));
+        if let Some(d) = self.debugger.as_mut() {
+            d.stub = Some(stub);
+            d.auxv = auxv;
+            d.debugged = true;
+            d.poll = Some(Deadline::tick(INTERRUPT_POLL));
+        }
         self.debug_session(None)
+    }
+
+    /// `forkvm serve --gdb`: from now on, when the program stops on its own
+    /// (an `int3`, e.g. `forkvm_breakpoint()`, or a fault that would kill it),
+    /// this VM waits for gdb on `waiter` and reports the stop to it.
+    pub fn set_gdb_waiter(&mut self, waiter: Arc<GdbWaiter>) {
+        self.debugger = Some(Box::new(Debugger::new(Some(waiter))));
+    }
+
+    /// Whether gdb was attached since the last time this was asked (the
+    /// VM then needs a reset: gdb may have changed anything).
+    pub fn take_debugged(&mut self) -> bool {
+        let attached = self.gdb_attached();
+        self.debugger.as_mut().is_some_and(|d| {
+            d.rearm = false;
+            std::mem::take(&mut d.debugged) || attached
+        })
+    }
+
+    /// Whether gdb is attached now.
+    pub fn gdb_attached(&self) -> bool {
+        self.debugger.as_ref().is_some_and(|d| d.stub.is_some())
+    }
+
+    /// Whether the current call's time limit must start afresh: gdb is
+    /// attached (a stop in gdb does not count against it), or was in this
+    /// call. Asked when the limit expired.
+    pub(crate) fn debug_holds_deadline(&mut self) -> bool {
+        let attached = self.gdb_attached();
+        self.debugger
+            .as_mut()
+            .is_some_and(|d| std::mem::take(&mut d.rearm) || attached)
+    }
+
+    /// After the VM's memory was reset to its snapshot (which took out the
+    /// `int3`s gdb planted): plants them again, so gdb's breakpoints stay
+    /// set across the resets of the VM it debugs. The original bytes are
+    /// read afresh (the snapshot's).
+    pub fn debug_after_reset(&mut self) -> Result<(), MachineError> {
+        let Some(d) = self.debugger.as_mut() else {
+            return Ok(());
+        };
+        d.step_over = None;
+        d.step = false;
+        let addrs: Vec<u64> = d.breakpoints.keys().copied().collect();
+        for addr in addrs {
+            let Some(&byte) = self.mem.read(addr, 1).ok().and_then(|b| b.first()) else {
+                continue;
+            };
+            self.mem.kernel_write(addr, &[INT3]).map_err(internal)?;
+            if let Some(b) = self
+                .debugger
+                .as_mut()
+                .and_then(|d| d.breakpoints.get_mut(&addr))
+            {
+                *b = byte;
+            }
+        }
+        Ok(())
+    }
+
+    /// `forkvm serve --gdb`: the program stopped on its own (`what`) with
+    /// no gdb attached: waits for gdb's connection and attaches it. False
+    /// when there is nowhere to wait (not serving with --gdb) or it failed.
+    fn attach_waiting(&mut self, what: &str) -> bool {
+        if self.gdb_attached() {
+            return true;
+        }
+        let Some(waiter) = self.debugger.as_ref().and_then(|d| d.waiter.clone()) else {
+            return false;
+        };
+        let Some(conn) = waiter.accept(what) else {
+            return false;
+        };
+        if conn.set_nodelay(true).is_err() {
+            return false;
+        }
+        let Ok(stub) = GdbStub::new(conn).run_state_machine(self) else {
+            return false;
+        };
+        if let Some(d) = self.debugger.as_mut() {
+            d.stub = Some(stub);
+            d.debugged = true;
+            d.poll = Some(Deadline::tick(INTERRUPT_POLL));
+        }
+        true
     }
 
     /// Whether an exception with `vector` and `frame` belongs to the debugger
@@ -152,13 +308,16 @@ impl Machine {
         let Some(d) = self.debugger.as_ref() else {
             return false;
         };
+        let attached = d.stub.is_some();
         frame.from_user()
             && match vector {
+                // The program's own int3 stops it for gdb when serving with --gdb.
+                abi::vector::BREAKPOINT if d.waiter.is_some() => true,
                 abi::vector::BREAKPOINT => {
                     let at = frame.rip.wrapping_sub(1);
                     d.breakpoints.contains_key(&at) || d.step_over.is_some_and(|(a, _)| a == at)
                 }
-                abi::vector::DEBUG => true,
+                abi::vector::DEBUG => attached,
                 _ => false,
             }
     }
@@ -175,6 +334,29 @@ impl Machine {
         user.rsp = frame.rsp;
         user.rflags = frame.rflags & !TF;
         let tid = tid_of(self.proc.tid);
+        let at = frame.rip.wrapping_sub(1);
+        let planted = self.debugger.as_ref().is_some_and(|d| {
+            d.breakpoints.contains_key(&at) || d.step_over.is_some_and(|(a, _)| a == at)
+        });
+        if vector == abi::vector::BREAKPOINT && !planted {
+            // The program's own int3 (forkvm serve --gdb): a SIGTRAP stop
+            // after it, as under gdb natively; continuing runs on past it.
+            self.park(&user)?;
+            if !self.attach_waiting(&format!("the request stopped at an int3 at {:#x}", at)) {
+                return Ok(None);
+            }
+            let reason = match tid {
+                Some(tid) => MultiThreadStopReason::SignalWithThread {
+                    tid,
+                    signal: Signal::SIGTRAP,
+                },
+                None => MultiThreadStopReason::Signal(Signal::SIGTRAP),
+            };
+            return match self.debug_session(Some(reason))? {
+                Resume::Killed => Ok(Some(Outcome::Exited(KILLED_STATUS))),
+                Resume::Run | Resume::Detached => Ok(None),
+            };
+        }
         let stepping = self.debugger.as_ref().is_some_and(|d| d.step);
         let over = self
             .debugger
@@ -209,7 +391,7 @@ impl Machine {
     /// Restarted with a short period while gdb's bytes wait for a stop in
     /// program code.
     pub(crate) fn debug_quiet(&mut self, quiet: bool) {
-        let Some(d) = self.debugger.as_mut() else {
+        let Some(d) = self.debugger.as_mut().filter(|d| d.stub.is_some()) else {
             return;
         };
         if quiet {
@@ -247,7 +429,7 @@ impl Machine {
         &mut self,
         user_rsp: u64,
     ) -> Result<Option<Outcome>, MachineError> {
-        if self.debugger.is_none() {
+        if !self.gdb_attached() {
             return Ok(None);
         }
         self.debug_quiet(false);
@@ -321,7 +503,8 @@ impl Machine {
         user: &kvm_bindings::kvm_regs,
         info: &CrashInfo,
     ) -> Result<(), MachineError> {
-        if self.debugger.is_none() {
+        let what = format!("the request crashed ({})", info.signal_name);
+        if !self.attach_waiting(&what) {
             return Ok(());
         }
         self.park(user)?;
@@ -347,7 +530,7 @@ impl Machine {
         status: i32,
     ) -> Result<Option<Outcome>, MachineError> {
         const KILL_CALLS: [u64; 3] = [62, 200, 234]; // kill, tkill, tgkill
-        if self.debugger.is_none() || !KILL_CALLS.contains(&regs.rax) {
+        if !self.gdb_attached() || !KILL_CALLS.contains(&regs.rax) {
             return Ok(None);
         }
         let Some(sig) = status.checked_sub(128).and_then(|s| u8::try_from(s).ok()) else {
@@ -556,6 +739,13 @@ impl Machine {
     fn end_session(&mut self, how: Resume) -> Result<Resume, MachineError> {
         self.clear_step_over()?;
         if let Some(mut d) = self.debugger.take() {
+            if d.waiter.is_some() {
+                // Serving with --gdb: the VM waits for gdb again at its next stop.
+                let mut next = Debugger::new(d.waiter.clone());
+                next.debugged = true;
+                next.rearm = true;
+                self.debugger = Some(Box::new(next));
+            }
             for (addr, byte) in std::mem::take(&mut d.breakpoints) {
                 self.mem.kernel_write(addr, &[byte]).map_err(internal)?;
             }
