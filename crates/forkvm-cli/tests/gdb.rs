@@ -850,3 +850,46 @@ fn crash_report_unwinds_code_without_frame_pointers_by_cfi() {
         assert_has(&err, "#3 main at ", "main's source line");
     }
 }
+
+#[test]
+fn watchpoints_in_hardware_where_the_platform_allows_else_in_software() {
+    // PVM runs a guest's debug registers nowhere (no #DB, no debug exit):
+    // the stub offers no hardware watchpoints there, and gdb's software
+    // ones (single steps) do the job. On VMX/SVM, DR0-3/DR7 are the guest's.
+    let pvm = std::path::Path::new("/sys/module/kvm_pvm").exists();
+    let stub = start(&["spin"]);
+    let mut commands = Vec::new();
+    if pvm {
+        commands.push("set can-use-hw-watchpoints 0");
+    }
+    commands.extend([
+        "break spin_forever",
+        "continue",
+        "watch spins",
+        "continue",
+        "print spins",
+        "kill",
+    ]);
+    let out = gdb(&stub, &commands);
+    let run = stub.finish();
+    let kind = if pvm {
+        "Watchpoint 2: spins"
+    } else {
+        "Hardware watchpoint 2: spins"
+    };
+    assert_has(&out, kind, "the watchpoint");
+    assert_has(&out, "Old value = 0", "the old value");
+    assert_has(&out, "New value = 1", "the new value");
+    assert_has(&out, "$1 = 1", "stopped right after the write");
+    assert_eq!(run.status, 128 + 9, "{}\n{out}", run.describe());
+    if pvm {
+        // And the stub says so at the protocol level: Z2 is not supported (empty reply).
+        let stub = start(&[]);
+        let mut conn = TcpStream::connect(&stub.addr).expect("connect");
+        conn.write_all(&packet(b"Z2,4b0000,4")).expect("send");
+        assert_eq!(reply(&mut conn), "", "Z2 on PVM");
+        drop(conn);
+        let run = stub.finish();
+        assert_eq!(run.status, 0, "{}", run.describe());
+    }
+}

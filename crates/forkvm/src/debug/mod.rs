@@ -32,7 +32,8 @@ use gdbstub::target::ext::base::multithread::{
 };
 use gdbstub::target::ext::base::BaseOps;
 use gdbstub::target::ext::breakpoints::{
-    Breakpoints, BreakpointsOps, SwBreakpoint, SwBreakpointOps,
+    Breakpoints, BreakpointsOps, HwWatchpoint, HwWatchpointOps, SwBreakpoint, SwBreakpointOps,
+    WatchKind,
 };
 use gdbstub::target::{Target, TargetError, TargetResult};
 use std::collections::{BTreeMap, VecDeque};
@@ -94,6 +95,8 @@ pub struct Debugger {
     debugged: bool,
     /// A session ended in the current call: its time limit starts afresh.
     rearm: bool,
+    /// Hardware watchpoints in DR0-DR3: (address, length, kind).
+    watches: [Option<(u64, u64, WatchKind)>; 4],
 }
 
 /// Where the VMs of `forkvm serve --gdb` wait for gdb: one listener shared
@@ -166,6 +169,7 @@ impl Debugger {
             waiter,
             debugged: false,
             rearm: false,
+            watches: [None; 4],
         }
     }
 }
@@ -370,6 +374,9 @@ impl Machine {
         } else if vector == abi::vector::BREAKPOINT {
             user.rip = frame.rip.wrapping_sub(1);
             tid.map(MultiThreadStopReason::SwBreak)
+        } else if let (Some((addr, kind)), Some(tid)) = (self.watch_hit(), tid) {
+            // A data breakpoint: a trap after the access.
+            Some(MultiThreadStopReason::Watch { tid, kind, addr })
         } else if stepping {
             Some(MultiThreadStopReason::DoneStep)
         } else {
@@ -749,6 +756,12 @@ impl Machine {
             for (addr, byte) in std::mem::take(&mut d.breakpoints) {
                 self.mem.kernel_write(addr, &[byte]).map_err(internal)?;
             }
+            if d.watches.iter().any(Option::is_some) {
+                let mut regs = self.vcpu.debug_regs()?;
+                regs.dr7 = dr7_of(&[None; 4]);
+                regs.dr6 = 0xffff_0ff0;
+                self.vcpu.set_debug_regs(&regs)?;
+            }
             if let Some(s) = d.stub.take() {
                 let mut conn = match s {
                     GdbStubStateMachine::Idle(mut s) => Some(s.borrow_conn().try_clone()),
@@ -1058,6 +1071,132 @@ impl Breakpoints for Machine {
     fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
         Some(self)
     }
+
+    fn support_hw_watchpoint(&mut self) -> Option<HwWatchpointOps<'_, Self>> {
+        // PVM loads neither the guest's DR7 (KVM_SET_DEBUGREGS) nor one set
+        // through KVM_SET_GUEST_DEBUG: a watched access raises no #DB and no
+        // debug exit. Not offered there (gdb then watches in software, by
+        // single steps); the machine itself decides, not FORKVM_PLATFORM.
+        hardware_watchpoints().then_some(self)
+    }
+}
+
+/// Whether this machine's KVM runs guests on VMX/SVM, where the guest's
+/// debug registers are live (probed once).
+fn hardware_watchpoints() -> bool {
+    static HARDWARE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HARDWARE.get_or_init(|| {
+        crate::hypervisor::Platform::probe() == crate::hypervisor::Platform::Hardware
+    })
+}
+
+/// DR7 with the four slots of `watches` (local enable, R/W and LEN fields;
+/// bit 10 reads as one). x86 cannot watch reads alone: a read watchpoint
+/// is a read/write one (gdb tells them apart by the value, as on Linux).
+fn dr7_of(watches: &[Option<(u64, u64, WatchKind)>; 4]) -> u64 {
+    let mut dr7 = 1 << 10;
+    for (i, w) in watches.iter().enumerate() {
+        let Some((_, len, kind)) = w else { continue };
+        let rw = match kind {
+            WatchKind::Write => 0b01,
+            WatchKind::Read | WatchKind::ReadWrite => 0b11,
+        };
+        let len_bits = match len {
+            1 => 0b00,
+            2 => 0b01,
+            8 => 0b10,
+            _ => 0b11,
+        };
+        dr7 |= 1 << (2 * i);
+        dr7 |= (rw | (len_bits << 2)) << (16 + 4 * i);
+    }
+    dr7
+}
+
+impl Machine {
+    /// Loads the debugger's watchpoints into the guest's debug registers
+    /// (DR6 cleared: its hit bits are sticky).
+    fn load_watches(&mut self) -> Result<(), MachineError> {
+        let watches = self.debugger.as_ref().map_or([None; 4], |d| d.watches);
+        let mut regs = self.vcpu.debug_regs()?;
+        for (slot, w) in regs.db.iter_mut().zip(watches.iter()) {
+            *slot = w.map_or(0, |(a, _, _)| a);
+        }
+        regs.dr6 = 0xffff_0ff0;
+        regs.dr7 = dr7_of(&watches);
+        self.vcpu.set_debug_regs(&regs)?;
+        Ok(())
+    }
+
+    /// The watchpoint a #DB reports hit (DR6.B0-B3), if any; clears DR6.
+    fn watch_hit(&mut self) -> Option<(u64, WatchKind)> {
+        let watches = self.debugger.as_ref()?.watches;
+        if watches.iter().all(Option::is_none) {
+            return None;
+        }
+        let mut regs = self.vcpu.debug_regs().ok()?;
+        let hit = (0..4).find(|i| regs.dr6 & (1 << i) != 0);
+        regs.dr6 = 0xffff_0ff0;
+        let _ = self.vcpu.set_debug_regs(&regs);
+        let (addr, _, kind) = watches.get(hit?).copied().flatten()?;
+        Some((addr, kind))
+    }
+}
+
+impl HwWatchpoint for Machine {
+    fn add_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        // A slot watches 1, 2, 4 or 8 bytes aligned to their size, in user memory.
+        if !matches!(len, 1 | 2 | 4 | 8) || !addr.is_multiple_of(len) || addr >= USER_ADDRESS_END {
+            return Ok(false);
+        }
+        let Some(d) = self.debugger.as_mut() else {
+            return Ok(false);
+        };
+        let Some(slot) = d.watches.iter_mut().find(|w| w.is_none()) else {
+            return Ok(false);
+        };
+        *slot = Some((addr, len, kind));
+        if self.load_watches().is_err() {
+            if let Some(d) = self.debugger.as_mut() {
+                if let Some(w) = d
+                    .watches
+                    .iter_mut()
+                    .find(|w| **w == Some((addr, len, kind)))
+                {
+                    *w = None;
+                }
+            }
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn remove_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        let Some(d) = self.debugger.as_mut() else {
+            return Ok(false);
+        };
+        let Some(w) = d
+            .watches
+            .iter_mut()
+            .find(|w| **w == Some((addr, len, kind)))
+        else {
+            return Ok(false);
+        };
+        *w = None;
+        self.load_watches()
+            .map_err(|e| TargetError::Fatal(e.to_string()))?;
+        Ok(true)
+    }
 }
 
 impl SwBreakpoint for Machine {
@@ -1142,5 +1281,24 @@ mod tests {
         words.extend(vec![7u64; 2 * MAX_AUXV_ENTRIES as usize + 2]);
         put(&mut mem, 0x20_0000, &words);
         assert!(initial_auxv(&mem, 0x20_0000).is_empty());
+    }
+
+    #[test]
+    fn dr7_enables_each_slot_with_its_kind_and_length() {
+        assert_eq!(dr7_of(&[None; 4]), 0x400);
+        // Slot 0: write, 4 bytes (R/W 01, LEN 11) → 0xd0000 | L0.
+        let w = [Some((0x1000, 4, WatchKind::Write)), None, None, None];
+        assert_eq!(dr7_of(&w), 0x400 | 1 | (0b1101 << 16));
+        // Slot 2: read (as read/write), 8 bytes (R/W 11, LEN 10); slot 3: 1 byte write.
+        let w = [
+            None,
+            None,
+            Some((0x2000, 8, WatchKind::Read)),
+            Some((0x3001, 1, WatchKind::Write)),
+        ];
+        assert_eq!(
+            dr7_of(&w),
+            0x400 | (1 << 4) | (1 << 6) | (0b1011 << 24) | (0b0001 << 28)
+        );
     }
 }
