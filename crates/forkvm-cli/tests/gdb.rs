@@ -661,9 +661,11 @@ fn crash_report_has_a_backtrace_with_source_lines() {
         let run = common::forkvm(&["run", prog.to_str().expect("utf-8 path"), "crash"]);
         assert_eq!(run.status, 128 + 11, "{}", run.describe());
         let err = run.stderr_str();
+        // Frame pointers, or CFI where it walks further (through libc).
         let bt = err
             .split("backtrace (frame pointers):\n")
             .nth(1)
+            .or_else(|| err.split("backtrace (DWARF CFI):\n").nth(1))
             .unwrap_or_else(|| panic!("no backtrace in the report:\n{err}"));
         let frames: Vec<&str> = bt.lines().map(str::trim).collect();
         assert!(
@@ -799,4 +801,95 @@ fn ctrl_c_interrupts_an_endless_loop() {
         "both stops in the loop (or both in the write before it):\n{out}"
     );
     assert_eq!(run.status, 128 + 9, "killed from gdb\n{}", run.describe());
+}
+
+#[test]
+fn crash_report_unwinds_code_without_frame_pointers_by_cfi() {
+    // tests/guests/cfi_target.c faults three calls below main, built -O2
+    // without frame pointers: only .eh_frame can walk it.
+    let src_path = common::repo_root().join("tests/guests/cfi_target.c");
+    let src = std::fs::read_to_string(&src_path).expect("read cfi_target.c");
+    let fault_line = 1 + src
+        .lines()
+        .position(|l| l.contains("/* the faulting line */"))
+        .expect("marked line");
+    for (name, flags) in [
+        ("cfi_target", &["-static"][..]),
+        ("cfi_target_pie", &["-static-pie"][..]),
+        ("cfi_target_dyn", &[][..]),
+    ] {
+        let dir = scratch_dir(name);
+        let prog = dir.join(name);
+        let mut c = Command::new("gcc");
+        c.args(flags)
+            .args(["-O2", "-g", "-fomit-frame-pointer", "-o"])
+            .arg(&prog)
+            .arg(&src_path);
+        let built = run_cmd(c, b"", WATCHDOG);
+        assert_eq!(built.status, 0, "cannot build {name}\n{}", built.describe());
+        let run = common::forkvm(&["run", prog.to_str().expect("utf-8 path")]);
+        assert_eq!(run.status, 128 + 11, "{name}: {}", run.describe());
+        let err = run.stderr_str();
+        let bt = err
+            .split("backtrace (DWARF CFI):\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}: no CFI backtrace in the report:\n{err}"));
+        let frames: Vec<&str> = bt.lines().map(str::trim).collect();
+        for (i, func) in ["innermost", "middle", "outer", "main"].iter().enumerate() {
+            let f = frames.get(i).copied().unwrap_or_default();
+            assert!(
+                f.starts_with(&format!("#{i} ")) && f.contains(&format!(" in {func}+")),
+                "{name}: frame {i} should be {func}:\n{err}"
+            );
+        }
+        assert_has(
+            &err,
+            &format!("#0 innermost at {}:{fault_line}", src_path.display()),
+            "faulting line",
+        );
+        assert_has(&err, "#3 main at ", "main's source line");
+    }
+}
+
+#[test]
+fn watchpoints_in_hardware_where_the_platform_allows_else_in_software() {
+    // PVM runs a guest's debug registers nowhere (no #DB, no debug exit):
+    // the stub offers no hardware watchpoints there, and gdb's software
+    // ones (single steps) do the job. On VMX/SVM, DR0-3/DR7 are the guest's.
+    let pvm = std::path::Path::new("/sys/module/kvm_pvm").exists();
+    let stub = start(&["spin"]);
+    let mut commands = Vec::new();
+    if pvm {
+        commands.push("set can-use-hw-watchpoints 0");
+    }
+    commands.extend([
+        "break spin_forever",
+        "continue",
+        "watch spins",
+        "continue",
+        "print spins",
+        "kill",
+    ]);
+    let out = gdb(&stub, &commands);
+    let run = stub.finish();
+    let kind = if pvm {
+        "Watchpoint 2: spins"
+    } else {
+        "Hardware watchpoint 2: spins"
+    };
+    assert_has(&out, kind, "the watchpoint");
+    assert_has(&out, "Old value = 0", "the old value");
+    assert_has(&out, "New value = 1", "the new value");
+    assert_has(&out, "$1 = 1", "stopped right after the write");
+    assert_eq!(run.status, 128 + 9, "{}\n{out}", run.describe());
+    if pvm {
+        // And the stub says so at the protocol level: Z2 is not supported (empty reply).
+        let stub = start(&[]);
+        let mut conn = TcpStream::connect(&stub.addr).expect("connect");
+        conn.write_all(&packet(b"Z2,4b0000,4")).expect("send");
+        assert_eq!(reply(&mut conn), "", "Z2 on PVM");
+        drop(conn);
+        let run = stub.finish();
+        assert_eq!(run.status, 0, "{}", run.describe());
+    }
 }

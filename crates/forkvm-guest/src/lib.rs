@@ -78,6 +78,16 @@ pub fn serve(handler: Handler) {
     hypercall(abi::hypercall::READY, handler as usize as u64, 0, 0, 0, 0);
 }
 
+/// Stops here for a debugger (an `int3`): under `forkvm serve --gdb ADDR`
+/// the request waits for gdb on ADDR and runs on when gdb continues it;
+/// with no debugger at all the program dies of SIGTRAP, as any `int3` does.
+#[inline(always)]
+pub fn breakpoint() {
+    // SAFETY: `int3` only raises #BP; it reads and writes no memory and
+    // leaves every register as it was when the program continues.
+    unsafe { core::arch::asm!("int3", options(nostack)) }
+}
+
 /// Answers the current request. `headers`: `Name: value` lines separated
 /// by `\n`. Returns 0 or a negative errno.
 pub fn respond(status: u16, headers: &[u8], body: &[u8]) -> i64 {

@@ -264,6 +264,14 @@ fn disassemble(out: &mut String, mem: &GuestMemory, rip: u64, symbols: Option<&S
 
 /// A multi-line, human-readable crash report.
 pub fn render(info: &CrashInfo, mem: &GuestMemory, symbols: Option<&Symbols>) -> String {
+    let mut out = render_head(info, mem, symbols);
+    let callers = frame_pointer_chain(mem, info.regs.rbp, symbols);
+    backtrace(&mut out, &info.regs, &callers, "frame pointers", symbols);
+    out
+}
+
+/// The report up to its backtrace: the signal, registers and code.
+fn render_head(info: &CrashInfo, mem: &GuestMemory, symbols: Option<&Symbols>) -> String {
     let r = &info.regs;
     let mut out = String::new();
     let where_ = symbolize(symbols, r.rip)
@@ -314,23 +322,69 @@ pub fn render(info: &CrashInfo, mem: &GuestMemory, symbols: Option<&Symbols>) ->
         rflags_names(r.rflags)
     );
     disassemble(&mut out, mem, r.rip, symbols);
-    backtrace(&mut out, mem, r, symbols);
     out
 }
 
 impl crate::machine::Machine {
     /// [`Machine::crash_report`](crate::machine::Machine::crash_report) with
-    /// the backtrace's source lines, when the program file has debug information.
+    /// the program file's help: a backtrace by its DWARF call-frame
+    /// information where frame pointers find fewer frames (code built
+    /// without them), and the frames' source lines when it has debug information.
     pub fn crash_report_with_source(&self, info: &CrashInfo) -> String {
-        let mut report = self.crash_report(info);
         let exe = std::path::Path::new(&self.proc.exe_path);
-        report.push_str(&source_lines(info, &self.mem, &self.symbols, exe));
-        report
+        render_with_file(info, &self.mem, &self.symbols, exe)
     }
+}
+
+/// [`render`] with the program file at `exe` read for its unwind tables
+/// and line tables (each used when present).
+pub fn render_with_file(
+    info: &CrashInfo,
+    mem: &GuestMemory,
+    symbols: &Symbols,
+    exe: &std::path::Path,
+) -> String {
+    let r = &info.regs;
+    let bytes = read_program_file(exe);
+    let file = bytes
+        .as_deref()
+        .and_then(|b| object::File::parse(b).ok())
+        .and_then(|f| load_bias(&f, symbols, r.rip).map(|bias| (f, bias)));
+    let fp = frame_pointer_chain(mem, r.rbp, Some(symbols));
+    let cfi = file
+        .as_ref()
+        .map(|(f, bias)| cfi_chain(f, *bias, mem, r, Some(symbols)))
+        .unwrap_or_default();
+    let (callers, how) = if cfi.len() > fp.len() {
+        (cfi, "DWARF CFI")
+    } else {
+        (fp, "frame pointers")
+    };
+    let mut out = render_head(info, mem, Some(symbols));
+    backtrace(&mut out, r, &callers, how, Some(symbols));
+    if let Some((f, bias)) = &file {
+        out.push_str(&source_lines_of(f, *bias, r.rip, &callers, symbols));
+    }
+    out
 }
 
 /// Largest program file read for its debug information.
 const MAX_DEBUG_FILE: u64 = 1 << 30;
+
+fn read_program_file(exe: &std::path::Path) -> Option<Vec<u8>> {
+    if std::fs::metadata(exe).ok()?.len() > MAX_DEBUG_FILE {
+        return None;
+    }
+    std::fs::read(exe).ok()
+}
+
+/// Where `file` was loaded: the symbol at `rip` here minus its value in the file.
+fn load_bias(file: &object::File<'_>, symbols: &Symbols, rip: u64) -> Option<u64> {
+    use object::{Object, ObjectSymbol};
+    let (name, off) = symbols.lookup(rip)?;
+    let value = file.symbols().find(|s| s.name() == Ok(name))?.address();
+    Some(rip.wrapping_sub(off).wrapping_sub(value))
+}
 
 /// The source lines of a crash's backtrace (the faulting instruction, then
 /// each caller found by frame pointers) from the DWARF line tables of the
@@ -344,14 +398,31 @@ pub fn source_lines(
     exe: &std::path::Path,
 ) -> String {
     let r = &info.regs;
-    let mut frames = vec![(r.rip, r.rip)];
+    let Some(bytes) = read_program_file(exe) else {
+        return String::new();
+    };
+    let Some(file) = object::File::parse(&bytes[..]).ok() else {
+        return String::new();
+    };
+    let Some(bias) = load_bias(&file, symbols, r.rip) else {
+        return String::new();
+    };
+    let callers = frame_pointer_chain(mem, r.rbp, Some(symbols));
+    source_lines_of(&file, bias, r.rip, &callers, symbols)
+}
+
+/// [`source_lines`] for the frame at `rip` and its `callers` (return addresses).
+fn source_lines_of(
+    file: &object::File<'_>,
+    bias: u64,
+    rip: u64,
+    callers: &[u64],
+    symbols: &Symbols,
+) -> String {
+    let mut frames = vec![(rip, rip)];
     // A return address is looked up one byte back: inside the call.
-    frames.extend(
-        frame_pointer_chain(mem, r.rbp, Some(symbols))
-            .into_iter()
-            .map(|ret| (ret, ret.wrapping_sub(1))),
-    );
-    let Some(lines) = dwarf_lines(exe, symbols, r.rip, &frames) else {
+    frames.extend(callers.iter().map(|&ret| (ret, ret.wrapping_sub(1))));
+    let Some(lines) = dwarf_lines(file, bias, &frames) else {
         return String::new();
     };
     let mut out = String::new();
@@ -366,29 +437,24 @@ pub fn source_lines(
     out
 }
 
-/// `file:line` for each frame's probe address, through the program's DWARF.
-/// The load bias comes from the symbol at `rip`: its address here minus its
-/// value in the file.
-fn dwarf_lines(
-    exe: &std::path::Path,
-    symbols: &Symbols,
-    rip: u64,
-    frames: &[(u64, u64)],
-) -> Option<Vec<Option<String>>> {
-    use object::{Object, ObjectSection, ObjectSymbol};
-    if std::fs::metadata(exe).ok()?.len() > MAX_DEBUG_FILE {
-        return None;
-    }
-    let bytes = std::fs::read(exe).ok()?;
-    let file = object::File::parse(&bytes[..]).ok()?;
-    let (name, off) = symbols.lookup(rip)?;
-    let value = file.symbols().find(|s| s.name() == Ok(name))?.address();
-    let bias = rip.wrapping_sub(off).wrapping_sub(value);
-    let endian = if file.is_little_endian() {
+fn endian_of(file: &object::File<'_>) -> gimli::RunTimeEndian {
+    use object::Object;
+    if file.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
         gimli::RunTimeEndian::Big
-    };
+    }
+}
+
+/// `file:line` for each frame's probe address, through the program's DWARF
+/// (the program loaded at `bias`).
+fn dwarf_lines(
+    file: &object::File<'_>,
+    bias: u64,
+    frames: &[(u64, u64)],
+) -> Option<Vec<Option<String>>> {
+    use object::{Object, ObjectSection};
+    let endian = endian_of(file);
     let dwarf = gimli::Dwarf::load(|id| -> Result<_, gimli::Error> {
         let data = file
             .section_by_name(id.name())
@@ -407,6 +473,144 @@ fn dwarf_lines(
             })
             .collect(),
     )
+}
+
+/// DWARF register numbers of x86-64 (System V psABI): rax, rdx, rcx, rbx,
+/// rsi, rdi, rbp, rsp, r8..r15, then the return address column.
+const DWARF_REGS: usize = 17;
+const DWARF_RBP: usize = 6;
+const DWARF_RSP: usize = 7;
+const DWARF_RA: usize = 16;
+
+/// The registers of `r` by DWARF number (RA = RIP).
+fn dwarf_regs(r: &kvm_bindings::kvm_regs) -> [Option<u64>; DWARF_REGS] {
+    [
+        r.rax, r.rdx, r.rcx, r.rbx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8, r.r9, r.r10, r.r11, r.r12,
+        r.r13, r.r14, r.r15, r.rip,
+    ]
+    .map(Some)
+}
+
+/// The return addresses of the callers, innermost first, found by the
+/// program file's call-frame information (`.eh_frame`, else `.debug_frame`)
+/// for code loaded at `bias`, with the stack read from `mem`. Stops at the
+/// first frame the tables do not cover (a shared library, hand-written
+/// assembly), at an undefined return address (the outermost frame), or at
+/// anything that does not look like a call's return address.
+pub fn cfi_chain(
+    file: &object::File<'_>,
+    bias: u64,
+    mem: &GuestMemory,
+    r: &kvm_bindings::kvm_regs,
+    symbols: Option<&Symbols>,
+) -> Vec<u64> {
+    use gimli::UnwindSection;
+    use object::{Object, ObjectSection};
+    let endian = endian_of(file);
+    let section = |name: &str| {
+        file.section_by_name(name)
+            .and_then(|s| Some((s.address(), s.data().ok()?)))
+    };
+    let text = section(".text").map_or(0, |(a, _)| a);
+    let eh = section(".eh_frame").map(|(addr, data)| {
+        let mut eh = gimli::EhFrame::new(data, endian);
+        eh.set_address_size(8);
+        let bases = gimli::BaseAddresses::default()
+            .set_eh_frame(addr)
+            .set_text(text);
+        (eh, bases)
+    });
+    let debug = section(".debug_frame").map(|(_, data)| {
+        let mut d = gimli::DebugFrame::new(data, endian);
+        d.set_address_size(8);
+        d
+    });
+    let mut ctx = Box::new(gimli::UnwindContext::new());
+    let mut regs = dwarf_regs(r);
+    let mut callers = Vec::new();
+    // The faulting instruction is looked up as it is; a return address one
+    // byte back (inside its call, which may be a function's last instruction).
+    let mut probe = r.rip;
+    while callers.len() < MAX_FRAMES {
+        let at = probe.wrapping_sub(bias);
+        let row = eh
+            .as_ref()
+            .and_then(|(eh, bases)| {
+                eh.unwind_info_for_address(bases, &mut ctx, at, gimli::EhFrame::cie_from_offset)
+                    .ok()
+                    .cloned()
+            })
+            .or_else(|| {
+                let d = debug.as_ref()?;
+                d.unwind_info_for_address(
+                    &gimli::BaseAddresses::default(),
+                    &mut ctx,
+                    at,
+                    gimli::DebugFrame::cie_from_offset,
+                )
+                .ok()
+                .cloned()
+            });
+        let Some(row) = row else { break };
+        let Some(next) = unwind_step(&row, &regs, mem) else {
+            break;
+        };
+        let Some(ret) = next[DWARF_RA] else { break };
+        let known = match symbols {
+            Some(s) => s.lookup(ret.wrapping_sub(1)).is_some(),
+            None => ret >= abi::USER_BASE,
+        };
+        if ret == 0 || !known || !follows_call(mem, ret) {
+            break;
+        }
+        // The stack only grows down: a caller's frame is above its callee's.
+        if next[DWARF_RSP]
+            .zip(regs[DWARF_RSP])
+            .is_none_or(|(n, o)| n <= o)
+        {
+            break;
+        }
+        callers.push(ret);
+        regs = next;
+        probe = ret.wrapping_sub(1);
+    }
+    callers
+}
+
+/// The caller's registers by the unwind `row` for a frame with `regs`
+/// (None when the frame's CFA cannot be found).
+fn unwind_step<T: gimli::ReaderOffset>(
+    row: &gimli::UnwindTableRow<T>,
+    regs: &[Option<u64>; DWARF_REGS],
+    mem: &GuestMemory,
+) -> Option<[Option<u64>; DWARF_REGS]> {
+    let cfa = match row.cfa() {
+        gimli::CfaRule::RegisterAndOffset { register, offset } => {
+            let base = (*regs.get(usize::from(register.0))?)?;
+            base.wrapping_add_signed(*offset)
+        }
+        // DWARF expressions (rare in compiled code: stack realignment) are not evaluated.
+        gimli::CfaRule::Expression(_) => return None,
+    };
+    let mut next = [None; DWARF_REGS];
+    for (i, slot) in next.iter_mut().enumerate() {
+        let reg = gimli::Register(u16::try_from(i).ok()?);
+        *slot = match row.register(reg) {
+            // Callee-saved registers the frame did not touch keep their value;
+            // the return address column has a rule in every real frame.
+            gimli::RegisterRule::SameValue => regs[i],
+            gimli::RegisterRule::Undefined if matches!(i, 3 | DWARF_RBP | 12..=15) => regs[i],
+            gimli::RegisterRule::Undefined => None,
+            gimli::RegisterRule::Offset(o) => mem.read_u64(cfa.wrapping_add_signed(o)).ok(),
+            gimli::RegisterRule::ValOffset(o) => Some(cfa.wrapping_add_signed(o)),
+            gimli::RegisterRule::Register(r) => regs.get(usize::from(r.0)).copied().flatten(),
+            gimli::RegisterRule::Constant(c) => Some(c),
+            _ => None,
+        };
+    }
+    // The caller's stack pointer is the CFA (the psABI's convention).
+    next[DWARF_RSP] = Some(cfa);
+    Some(next)
 }
 
 /// Most frames a backtrace shows.
@@ -458,18 +662,18 @@ fn follows_call(mem: &GuestMemory, ret: u64) -> bool {
     b[2] == 0xe8 || (0..6).any(|i| b[i] == 0xff && (b[i + 1] >> 3) & 7 == 2)
 }
 
-/// Appends the backtrace (frame pointers), when there are callers to show.
+/// Appends the backtrace (found `how`), when there are callers to show.
 fn backtrace(
     out: &mut String,
-    mem: &GuestMemory,
     r: &kvm_bindings::kvm_regs,
+    callers: &[u64],
+    how: &str,
     symbols: Option<&Symbols>,
 ) {
-    let callers = frame_pointer_chain(mem, r.rbp, symbols);
     if callers.is_empty() {
         return;
     }
-    let _ = writeln!(out, "  backtrace (frame pointers):");
+    let _ = writeln!(out, "  backtrace ({how}):");
     let name = |a: u64| {
         symbolize(symbols, a)
             .map(|s| format!(" in {s}"))
@@ -703,5 +907,38 @@ mod tests {
         assert!(r.contains("SIGILL (invalid opcode (#UD))"), "{r}");
         assert!(r.contains("in forkvm_helper+0x1"), "{r}");
         assert!(r.contains("=> "), "{r}");
+    }
+
+    #[test]
+    fn cfi_unwinding_of_a_hostile_stack_is_bounded() {
+        let Some(bytes) = testutil::static_exe() else {
+            return;
+        };
+        let img = loader::parse(bytes).unwrap();
+        let mut mem = GuestMemory::new(16 << 20).unwrap();
+        img.load(bytes, &mut mem).unwrap();
+        let syms = img.symbols();
+        let file = object::File::parse(bytes).unwrap();
+        let helper = syms.address_of("forkvm_helper").unwrap();
+        // A stack of pointers back into the same function (a "loop"), one
+        // of garbage, an unmapped or wrapping RSP: few frames, never a panic.
+        let top = 0x80_0000u64;
+        for fill in [helper + 1, 0, u64::MAX, top] {
+            for i in 0..64 {
+                mem.write_u64(top + 8 * i, fill).unwrap();
+            }
+            for rsp in [top, 0, 7, u64::MAX - 7, mem.size() - 8] {
+                for rip in [helper + 1, 0, u64::MAX] {
+                    let r = kvm_bindings::kvm_regs {
+                        rip,
+                        rsp,
+                        rbp: rsp,
+                        ..Default::default()
+                    };
+                    let chain = cfi_chain(&file, 0, &mem, &r, Some(&syms));
+                    assert!(chain.len() <= MAX_FRAMES);
+                }
+            }
+        }
     }
 }

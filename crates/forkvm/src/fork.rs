@@ -100,6 +100,19 @@ impl Fork {
         }
     }
 
+    /// `forkvm serve --gdb`: a call that stops on its own (an `int3`, a
+    /// crash) waits for gdb on `waiter` (see [`crate::debug`]).
+    pub fn set_gdb_waiter(&mut self, waiter: Arc<crate::debug::GdbWaiter>) {
+        if let Some(m) = self.machine.as_mut() {
+            m.set_gdb_waiter(waiter);
+        }
+    }
+
+    /// Whether gdb was attached since last asked (then reset the fork).
+    pub fn take_debugged(&mut self) -> bool {
+        self.machine.as_mut().is_some_and(Machine::take_debugged)
+    }
+
     /// The answer the guest gave in the last call.
     pub fn take_response(&mut self) -> Option<crate::machine::Response> {
         self.machine.as_mut().and_then(Machine::take_response)
@@ -135,6 +148,8 @@ impl Fork {
             .mem
             .reset()
             .map_err(|e| MachineError::Internal(format!("resetting memory: {e}")))?;
+        // gdb's breakpoints stay set across resets (crate::debug).
+        m.debug_after_reset()?;
         m.proc = image
             .process
             .fork_copy()

@@ -81,6 +81,15 @@ static inline long forkvm_respond(int status, const char *headers, unsigned long
                              (long)body, (long)body_len);
 }}
 
+/* Stops here for a debugger: an `int3`. Under `forkvm serve --gdb ADDR` the
+ * request waits for gdb on ADDR and continues after it when gdb says so;
+ * under gdb natively it is a SIGTRAP stop; with no debugger at all it kills
+ * the program with SIGTRAP, as any int3 does. */
+static inline void forkvm_breakpoint(void)
+{{
+    __asm__ volatile("int3" ::: "memory");
+}}
+
 #endif /* FORKVM_H */
 "#,
         ready = hypercall::READY,

@@ -2,6 +2,7 @@
 //! in a worker VM forked from the program's master, reset after each
 //! request when ephemeral.
 
+mod debug;
 mod metrics;
 mod workers;
 
@@ -70,6 +71,11 @@ pub struct ServeArgs {
     /// Admin listener serving GET /.forkvm/metrics (Prometheus text).
     #[arg(long, value_name = "ADDR:PORT")]
     admin: Option<SocketAddr>,
+    /// A request that stops (an int3 such as forkvm_breakpoint(), or a crash)
+    /// waits for gdb on ADDR (`target remote ADDR`); its time limit is
+    /// suspended meanwhile. Turns host seccomp off.
+    #[arg(long, value_name = "ADDR:PORT")]
+    gdb: Option<String>,
     /// Do not confine forkvm itself with its host seccomp allow-list (for debugging only).
     #[arg(long)]
     no_seccomp: bool,
@@ -216,6 +222,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
             ephemeral: args.ephemeral,
             timeout,
             warmup: args.warmup,
+            gdb: debug::listen(args.gdb.as_deref())?,
         },
         metrics.clone(),
     )?;
@@ -232,7 +239,10 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         .build()?;
     // Everything is built (VMs, worker and runtime threads): from here on,
     // every thread of the process is confined.
-    crate::seccomp::confine(crate::seccomp::Mode::Serve, args.no_seccomp)?;
+    crate::seccomp::confine(
+        crate::seccomp::Mode::Serve,
+        args.no_seccomp || args.gdb.is_some(),
+    )?;
     let result = rt.block_on(run(state.clone(), &args, &name, workers_n));
     state.workers.close();
     drop(rt);

@@ -57,6 +57,8 @@ pub struct Settings {
     /// Synthetic `GET /` requests each worker serves (then resets) before
     /// taking real ones, so the first real request finds its pages mapped.
     pub warmup: usize,
+    /// `--gdb`: where a request that stops waits for gdb (super::debug).
+    pub gdb: Option<Arc<forkvm::debug::GdbWaiter>>,
 }
 
 struct Worker {
@@ -109,6 +111,7 @@ impl Workers {
                 }
                 fork.reset()?;
             }
+            super::debug::arm(&mut fork, settings.gdb.as_ref());
             idle.push(Worker {
                 fork,
                 last_reset: Duration::ZERO,
@@ -154,7 +157,8 @@ impl Workers {
         let pool = self.clone();
         tokio::spawn(async move {
             let mut worker = worker;
-            if pool.settings.ephemeral || worker.fork.is_poisoned() {
+            let debugged = super::debug::needs_reset(&mut worker.fork);
+            if pool.settings.ephemeral || worker.fork.is_poisoned() || debugged {
                 let t = Instant::now();
                 let ok = tokio::task::block_in_place(|| worker.fork.reset());
                 worker.last_reset = t.elapsed();

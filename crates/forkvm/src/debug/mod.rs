@@ -32,12 +32,14 @@ use gdbstub::target::ext::base::multithread::{
 };
 use gdbstub::target::ext::base::BaseOps;
 use gdbstub::target::ext::breakpoints::{
-    Breakpoints, BreakpointsOps, SwBreakpoint, SwBreakpointOps,
+    Breakpoints, BreakpointsOps, HwWatchpoint, HwWatchpointOps, SwBreakpoint, SwBreakpointOps,
+    WatchKind,
 };
 use gdbstub::target::{Target, TargetError, TargetResult};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use regs::ForkvmX86_64;
@@ -86,6 +88,62 @@ pub struct Debugger {
     /// the program runs (dropped with the session). None while the host
     /// serves a system call: the kick would cut a host sleep short (EINTR).
     poll: Option<Deadline>,
+    /// `forkvm serve --gdb`: where this VM waits for gdb when it stops on
+    /// its own (an `int3` of the program, a fatal fault) with none attached.
+    waiter: Option<Arc<GdbWaiter>>,
+    /// A session was attached since [`Machine::take_debugged`] last asked.
+    debugged: bool,
+    /// A session ended in the current call: its time limit starts afresh.
+    rearm: bool,
+    /// Hardware watchpoints in DR0-DR3: (address, length, kind).
+    watches: [Option<(u64, u64, WatchKind)>; 4],
+}
+
+/// Where the VMs of `forkvm serve --gdb` wait for gdb: one listener shared
+/// by every worker; one worker at a time waits on it (the others that stop
+/// meanwhile queue for it).
+#[derive(Debug)]
+pub struct GdbWaiter {
+    listener: TcpListener,
+    addr: std::net::SocketAddr,
+    turn: Mutex<()>,
+}
+
+impl GdbWaiter {
+    /// Listens on `addr` (`127.0.0.1:0`: a free port; see [`GdbWaiter::addr`]).
+    pub fn bind(addr: &str) -> std::io::Result<Arc<Self>> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        Ok(Arc::new(Self {
+            listener,
+            addr,
+            turn: Mutex::new(()),
+        }))
+    }
+
+    /// The address gdb connects to.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Waits for gdb's connection (blocking this VM's thread only).
+    fn accept(&self, what: &str) -> Option<TcpStream> {
+        let _turn = self.turn.lock().ok()?;
+        eprintln!(
+            "forkvm: {what}; waiting for gdb on {} (target remote {})",
+            self.addr, self.addr
+        );
+        loop {
+            match self.listener.accept() {
+                Ok((conn, _)) => return Some(conn),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::warn!("--gdb: accept failed: {e}");
+                    return None;
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Debugger {
@@ -94,6 +152,25 @@ impl std::fmt::Debug for Debugger {
             .field("breakpoints", &self.breakpoints.len())
             .field("step", &self.step)
             .finish()
+    }
+}
+
+impl Debugger {
+    fn new(waiter: Option<Arc<GdbWaiter>>) -> Self {
+        Self {
+            stub: None,
+            pending: VecDeque::new(),
+            breakpoints: BTreeMap::new(),
+            step: false,
+            step_over: None,
+            auxv: Vec::new(),
+            killed_by: None,
+            poll: None,
+            waiter,
+            debugged: false,
+            rearm: false,
+            watches: [None; 4],
+        }
     }
 }
 
@@ -133,17 +210,100 @@ impl Machine {
         let stub = GdbStub::new(conn)
             .run_state_machine(self)
             .map_err(internal)?;
-        self.debugger = Some(Box::new(Debugger {
-            stub: Some(stub),
-            pending: VecDeque::new(),
-            breakpoints: BTreeMap::new(),
-            step: false,
-            step_over: None,
-            auxv,
-            killed_by: None,
-            poll: Some(Deadline::tick(INTERRUPT_POLL)),
-        }));
+        self.debugger = Some(Box::new(Debugger::new(None)));
+        if let Some(d) = self.debugger.as_mut() {
+            d.stub = Some(stub);
+            d.auxv = auxv;
+            d.debugged = true;
+            d.poll = Some(Deadline::tick(INTERRUPT_POLL));
+        }
         self.debug_session(None)
+    }
+
+    /// `forkvm serve --gdb`: from now on, when the program stops on its own
+    /// (an `int3`, e.g. `forkvm_breakpoint()`, or a fault that would kill it),
+    /// this VM waits for gdb on `waiter` and reports the stop to it.
+    pub fn set_gdb_waiter(&mut self, waiter: Arc<GdbWaiter>) {
+        self.debugger = Some(Box::new(Debugger::new(Some(waiter))));
+    }
+
+    /// Whether gdb was attached since the last time this was asked (the
+    /// VM then needs a reset: gdb may have changed anything).
+    pub fn take_debugged(&mut self) -> bool {
+        let attached = self.gdb_attached();
+        self.debugger.as_mut().is_some_and(|d| {
+            d.rearm = false;
+            std::mem::take(&mut d.debugged) || attached
+        })
+    }
+
+    /// Whether gdb is attached now.
+    pub fn gdb_attached(&self) -> bool {
+        self.debugger.as_ref().is_some_and(|d| d.stub.is_some())
+    }
+
+    /// Whether the current call's time limit must start afresh: gdb is
+    /// attached (a stop in gdb does not count against it), or was in this
+    /// call. Asked when the limit expired.
+    pub(crate) fn debug_holds_deadline(&mut self) -> bool {
+        let attached = self.gdb_attached();
+        self.debugger
+            .as_mut()
+            .is_some_and(|d| std::mem::take(&mut d.rearm) || attached)
+    }
+
+    /// After the VM's memory was reset to its snapshot (which took out the
+    /// `int3`s gdb planted): plants them again, so gdb's breakpoints stay
+    /// set across the resets of the VM it debugs. The original bytes are
+    /// read afresh (the snapshot's).
+    pub fn debug_after_reset(&mut self) -> Result<(), MachineError> {
+        let Some(d) = self.debugger.as_mut() else {
+            return Ok(());
+        };
+        d.step_over = None;
+        d.step = false;
+        let addrs: Vec<u64> = d.breakpoints.keys().copied().collect();
+        for addr in addrs {
+            let Some(&byte) = self.mem.read(addr, 1).ok().and_then(|b| b.first()) else {
+                continue;
+            };
+            self.mem.kernel_write(addr, &[INT3]).map_err(internal)?;
+            if let Some(b) = self
+                .debugger
+                .as_mut()
+                .and_then(|d| d.breakpoints.get_mut(&addr))
+            {
+                *b = byte;
+            }
+        }
+        Ok(())
+    }
+
+    /// `forkvm serve --gdb`: the program stopped on its own (`what`) with
+    /// no gdb attached: waits for gdb's connection and attaches it. False
+    /// when there is nowhere to wait (not serving with --gdb) or it failed.
+    fn attach_waiting(&mut self, what: &str) -> bool {
+        if self.gdb_attached() {
+            return true;
+        }
+        let Some(waiter) = self.debugger.as_ref().and_then(|d| d.waiter.clone()) else {
+            return false;
+        };
+        let Some(conn) = waiter.accept(what) else {
+            return false;
+        };
+        if conn.set_nodelay(true).is_err() {
+            return false;
+        }
+        let Ok(stub) = GdbStub::new(conn).run_state_machine(self) else {
+            return false;
+        };
+        if let Some(d) = self.debugger.as_mut() {
+            d.stub = Some(stub);
+            d.debugged = true;
+            d.poll = Some(Deadline::tick(INTERRUPT_POLL));
+        }
+        true
     }
 
     /// Whether an exception with `vector` and `frame` belongs to the debugger
@@ -152,13 +312,16 @@ impl Machine {
         let Some(d) = self.debugger.as_ref() else {
             return false;
         };
+        let attached = d.stub.is_some();
         frame.from_user()
             && match vector {
+                // The program's own int3 stops it for gdb when serving with --gdb.
+                abi::vector::BREAKPOINT if d.waiter.is_some() => true,
                 abi::vector::BREAKPOINT => {
                     let at = frame.rip.wrapping_sub(1);
                     d.breakpoints.contains_key(&at) || d.step_over.is_some_and(|(a, _)| a == at)
                 }
-                abi::vector::DEBUG => true,
+                abi::vector::DEBUG => attached,
                 _ => false,
             }
     }
@@ -175,6 +338,29 @@ impl Machine {
         user.rsp = frame.rsp;
         user.rflags = frame.rflags & !TF;
         let tid = tid_of(self.proc.tid);
+        let at = frame.rip.wrapping_sub(1);
+        let planted = self.debugger.as_ref().is_some_and(|d| {
+            d.breakpoints.contains_key(&at) || d.step_over.is_some_and(|(a, _)| a == at)
+        });
+        if vector == abi::vector::BREAKPOINT && !planted {
+            // The program's own int3 (forkvm serve --gdb): a SIGTRAP stop
+            // after it, as under gdb natively; continuing runs on past it.
+            self.park(&user)?;
+            if !self.attach_waiting(&format!("the request stopped at an int3 at {:#x}", at)) {
+                return Ok(None);
+            }
+            let reason = match tid {
+                Some(tid) => MultiThreadStopReason::SignalWithThread {
+                    tid,
+                    signal: Signal::SIGTRAP,
+                },
+                None => MultiThreadStopReason::Signal(Signal::SIGTRAP),
+            };
+            return match self.debug_session(Some(reason))? {
+                Resume::Killed => Ok(Some(Outcome::Exited(KILLED_STATUS))),
+                Resume::Run | Resume::Detached => Ok(None),
+            };
+        }
         let stepping = self.debugger.as_ref().is_some_and(|d| d.step);
         let over = self
             .debugger
@@ -188,6 +374,9 @@ impl Machine {
         } else if vector == abi::vector::BREAKPOINT {
             user.rip = frame.rip.wrapping_sub(1);
             tid.map(MultiThreadStopReason::SwBreak)
+        } else if let (Some((addr, kind)), Some(tid)) = (self.watch_hit(), tid) {
+            // A data breakpoint: a trap after the access.
+            Some(MultiThreadStopReason::Watch { tid, kind, addr })
         } else if stepping {
             Some(MultiThreadStopReason::DoneStep)
         } else {
@@ -209,7 +398,7 @@ impl Machine {
     /// Restarted with a short period while gdb's bytes wait for a stop in
     /// program code.
     pub(crate) fn debug_quiet(&mut self, quiet: bool) {
-        let Some(d) = self.debugger.as_mut() else {
+        let Some(d) = self.debugger.as_mut().filter(|d| d.stub.is_some()) else {
             return;
         };
         if quiet {
@@ -247,7 +436,7 @@ impl Machine {
         &mut self,
         user_rsp: u64,
     ) -> Result<Option<Outcome>, MachineError> {
-        if self.debugger.is_none() {
+        if !self.gdb_attached() {
             return Ok(None);
         }
         self.debug_quiet(false);
@@ -321,7 +510,8 @@ impl Machine {
         user: &kvm_bindings::kvm_regs,
         info: &CrashInfo,
     ) -> Result<(), MachineError> {
-        if self.debugger.is_none() {
+        let what = format!("the request crashed ({})", info.signal_name);
+        if !self.attach_waiting(&what) {
             return Ok(());
         }
         self.park(user)?;
@@ -347,7 +537,7 @@ impl Machine {
         status: i32,
     ) -> Result<Option<Outcome>, MachineError> {
         const KILL_CALLS: [u64; 3] = [62, 200, 234]; // kill, tkill, tgkill
-        if self.debugger.is_none() || !KILL_CALLS.contains(&regs.rax) {
+        if !self.gdb_attached() || !KILL_CALLS.contains(&regs.rax) {
             return Ok(None);
         }
         let Some(sig) = status.checked_sub(128).and_then(|s| u8::try_from(s).ok()) else {
@@ -556,8 +746,21 @@ impl Machine {
     fn end_session(&mut self, how: Resume) -> Result<Resume, MachineError> {
         self.clear_step_over()?;
         if let Some(mut d) = self.debugger.take() {
+            if d.waiter.is_some() {
+                // Serving with --gdb: the VM waits for gdb again at its next stop.
+                let mut next = Debugger::new(d.waiter.clone());
+                next.debugged = true;
+                next.rearm = true;
+                self.debugger = Some(Box::new(next));
+            }
             for (addr, byte) in std::mem::take(&mut d.breakpoints) {
                 self.mem.kernel_write(addr, &[byte]).map_err(internal)?;
+            }
+            if d.watches.iter().any(Option::is_some) {
+                let mut regs = self.vcpu.debug_regs()?;
+                regs.dr7 = dr7_of(&[None; 4]);
+                regs.dr6 = 0xffff_0ff0;
+                self.vcpu.set_debug_regs(&regs)?;
             }
             if let Some(s) = d.stub.take() {
                 let mut conn = match s {
@@ -868,6 +1071,132 @@ impl Breakpoints for Machine {
     fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
         Some(self)
     }
+
+    fn support_hw_watchpoint(&mut self) -> Option<HwWatchpointOps<'_, Self>> {
+        // PVM loads neither the guest's DR7 (KVM_SET_DEBUGREGS) nor one set
+        // through KVM_SET_GUEST_DEBUG: a watched access raises no #DB and no
+        // debug exit. Not offered there (gdb then watches in software, by
+        // single steps); the machine itself decides, not FORKVM_PLATFORM.
+        hardware_watchpoints().then_some(self)
+    }
+}
+
+/// Whether this machine's KVM runs guests on VMX/SVM, where the guest's
+/// debug registers are live (probed once).
+fn hardware_watchpoints() -> bool {
+    static HARDWARE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HARDWARE.get_or_init(|| {
+        crate::hypervisor::Platform::probe() == crate::hypervisor::Platform::Hardware
+    })
+}
+
+/// DR7 with the four slots of `watches` (local enable, R/W and LEN fields;
+/// bit 10 reads as one). x86 cannot watch reads alone: a read watchpoint
+/// is a read/write one (gdb tells them apart by the value, as on Linux).
+fn dr7_of(watches: &[Option<(u64, u64, WatchKind)>; 4]) -> u64 {
+    let mut dr7 = 1 << 10;
+    for (i, w) in watches.iter().enumerate() {
+        let Some((_, len, kind)) = w else { continue };
+        let rw = match kind {
+            WatchKind::Write => 0b01,
+            WatchKind::Read | WatchKind::ReadWrite => 0b11,
+        };
+        let len_bits = match len {
+            1 => 0b00,
+            2 => 0b01,
+            8 => 0b10,
+            _ => 0b11,
+        };
+        dr7 |= 1 << (2 * i);
+        dr7 |= (rw | (len_bits << 2)) << (16 + 4 * i);
+    }
+    dr7
+}
+
+impl Machine {
+    /// Loads the debugger's watchpoints into the guest's debug registers
+    /// (DR6 cleared: its hit bits are sticky).
+    fn load_watches(&mut self) -> Result<(), MachineError> {
+        let watches = self.debugger.as_ref().map_or([None; 4], |d| d.watches);
+        let mut regs = self.vcpu.debug_regs()?;
+        for (slot, w) in regs.db.iter_mut().zip(watches.iter()) {
+            *slot = w.map_or(0, |(a, _, _)| a);
+        }
+        regs.dr6 = 0xffff_0ff0;
+        regs.dr7 = dr7_of(&watches);
+        self.vcpu.set_debug_regs(&regs)?;
+        Ok(())
+    }
+
+    /// The watchpoint a #DB reports hit (DR6.B0-B3), if any; clears DR6.
+    fn watch_hit(&mut self) -> Option<(u64, WatchKind)> {
+        let watches = self.debugger.as_ref()?.watches;
+        if watches.iter().all(Option::is_none) {
+            return None;
+        }
+        let mut regs = self.vcpu.debug_regs().ok()?;
+        let hit = (0..4).find(|i| regs.dr6 & (1 << i) != 0);
+        regs.dr6 = 0xffff_0ff0;
+        let _ = self.vcpu.set_debug_regs(&regs);
+        let (addr, _, kind) = watches.get(hit?).copied().flatten()?;
+        Some((addr, kind))
+    }
+}
+
+impl HwWatchpoint for Machine {
+    fn add_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        // A slot watches 1, 2, 4 or 8 bytes aligned to their size, in user memory.
+        if !matches!(len, 1 | 2 | 4 | 8) || !addr.is_multiple_of(len) || addr >= USER_ADDRESS_END {
+            return Ok(false);
+        }
+        let Some(d) = self.debugger.as_mut() else {
+            return Ok(false);
+        };
+        let Some(slot) = d.watches.iter_mut().find(|w| w.is_none()) else {
+            return Ok(false);
+        };
+        *slot = Some((addr, len, kind));
+        if self.load_watches().is_err() {
+            if let Some(d) = self.debugger.as_mut() {
+                if let Some(w) = d
+                    .watches
+                    .iter_mut()
+                    .find(|w| **w == Some((addr, len, kind)))
+                {
+                    *w = None;
+                }
+            }
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn remove_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        let Some(d) = self.debugger.as_mut() else {
+            return Ok(false);
+        };
+        let Some(w) = d
+            .watches
+            .iter_mut()
+            .find(|w| **w == Some((addr, len, kind)))
+        else {
+            return Ok(false);
+        };
+        *w = None;
+        self.load_watches()
+            .map_err(|e| TargetError::Fatal(e.to_string()))?;
+        Ok(true)
+    }
 }
 
 impl SwBreakpoint for Machine {
@@ -952,5 +1281,24 @@ mod tests {
         words.extend(vec![7u64; 2 * MAX_AUXV_ENTRIES as usize + 2]);
         put(&mut mem, 0x20_0000, &words);
         assert!(initial_auxv(&mem, 0x20_0000).is_empty());
+    }
+
+    #[test]
+    fn dr7_enables_each_slot_with_its_kind_and_length() {
+        assert_eq!(dr7_of(&[None; 4]), 0x400);
+        // Slot 0: write, 4 bytes (R/W 01, LEN 11) → 0xd0000 | L0.
+        let w = [Some((0x1000, 4, WatchKind::Write)), None, None, None];
+        assert_eq!(dr7_of(&w), 0x400 | 1 | (0b1101 << 16));
+        // Slot 2: read (as read/write), 8 bytes (R/W 11, LEN 10); slot 3: 1 byte write.
+        let w = [
+            None,
+            None,
+            Some((0x2000, 8, WatchKind::Read)),
+            Some((0x3001, 1, WatchKind::Write)),
+        ];
+        assert_eq!(
+            dr7_of(&w),
+            0x400 | (1 << 4) | (1 << 6) | (0b1011 << 24) | (0b0001 << 28)
+        );
     }
 }

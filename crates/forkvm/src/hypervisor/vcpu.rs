@@ -462,6 +462,16 @@ impl Vcpu {
         ioctl("GET_REGS", self.vcpu.get_regs())
     }
 
+    /// The guest's debug registers DR0-3, DR6, DR7 (an ioctl; gdb's watchpoints).
+    pub fn debug_regs(&self) -> Result<kvm_bindings::kvm_debugregs, KvmError> {
+        ioctl("GET_DEBUGREGS", self.vcpu.get_debug_regs())
+    }
+
+    /// Loads the guest's debug registers (an ioctl; gdb's watchpoints).
+    pub fn set_debug_regs(&self, regs: &kvm_bindings::kvm_debugregs) -> Result<(), KvmError> {
+        ioctl("SET_DEBUGREGS", self.vcpu.set_debug_regs(regs))
+    }
+
     /// Puts the vCPU back into guest-kernel mode with the system registers
     /// `reset` set, whatever the guest did (after a fault or a timeout).
     pub fn restore_kernel_mode(&mut self) -> Result<(), KvmError> {
