@@ -116,7 +116,10 @@ impl Obj {
 /// Whether `r` (resolved in the whole namespace) is also reachable, as the
 /// same host object, under a write root.
 pub(super) fn in_write_roots(p: &Process, path: &[u8], st: &Stat) -> bool {
-    match walk(&write_roots(p), path, false) {
+    let Ok(roots) = write_roots(p) else {
+        return false;
+    };
+    match walk(&roots, path, false) {
         Ok(Some(w)) => {
             !matches!(w.reach, Reach::Link)
                 && w.stat.st_dev == st.st_dev
@@ -202,7 +205,7 @@ pub(super) fn obj_at(
         Some(Err(e)) => return Err(e),
         None => {}
     }
-    match walk(&write_roots(p), &abs, follow) {
+    match walk(&write_roots(p)?, &abs, follow) {
         Ok(Some(r)) if !matches!(r.reach, Reach::Link) => obj_of_resolved(r),
         Ok(_) => Err(Errno::EROFS),
         Err(Errno::ENOENT) => {
@@ -425,7 +428,7 @@ pub(super) fn sys_truncate(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> 
         _ => return Err(Errno::EINVAL),
     }
     let abs = lexical(&absolute(p, AT_FDCWD, &read_path(mem, a[0])?)?);
-    if is_private_path(&p.policy, &abs) {
+    if is_scratch_path(p, &abs) {
         p.tmp
             .charge(o.stat.st_size.max(0) as u64, a[1], mem.size())?;
     }
