@@ -138,7 +138,7 @@ fn copy_up(p: &Process) -> Result<(), Errno> {
             copy_tree(&r.host, &to, 0)?;
             copy_attrs(&md, &to)?;
         } else if md.is_file() {
-            std::fs::copy(&r.host, &to).map_err(Errno::from)?;
+            copy_file(&r.host, &to)?;
             copy_attrs(&md, &to)?;
         }
     }

@@ -291,7 +291,14 @@ fn remove_tree(base: &Path) {
                 progress |= rustix::fs::unlinkat(&d, c.as_slice(), AtFlags::empty()).is_ok() || {
                     n += 1;
                     let up = format!(".up-{n}");
-                    rustix::fs::renameat(&d, c.as_slice(), &top, up.as_str()).is_ok()
+                    rustix::fs::renameat_with(
+                        &d,
+                        c.as_slice(),
+                        &top,
+                        up.as_str(),
+                        rustix::fs::RenameFlags::empty(),
+                    )
+                    .is_ok()
                 };
             }
         }
@@ -373,7 +380,7 @@ pub(super) fn copy_tree(from: &Path, to: &Path, depth: u32) -> Result<(), Errno>
             make_dir(&dst, 0o700)?;
             copy_tree(&src, &dst, depth + 1)?;
         } else if ft.is_file() {
-            std::fs::copy(&src, &dst).map_err(Errno::from)?;
+            copy_file(&src, &dst)?;
         } else if ft.is_fifo() {
             rustix::fs::mknodat(
                 CWD,
@@ -388,6 +395,37 @@ pub(super) fn copy_tree(from: &Path, to: &Path, depth: u32) -> Result<(), Errno>
         copy_attrs(&md, &dst)?;
     }
     Ok(())
+}
+
+/// Copies the regular file `src` to the new file `dst` with read and
+/// write alone (std's copy would use calls outside the host seccomp list:
+/// fchmod, copy_file_range, sendfile).
+pub(super) fn copy_file(src: &Path, dst: &Path) -> Result<(), Errno> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut from = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc_o_nofollow())
+        .open(src)
+        .map_err(Errno::from)?;
+    let mut to = std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dst)
+        .map_err(Errno::from)?;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = from.read(&mut buf).map_err(Errno::from)?;
+        if n == 0 {
+            return Ok(());
+        }
+        to.write_all(&buf[..n]).map_err(Errno::from)?;
+    }
+}
+
+fn libc_o_nofollow() -> i32 {
+    OFlags::NOFOLLOW.bits() as i32
 }
 
 /// Gives `dst` the mode and times in `md`.
