@@ -1416,3 +1416,32 @@ fn a_fork_writes_persisted_roots_through() {
     assert_eq!(call(&mut p, &mut m, io(1), &[fd, BUF, 1]), Ok(1));
     assert_eq!(std::fs::read(w.join("shared")).unwrap(), b"x");
 }
+
+#[test]
+fn a_fork_never_changes_the_host_through_an_early_descriptor() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = Tree::new();
+    let w = t.allowed();
+    let (master, mut m) = setup_rw(vec![], vec![w.clone()]);
+    let mut p = master.fork_copy().unwrap();
+    // Opened before the fork changed anything: the host's file.
+    let fd = open(&mut p, &mut m, &t.s("allowed/hello.txt"), O_RDONLY).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let before = mode(&w.join("hello.txt"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_fchmod, &[fd, 0o600]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(mode(&w.join("hello.txt")), before);
+    // By path, the change lands in the fork's copy.
+    put_path(&mut m, PATH, &t.s("allowed/hello.txt"));
+    assert_eq!(call(&mut p, &mut m, sys_chmod, &[PATH, 0o600]), Ok(0));
+    assert_eq!(
+        stat(&mut p, &mut m, &t.s("allowed/hello.txt"), true)
+            .unwrap()
+            .mode
+            & 0o777,
+        0o600
+    );
+    assert_eq!(mode(&w.join("hello.txt")), before);
+}
