@@ -138,6 +138,8 @@ impl Fork {
 
     /// Returns the fork to the master's state: memory, registers, FPU state,
     /// open files, signal dispositions, cwd, brk, and a fresh random seed.
+    /// Its private /tmp and its copy of the `--allow-write` roots (see
+    /// `linux::fs::overlay`) go with the old process state it replaces.
     pub fn reset(&mut self) -> Result<ResetStats, MachineError> {
         let image = self.image.clone();
         let m = self

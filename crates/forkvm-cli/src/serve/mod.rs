@@ -62,9 +62,15 @@ pub struct ServeArgs {
     /// Let the guest read files under PATH (repeatable).
     #[arg(long = "allow-read", value_name = "PATH")]
     allow_read: Vec<PathBuf>,
-    /// Let the guest also write under DIR (repeatable; not reset between requests).
+    /// Let the guest also write under DIR (repeatable). What a request changes there is
+    /// private to it: copied into its VM on its first change, gone at reset; the host's
+    /// files are not changed (the program's own initialisation writes through).
     #[arg(long = "allow-write", value_name = "DIR")]
     allow_write: Vec<PathBuf>,
+    /// A directory every request writes through to the host (repeatable): a channel
+    /// between requests, by design; not reset.
+    #[arg(long = "persist", value_name = "DIR")]
+    persist: Vec<PathBuf>,
     /// Guest environment variable (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = crate::parse_env)]
     env: Vec<String>,
@@ -188,12 +194,18 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         env: args.env.clone(),
         cwd: "/".into(),
         allow_read: args.allow_read.clone(),
-        allow_write: args.allow_write.clone(),
+        allow_write: args
+            .allow_write
+            .iter()
+            .chain(&args.persist)
+            .cloned()
+            .collect(),
         trace_syscalls: args.trace_syscalls,
         syscalls: args.syscalls,
     };
     let mut machine =
         Machine::new(&image, &exe, config).with_context(|| format!("cannot start {name}"))?;
+    machine.set_persist(&args.persist);
     match machine.run_until_ready(&ReadyAt::Call)? {
         Outcome::Ready if machine.ready_point().is_some_and(|r| r.handler != 0) => {}
         Outcome::Ready => {

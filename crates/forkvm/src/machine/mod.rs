@@ -199,6 +199,16 @@ impl Machine {
         Self::build(file.bytes(), Some(file.fd()), &exe, config)
     }
 
+    /// Makes write roots `dirs` (also in `allow_write`) shared by every fork
+    /// of this machine: written through to the host, never copied per fork.
+    pub fn set_persist(&mut self, dirs: &[PathBuf]) {
+        let dirs = dirs
+            .iter()
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()))
+            .collect();
+        self.proc.tmp.set_persist(dirs);
+    }
+
     /// Builds a VM for the ELF image `bytes`, which the guest knows as `exe_path`.
     pub fn new(bytes: &[u8], exe_path: &str, config: Config) -> Result<Self, MachineError> {
         Self::build(bytes, None, exe_path, config)

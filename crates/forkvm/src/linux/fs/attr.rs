@@ -115,8 +115,24 @@ impl Obj {
 
 /// Whether `r` (resolved in the whole namespace) is also reachable, as the
 /// same host object, under a write root.
+/// A question only (access, statfs): a fork's write roots are not copied up.
 pub(super) fn in_write_roots(p: &Process, path: &[u8], st: &Stat) -> bool {
-    match walk(&write_roots(p), path, false) {
+    let mut roots = allow_write_roots(p);
+    roots.extend(private_roots(p));
+    same_under(&roots, path, st)
+}
+
+/// As [`in_write_roots`], before a change: a fork's write roots are copied up
+/// first, so a descriptor of the host's file is no longer under them.
+fn in_write_roots_for_change(p: &Process, path: &[u8], st: &Stat) -> bool {
+    match write_roots(p) {
+        Ok(roots) => same_under(&roots, path, st),
+        Err(_) => false,
+    }
+}
+
+fn same_under(roots: &[Root], path: &[u8], st: &Stat) -> bool {
+    match walk(roots, path, false) {
         Ok(Some(w)) => {
             !matches!(w.reach, Reach::Link)
                 && w.stat.st_dev == st.st_dev
@@ -156,7 +172,7 @@ pub(super) fn obj_of_fd(p: &Process, fd: i32) -> Result<Obj, Errno> {
     // Opened for writing means opened under a write root; otherwise its
     // path must still lead there.
     let writable = matches!(f.kind, FileKind::File { .. }) && f.writable();
-    if !writable && !in_write_roots(p, &path, &stat) {
+    if !writable && !in_write_roots_for_change(p, &path, &stat) {
         return Err(Errno::EROFS);
     }
     Ok(Obj {
@@ -202,7 +218,7 @@ pub(super) fn obj_at(
         Some(Err(e)) => return Err(e),
         None => {}
     }
-    match walk(&write_roots(p), &abs, follow) {
+    match walk(&write_roots(p)?, &abs, follow) {
         Ok(Some(r)) if !matches!(r.reach, Reach::Link) => obj_of_resolved(r),
         Ok(_) => Err(Errno::EROFS),
         Err(Errno::ENOENT) => {
@@ -425,7 +441,7 @@ pub(super) fn sys_truncate(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> 
         _ => return Err(Errno::EINVAL),
     }
     let abs = lexical(&absolute(p, AT_FDCWD, &read_path(mem, a[0])?)?);
-    if is_private_path(&p.policy, &abs) {
+    if is_scratch_path(p, &abs) {
         p.tmp
             .charge(o.stat.st_size.max(0) as u64, a[1], mem.size())?;
     }

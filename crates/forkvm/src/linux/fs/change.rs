@@ -140,7 +140,7 @@ pub(super) fn writable_parent(
     p: &Process,
     abs: &[u8],
 ) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
-    let roots = write_roots(p);
+    let roots = write_roots(p)?;
     let norm = lexical(abs);
     let cut = norm.iter().rposition(|&b| b == b'/').ok_or(Errno::ENOENT)?;
     let (dir, name) = (&norm[..cut.max(1)], &norm[cut + 1..]);
@@ -171,7 +171,7 @@ pub(super) fn writable_parent(
     }
     guest.extend_from_slice(name);
     // Private trees stay shallow enough for the host to copy and remove.
-    if guest.len() > PRIVATE_PATH_MAX && is_private_path(&p.policy, &guest) {
+    if guest.len() > PRIVATE_PATH_MAX && is_scratch_path(p, &guest) {
         return Err(Errno::ENAMETOOLONG);
     }
     Ok((fd, name.to_vec(), guest))
@@ -375,7 +375,7 @@ pub(super) fn do_rename(
     let abs = absolute(p, newdir, &newpath)?;
     let (nd, nn, guest) = writable_parent(p, &abs)?;
     // A directory moved into a private tree must keep it shallow.
-    if is_private_path(&p.policy, &guest) {
+    if is_scratch_path(p, &guest) {
         let depth = subtree_path_len(&od, &on, PRIVATE_PATH_MAX)?;
         if guest.len().saturating_add(depth) > PRIVATE_PATH_MAX {
             return Err(Errno::ENAMETOOLONG);
@@ -507,7 +507,7 @@ pub(super) fn sys_ftruncate(p: &mut Process, mem: &mut GuestMemory, a: &Args) ->
     }
     match &f.kind {
         FileKind::File { fd, path } if f.writable() => {
-            if is_private_path(&p.policy, path) {
+            if is_scratch_path(p, path) {
                 let size = rustix::fs::fstat(fd)?.st_size.max(0) as u64;
                 p.tmp.charge(size, a[1], mem.size())?;
             }

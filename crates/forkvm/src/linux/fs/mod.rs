@@ -34,6 +34,7 @@
 mod attr;
 mod change;
 mod meta;
+mod overlay;
 mod path;
 #[cfg(test)]
 mod tests;
@@ -43,6 +44,8 @@ use attr::*;
 use change::*;
 use meta::*;
 pub use meta::{encode_stat, encode_statx, stat_of_file, StatInfo};
+use overlay::*;
+pub use overlay::{COPY_MAX_BYTES, COPY_MAX_ENTRIES};
 use path::*;
 pub use path::{check_path, read_path};
 use tmp::*;

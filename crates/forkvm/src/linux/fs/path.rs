@@ -22,6 +22,9 @@ pub(super) fn components(path: &[u8]) -> VecDeque<Vec<u8>> {
 pub(super) struct Root {
     pub(super) comps: Vec<Vec<u8>>,
     pub(super) host: PathBuf,
+    /// Reached at its guest path even through another root above it (a
+    /// fork's copy of a write root, or a `--persist` root inside one).
+    pub(super) mount: bool,
 }
 
 impl Root {
@@ -36,16 +39,19 @@ impl Root {
 
 /// The usable roots of the policy: absolute paths without `..`.
 pub(super) fn roots(p: &Process) -> Vec<Root> {
-    let mut r = to_roots(p.policy.allow_read.iter().chain(&p.policy.allow_write));
+    let mut r = to_roots(p.policy.allow_read.iter());
+    r.extend(allow_write_roots(p));
     r.extend(private_roots(p));
     r
 }
 
 /// The roots the guest may change things under (`--allow-write`).
-pub(super) fn write_roots(p: &Process) -> Vec<Root> {
-    let mut r = to_roots(p.policy.allow_write.iter());
+/// In a fork, this copies the write roots up (see `overlay`): call it only
+/// to change something.
+pub(super) fn write_roots(p: &Process) -> Result<Vec<Root>, Errno> {
+    let mut r = roots_for_change(p)?;
     r.extend(private_roots(p));
-    r
+    Ok(r)
 }
 
 pub(super) fn to_roots<'a>(paths: impl Iterator<Item = &'a std::path::PathBuf>) -> Vec<Root> {
@@ -65,6 +71,7 @@ pub(super) fn to_roots<'a>(paths: impl Iterator<Item = &'a std::path::PathBuf>) 
             Some(Root {
                 comps,
                 host: p.clone(),
+                mount: false,
             })
         })
         .collect()
@@ -251,7 +258,22 @@ pub(super) fn walk_inner(
         }
         let last = todo.is_empty();
         let parent = stack.last().ok_or(Errno::ENOENT)?;
+        // A mounted root wins over the root (or ancestor) it lies in.
+        let mounted = if roots.iter().any(|r| r.mount) {
+            let mut want = level_names(&stack);
+            want.push(&comp);
+            roots
+                .iter()
+                .find(|r| r.mount && r.is(&want))
+                .map(|r| r.host.clone())
+        } else {
+            None
+        };
         let (fd, root) = match (&parent.fd, &parent.stat) {
+            _ if mounted.is_some() => {
+                let host = mounted.ok_or(Errno::ENOENT)?;
+                (open_root(&host)?, Some(host))
+            }
             (Some(dir), Some(st)) => (open_child(dir, st, &comp)?, None),
             _ => {
                 let mut want = level_names(&stack);

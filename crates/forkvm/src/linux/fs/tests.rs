@@ -1356,3 +1356,92 @@ fn private_trees_stay_shallow_and_deep_ones_are_removed() {
     assert!(!host.exists());
     assert!(!host.parent().unwrap().exists());
 }
+
+#[test]
+fn a_fork_changes_only_its_copy_of_the_write_roots() {
+    let t = Tree::new();
+    let w = t.root.join("allowed/sub");
+    // The write root lies inside a read root: the fork's copy must win there.
+    let (master, mut m) = setup_rw(vec![t.root.clone()], vec![w.clone()]);
+    let mut p = master.fork_copy().unwrap();
+    let inner = t.s("allowed/sub/inner.txt");
+    let fd = open(&mut p, &mut m, &inner, O_WRONLY | O_APPEND).unwrap();
+    m.write(BUF, b" more").unwrap();
+    assert_eq!(call(&mut p, &mut m, io(1), &[fd, BUF, 5]), Ok(5));
+    assert_eq!(stat(&mut p, &mut m, &inner, true).unwrap().size, 10);
+    put_path(&mut m, PATH, &inner);
+    put_path(&mut m, PATH + 0x800, &t.s("allowed/sub/renamed.txt"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_rename, &[PATH, PATH + 0x800]),
+        Ok(0)
+    );
+    put_path(&mut m, PATH, &t.s("allowed/sub/deeper"));
+    assert_eq!(call(&mut p, &mut m, sys_rmdir, &[PATH]), Ok(0));
+    put_path(&mut m, PATH, &t.s("allowed/sub/new"));
+    assert_eq!(call(&mut p, &mut m, sys_mkdir, &[PATH, 0o755]), Ok(0));
+    let dir = open(&mut p, &mut m, &t.s("allowed/sub"), O_RDONLY | O_DIRECTORY).unwrap();
+    assert_eq!(list(&mut p, &mut m, dir), [".", "..", "new", "renamed.txt"]);
+    let f = open(&mut p, &mut m, &t.s("allowed/sub/renamed.txt"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, f), b"inner more");
+    // The host and the master see the original tree.
+    assert_eq!(std::fs::read(w.join("inner.txt")).unwrap(), b"inner");
+    assert!(w.join("deeper").is_dir() && !w.join("new").exists());
+    let mut mp = master;
+    assert_eq!(stat(&mut mp, &mut m, &inner, true).unwrap().size, 5);
+    // Outside the write root, still read-only.
+    put_path(&mut m, PATH, &t.s("allowed/hello.txt"));
+    assert_eq!(call(&mut p, &mut m, sys_unlink, &[PATH]), Err(Errno::EROFS));
+    // A reset (a new fork of the master) starts from the host's tree again.
+    drop(p);
+    let mut q = mp.fork_copy().unwrap();
+    assert_eq!(stat(&mut q, &mut m, &inner, true).unwrap().size, 5);
+    assert!(stat(&mut q, &mut m, &t.s("allowed/sub/new"), true).is_err());
+}
+
+#[test]
+fn a_fork_writes_persisted_roots_through() {
+    let t = Tree::new();
+    let w = t.root.join("allowed/sub");
+    let (mut master, mut m) = setup_rw(vec![], vec![w.clone()]);
+    master.tmp.set_persist(vec![w.clone()]);
+    let mut p = master.fork_copy().unwrap();
+    let fd = open(
+        &mut p,
+        &mut m,
+        &t.s("allowed/sub/shared"),
+        O_CREAT | O_WRONLY,
+    )
+    .unwrap();
+    m.write(BUF, b"x").unwrap();
+    assert_eq!(call(&mut p, &mut m, io(1), &[fd, BUF, 1]), Ok(1));
+    assert_eq!(std::fs::read(w.join("shared")).unwrap(), b"x");
+}
+
+#[test]
+fn a_fork_never_changes_the_host_through_an_early_descriptor() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = Tree::new();
+    let w = t.allowed();
+    let (master, mut m) = setup_rw(vec![], vec![w.clone()]);
+    let mut p = master.fork_copy().unwrap();
+    // Opened before the fork changed anything: the host's file.
+    let fd = open(&mut p, &mut m, &t.s("allowed/hello.txt"), O_RDONLY).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let before = mode(&w.join("hello.txt"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_fchmod, &[fd, 0o600]),
+        Err(Errno::EROFS)
+    );
+    assert_eq!(mode(&w.join("hello.txt")), before);
+    // By path, the change lands in the fork's copy.
+    put_path(&mut m, PATH, &t.s("allowed/hello.txt"));
+    assert_eq!(call(&mut p, &mut m, sys_chmod, &[PATH, 0o600]), Ok(0));
+    assert_eq!(
+        stat(&mut p, &mut m, &t.s("allowed/hello.txt"), true)
+            .unwrap()
+            .mode
+            & 0o777,
+        0o600
+    );
+    assert_eq!(mode(&w.join("hello.txt")), before);
+}

@@ -20,9 +20,11 @@ pub(super) const MOUNTS: [&[u8]; 2] = [b"/tmp", b"/dev/shm"];
 /// One process's private trees.
 pub struct PrivateTmp {
     /// Host directory holding them; created on first use, removed on drop.
-    base: PathBuf,
+    pub(super) base: PathBuf,
     /// Bytes written so far that grew files (an upper bound between recounts).
-    grown: AtomicU64,
+    pub(super) grown: AtomicU64,
+    /// The copies of the write roots in a fork (see `overlay`).
+    pub(super) overlay: Overlay,
 }
 
 impl std::fmt::Debug for PrivateTmp {
@@ -66,6 +68,7 @@ impl PrivateTmp {
         Self {
             base,
             grown: AtomicU64::new(0),
+            overlay: Overlay::default(),
         }
     }
 
@@ -77,9 +80,13 @@ impl PrivateTmp {
 
     /// A copy for a fork: its own trees with the same contents.
     pub fn fork_copy(&self) -> Result<Self, Errno> {
-        let new = Self::new();
+        let mut new = Self::new();
+        new.overlay = self.overlay.for_fork();
         if self.base.is_dir() && !is_empty_tree(&self.base)? {
             for m in MOUNTS {
+                if !self.host_dir(m).is_dir() {
+                    continue;
+                }
                 let to = new.host_dir(m);
                 ensure(&to)?;
                 copy_tree(&self.host_dir(m), &to, 0)?;
@@ -136,6 +143,16 @@ pub(super) fn is_private_dir(host: &Path) -> bool {
 /// Creates a private mount's backing directory `host` (and its parent, ours
 /// alone: mode 0700, owned by us, not a link) if it does not exist.
 pub(super) fn ensure(host: &Path) -> Result<(), Errno> {
+    ensure_base(host)?;
+    match make_dir(host, 0o1777) {
+        Ok(()) | Err(Errno::EEXIST) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the parent of `host` (the process's base directory: mode 0700,
+/// owned by us, not a link) if it does not exist.
+pub(super) fn ensure_base(host: &Path) -> Result<(), Errno> {
     let base = host.parent().ok_or(Errno::ENOENT)?;
     static SWEEP: std::sync::Once = std::sync::Once::new();
     if let Some(parent) = base.parent() {
@@ -152,10 +169,7 @@ pub(super) fn ensure(host: &Path) -> Result<(), Errno> {
     {
         return Err(Errno::EACCES);
     }
-    match make_dir(host, 0o1777) {
-        Ok(()) | Err(Errno::EEXIST) => Ok(()),
-        Err(e) => Err(e),
-    }
+    Ok(())
 }
 
 fn sub_name(mount: &[u8]) -> &'static str {
@@ -166,7 +180,7 @@ fn sub_name(mount: &[u8]) -> &'static str {
     }
 }
 
-fn make_dir(p: &Path, mode: u32) -> Result<(), Errno> {
+pub(super) fn make_dir(p: &Path, mode: u32) -> Result<(), Errno> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .mode(mode)
@@ -277,7 +291,14 @@ fn remove_tree(base: &Path) {
                 progress |= rustix::fs::unlinkat(&d, c.as_slice(), AtFlags::empty()).is_ok() || {
                     n += 1;
                     let up = format!(".up-{n}");
-                    rustix::fs::renameat(&d, c.as_slice(), &top, up.as_str()).is_ok()
+                    rustix::fs::renameat_with(
+                        &d,
+                        c.as_slice(),
+                        &top,
+                        up.as_str(),
+                        rustix::fs::RenameFlags::empty(),
+                    )
+                    .is_ok()
                 };
             }
         }
@@ -320,11 +341,16 @@ fn sweep_stale(parent: &Path) {
 pub(super) const PRIVATE_PATH_MAX: usize = 1024;
 
 /// Deepest directory nesting copied or counted (beyond what paths allow).
-const MAX_DEPTH: u32 = 1024;
+pub(super) const MAX_DEPTH: u32 = 1024;
 
 fn is_empty_tree(base: &Path) -> Result<bool, Errno> {
     for m in MOUNTS {
-        let mut rd = std::fs::read_dir(base.join(sub_name(m))).map_err(Errno::from)?;
+        let mut rd = match std::fs::read_dir(base.join(sub_name(m))) {
+            Ok(rd) => rd,
+            // Only the copies of write roots were made (they are not copied).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Errno::from(e)),
+        };
         if rd.next().is_some() {
             return Ok(false);
         }
@@ -334,7 +360,7 @@ fn is_empty_tree(base: &Path) -> Result<bool, Errno> {
 
 /// Copies the tree `from` into the existing directory `to`: directories,
 /// regular files, symlinks and fifos with their modes and times.
-fn copy_tree(from: &Path, to: &Path, depth: u32) -> Result<(), Errno> {
+pub(super) fn copy_tree(from: &Path, to: &Path, depth: u32) -> Result<(), Errno> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if depth > MAX_DEPTH {
         return Err(Errno::ELOOP);
@@ -350,10 +376,11 @@ fn copy_tree(from: &Path, to: &Path, depth: u32) -> Result<(), Errno> {
             continue;
         }
         if ft.is_dir() {
-            make_dir(&dst, md.permissions().mode() & 0o7777)?;
+            // Writable while it is filled; its own mode comes after.
+            make_dir(&dst, 0o700)?;
             copy_tree(&src, &dst, depth + 1)?;
         } else if ft.is_file() {
-            std::fs::copy(&src, &dst).map_err(Errno::from)?;
+            copy_file(&src, &dst)?;
         } else if ft.is_fifo() {
             rustix::fs::mknodat(
                 CWD,
@@ -365,13 +392,50 @@ fn copy_tree(from: &Path, to: &Path, depth: u32) -> Result<(), Errno> {
         } else {
             continue;
         }
-        std::fs::set_permissions(&dst, md.permissions()).map_err(Errno::from)?;
-        let times = std::fs::FileTimes::new()
-            .set_accessed(md.accessed().map_err(Errno::from)?)
-            .set_modified(md.modified().map_err(Errno::from)?);
-        if let Ok(f) = std::fs::File::options().read(true).open(&dst) {
-            let _ = f.set_times(times);
+        copy_attrs(&md, &dst)?;
+    }
+    Ok(())
+}
+
+/// Copies the regular file `src` to the new file `dst` with read and
+/// write alone (std's copy would use calls outside the host seccomp list:
+/// fchmod, copy_file_range, sendfile).
+pub(super) fn copy_file(src: &Path, dst: &Path) -> Result<(), Errno> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut from = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc_o_nofollow())
+        .open(src)
+        .map_err(Errno::from)?;
+    let mut to = std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dst)
+        .map_err(Errno::from)?;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = from.read(&mut buf).map_err(Errno::from)?;
+        if n == 0 {
+            return Ok(());
         }
+        to.write_all(&buf[..n]).map_err(Errno::from)?;
+    }
+}
+
+fn libc_o_nofollow() -> i32 {
+    OFlags::NOFOLLOW.bits() as i32
+}
+
+/// Gives `dst` the mode and times in `md`.
+pub(super) fn copy_attrs(md: &std::fs::Metadata, dst: &Path) -> Result<(), Errno> {
+    std::fs::set_permissions(dst, md.permissions()).map_err(Errno::from)?;
+    let times = std::fs::FileTimes::new()
+        .set_accessed(md.accessed().map_err(Errno::from)?)
+        .set_modified(md.modified().map_err(Errno::from)?);
+    if let Ok(f) = std::fs::File::options().read(true).open(dst) {
+        let _ = f.set_times(times);
     }
     Ok(())
 }
@@ -419,6 +483,7 @@ pub(super) fn private_roots(p: &Process) -> Vec<Root> {
         out.push(Root {
             comps: components(m).into_iter().collect(),
             host,
+            mount: false,
         });
     }
     out
@@ -436,7 +501,7 @@ pub fn charge_write(
     let FileKind::File { fd, path } = &f.kind else {
         return Ok(());
     };
-    if !is_private_path(&p.policy, path) {
+    if !is_scratch_path(p, path) {
         return Ok(());
     }
     let size = rustix::fs::fstat(fd)?.st_size.max(0) as u64;
@@ -453,4 +518,10 @@ pub(super) fn is_private_path(policy: &Policy, path: &[u8]) -> bool {
     MOUNTS.iter().any(|m| {
         path.starts_with(m) && path.get(m.len()) == Some(&b'/') && !mapped_by_policy(policy, m)
     })
+}
+
+/// Whether a guest path lies in forkvm's scratch directory: a private mount,
+/// or a fork's copy of a write root.
+pub(super) fn is_scratch_path(p: &Process, path: &[u8]) -> bool {
+    is_private_path(&p.policy, path) || is_overlay_path(p, path)
 }
