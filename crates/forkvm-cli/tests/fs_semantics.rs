@@ -63,6 +63,9 @@ impl Pair {
 /// Every entry under `root`: relative path, type, permission bits, size,
 /// mtime, link target and content.
 fn tree(root: &Path, times: bool) -> Vec<String> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     let mut out = Vec::new();
     let mut todo = vec![root.to_path_buf()];
     while let Some(d) = todo.pop() {
@@ -95,12 +98,17 @@ fn tree(root: &Path, times: bool) -> Vec<String> {
             } else if ft.is_symlink() {
                 format!("{rel} {detail}")
             } else {
-                format!(
-                    "{rel} {:o} {} mtime={} {detail}",
-                    md.mode(),
-                    md.len(),
-                    if ft.is_dir() || !times { 0 } else { md.mtime() }
-                )
+                // A time set by the program (kept, carried over) is compared
+                // exactly; "just now" is compared as such, since the native
+                // and forkvm runs may straddle a second boundary.
+                let mtime = if ft.is_dir() || !times {
+                    "0".to_string()
+                } else if (now - md.mtime()).abs() < 600 {
+                    "now".to_string()
+                } else {
+                    md.mtime().to_string()
+                };
+                format!("{rel} {:o} {} mtime={mtime} {detail}", md.mode(), md.len())
             });
         }
     }
