@@ -3,6 +3,7 @@
 //! request when ephemeral.
 
 mod metrics;
+mod server;
 mod workers;
 
 use anyhow::Context;
@@ -25,9 +26,10 @@ use workers::{Job, Rejected, Workers};
 /// Options of `forkvm serve`.
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
+    /// Address to listen on (default 127.0.0.1:8080; for a server program,
+    /// the address it bound, on loopback).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
     /// Worker VMs forked from the master (default: number of CPUs).
     #[arg(long)]
     concurrency: Option<usize>,
@@ -101,6 +103,8 @@ struct State {
     /// One permit per client connection that may be open.
     connections: Arc<tokio::sync::Semaphore>,
     header_timeout: Duration,
+    /// The program is a network server (502 rather than 500 when it crashes).
+    server: bool,
 }
 
 /// Host fds kept aside from client connections: the VMs, logs, listeners.
@@ -188,8 +192,24 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     };
     let mut machine =
         Machine::new(&image, &exe, config).with_context(|| format!("cannot start {name}"))?;
+    let mut listen = args.listen;
     match machine.run_until_ready(&ReadyAt::Call)? {
         Outcome::Ready if machine.ready_point().is_some_and(|r| r.handler != 0) => {}
+        Outcome::Ready if machine.ready_point().is_some_and(|r| r.server) => {
+            let bound = machine.listening_addr();
+            tracing::info!(
+                "{name} waits for connections on {} (virtual): each request is a new connection in a fork",
+                bound.map_or("?".into(), |a| a.to_string())
+            );
+            if listen.is_none() {
+                listen = bound.map(|mut a| {
+                    if a.ip().is_unspecified() {
+                        a.set_ip(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+                    }
+                    a
+                });
+            }
+        }
         Outcome::Ready => {
             anyhow::bail!("{name} said ready without a handler: use forkvm_serve(handler)")
         }
@@ -202,6 +222,8 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
             other.status()
         ),
     }
+    let server = machine.ready_point().is_some_and(|r| r.server);
+    let listen = listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
     let master = Master::from_machine(machine)?;
     let workers_n = args
         .concurrency
@@ -225,6 +247,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         max_body: args.max_body,
         connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
         header_timeout,
+        server,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -233,7 +256,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     // Everything is built (VMs, worker and runtime threads): from here on,
     // every thread of the process is confined.
     crate::seccomp::confine(crate::seccomp::Mode::Serve, args.no_seccomp)?;
-    let result = rt.block_on(run(state.clone(), &args, &name, workers_n));
+    let result = rt.block_on(run(state.clone(), &args, listen, &name, workers_n));
     state.workers.close();
     drop(rt);
     result
@@ -242,12 +265,13 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
 async fn run(
     state: Arc<State>,
     args: &ServeArgs,
+    listen: SocketAddr,
     name: &str,
     workers: usize,
 ) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(args.listen)
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+        .with_context(|| format!("cannot listen on {listen}"))?;
     tracing::info!(
         "serving {name} on http://{} with {workers} worker VM(s), {}",
         listener.local_addr()?,
@@ -648,9 +672,23 @@ async fn answer(
                 parts.method,
                 parts.uri
             );
+            if state.server {
+                (
+                    plain(StatusCode::BAD_GATEWAY, "the server crashed\n"),
+                    Some("crash"),
+                )
+            } else {
+                (
+                    plain(StatusCode::INTERNAL_SERVER_ERROR, "the handler crashed\n"),
+                    Some("crash"),
+                )
+            }
+        }
+        workers::Result::Incomplete(why) => {
+            tracing::warn!("no response to {} {}: {why}", parts.method, parts.uri);
             (
-                plain(StatusCode::INTERNAL_SERVER_ERROR, "the handler crashed\n"),
-                Some("crash"),
+                plain(StatusCode::BAD_GATEWAY, "the server gave no complete response\n"),
+                Some("no_response"),
             )
         }
         workers::Result::TimedOut => (

@@ -37,6 +37,8 @@ pub enum Result {
     TimedOut,
     /// The worker's VM failed.
     Failed(String),
+    /// A server program went idle without a whole response (reason attached).
+    Incomplete(String),
 }
 
 /// A job's result and where its time went.
@@ -183,6 +185,9 @@ impl Workers {
 }
 
 fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
+    if fork.is_server() {
+        return super::server::serve_one(fork, job, timeout);
+    }
     let staged = (|| -> std::result::Result<u64, CallError> {
         let (method, path, query) = (
             fork.stage(&job.method)?,
