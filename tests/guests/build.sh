@@ -113,6 +113,28 @@ else
     log "go not found: the Go guest is skipped (install Go to test it)"
 fi
 
+# Unmodified network servers (crates/forkvm-cli/tests/servers.rs): the C epoll server
+# static with musl and dynamic with glibc; the Go net/http server when Go is installed.
+SRV="$HERE/servers"
+if needs_build "$OUT/epoll_server.musl" "$SRV/epoll_server.c" "$HERE/build.sh"; then
+    ensure_musl_gcc
+    log "musl-gcc servers/epoll_server.c -> out/epoll_server.musl"
+    musl-gcc "${CFLAGS[@]}" -o "$OUT/epoll_server.musl.tmp" "$SRV/epoll_server.c"
+    mv -f "$OUT/epoll_server.musl.tmp" "$OUT/epoll_server.musl"
+fi
+if needs_build "$OUT/epoll_server.dyn" "$SRV/epoll_server.c" "$HERE/build.sh"; then
+    log "gcc (dynamic) servers/epoll_server.c -> out/epoll_server.dyn"
+    gcc -O2 -Wall -Wextra -g0 -o "$OUT/epoll_server.dyn.tmp" "$SRV/epoll_server.c"
+    mv -f "$OUT/epoll_server.dyn.tmp" "$OUT/epoll_server.dyn"
+fi
+if command -v go >/dev/null 2>&1; then
+    if needs_build "$OUT/go_server" "$SRV/go/main.go" "$SRV/go/go.mod" "$HERE/build.sh"; then
+        log "go build servers/go -> out/go_server"
+        (cd "$SRV/go" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -o "$OUT/go_server.tmp" .)
+        mv -f "$OUT/go_server.tmp" "$OUT/go_server"
+    fi
+fi
+
 RUST_DIR="$HERE/rust"
 RUST_DEPS=("$RUST_DIR/Cargo.toml" "$HERE/build.sh")
 while IFS= read -r -d '' f; do

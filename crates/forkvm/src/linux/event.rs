@@ -89,6 +89,8 @@ pub struct Interest {
     pub data: u64,
     /// Disabled by EPOLLONESHOT after firing.
     pub disabled: bool,
+    /// EPOLLET: the bits ready when last looked at; only bits that rose since are reported.
+    pub seen: u32,
 }
 
 /// poll(2) bits of an event object (POLLIN = 1, POLLOUT = 4).
@@ -259,6 +261,7 @@ fn sys_epoll_ctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
             events: events | EPOLLERR | EPOLLHUP,
             data: u64::from_le_bytes(d),
             disabled: false,
+            seen: 0,
         })
     };
     with_epoll(p, epfd, |set| {
@@ -302,6 +305,7 @@ fn epoll_wait(
     let mut ready = Vec::new();
     let mut wake: Option<Instant> = None;
     let mut gone = Vec::new();
+    let mut edges = Vec::new();
     for (fd, i) in interests {
         if i.disabled {
             continue;
@@ -333,7 +337,16 @@ fn epoll_wait(
         if r & super::unix_socket::POLLRDHUP != 0 {
             bits |= EPOLLRDHUP;
         }
-        let bits = bits & i.events;
+        let mut bits = bits & i.events;
+        if i.events & EPOLLET != 0 {
+            // Edge-triggered: what rose since the last look (what stays
+            // ready is not reported again; a drop re-arms it).
+            let now_set = bits;
+            bits &= !i.seen;
+            if bits == 0 || (ready.len() as u64) < max {
+                edges.push((fd, now_set));
+            }
+        }
         if bits != 0 && (ready.len() as u64) < max {
             ready.push((fd, bits, i.data, i.events & EPOLLONESHOT != 0));
         }
@@ -341,6 +354,11 @@ fn epoll_wait(
     with_epoll(p, epfd, |set| {
         for fd in &gone {
             set.remove(fd);
+        }
+        for (fd, seen) in &edges {
+            if let Some(e) = set.get_mut(fd) {
+                e.seen = *seen;
+            }
         }
         for (fd, _, _, oneshot) in &ready {
             if *oneshot {
@@ -362,7 +380,6 @@ fn epoll_wait(
         out[i * 12..i * 12 + 4].copy_from_slice(&bits.to_le_bytes());
         out[i * 12 + 4..i * 12 + 12].copy_from_slice(&data.to_le_bytes());
     }
-    let _ = EPOLLET; // edge-triggered interests are served as level-triggered
     mem.write(events, &out)?;
     Ok(ready.len() as u64)
 }
@@ -598,7 +615,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         name: "epoll_wait",
         handler: sys_epoll_wait,
         support: Support::Partial,
-        note: "level-triggered; EPOLLET is served as level-triggered",
+        note: "EPOLLET reports readiness that rose since the last epoll_wait looked (a drop between two looks re-arms it)",
     },
     SyscallEntry {
         nr: 233,
