@@ -687,7 +687,10 @@ async fn answer(
         workers::Result::Incomplete(why) => {
             tracing::warn!("no response to {} {}: {why}", parts.method, parts.uri);
             (
-                plain(StatusCode::BAD_GATEWAY, "the server gave no complete response\n"),
+                plain(
+                    StatusCode::BAD_GATEWAY,
+                    "the server gave no complete response\n",
+                ),
                 Some("no_response"),
             )
         }

@@ -272,19 +272,26 @@ mod tests {
 
     #[test]
     fn responses_by_length_chunks_or_close() {
-        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\nX-A: 1\r\n\r\nhel";
+        let r =
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\nX-A: 1\r\n\r\nhel";
         assert_eq!(parse_response(r, b"GET", false), Parsed::Partial);
         let r = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello";
         let Parsed::Done(d) = parse_response(r, b"GET", false) else {
             panic!()
         };
-        assert_eq!((d.status, &d.body[..], &d.headers[..]), (200, &b"hello"[..], &b"X-A: 1\n"[..]));
+        assert_eq!(
+            (d.status, &d.body[..], &d.headers[..]),
+            (200, &b"hello"[..], &b"X-A: 1\n"[..])
+        );
         let c = b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
         let Parsed::Done(d) = parse_response(c, b"GET", false) else {
             panic!()
         };
         assert_eq!((d.status, &d.body[..]), (201, &b"abcde"[..]));
-        assert_eq!(parse_response(&c[..c.len() - 2], b"GET", false), Parsed::Partial);
+        assert_eq!(
+            parse_response(&c[..c.len() - 2], b"GET", false),
+            Parsed::Partial
+        );
         let h = b"HTTP/1.0 200 OK\r\nServer: x\r\n\r\nuntil close";
         assert_eq!(parse_response(h, b"GET", false), Parsed::Partial);
         let Parsed::Done(d) = parse_response(h, b"GET", true) else {
@@ -292,12 +299,18 @@ mod tests {
         };
         assert_eq!(d.body, b"until close");
         let head = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
-        assert!(matches!(parse_response(head, b"HEAD", false), Parsed::Done(_)));
+        assert!(matches!(
+            parse_response(head, b"HEAD", false),
+            Parsed::Done(_)
+        ));
         let cont = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
         let Parsed::Done(d) = parse_response(cont, b"POST", false) else {
             panic!()
         };
         assert_eq!(d.status, 204);
-        assert!(matches!(parse_response(b"garbage\r\n\r\n", b"GET", false), Parsed::Bad(_)));
+        assert!(matches!(
+            parse_response(b"garbage\r\n\r\n", b"GET", false),
+            Parsed::Bad(_)
+        ));
     }
 }

@@ -665,7 +665,10 @@ mod tests {
         // A second bind of the same port: EADDRINUSE.
         let fd2 = socket(&mut p, &[10, 1, 0, 0, 0, 0]).unwrap();
         m.write(sa, &encode_addr(local, AF_INET6)).unwrap();
-        assert_eq!(bind(&mut p, &mut m, &[fd2, sa, 28, 0, 0, 0]), Err(EADDRINUSE));
+        assert_eq!(
+            bind(&mut p, &mut m, &[fd2, sa, 28, 0, 0, 0]),
+            Err(EADDRINUSE)
+        );
         // UDP stays refused.
         assert_eq!(socket(&mut p, &[2, 2, 0, 0, 0, 0]), Err(Errno::EACCES));
     }

@@ -295,7 +295,12 @@ impl Machine {
         if !matches!(self.mode, Mode::UntilReady | Mode::UntilIdle)
             || !matches!(self.proc.sched, Some(Sched::Retry(_)))
             || self.proc.pending_signal.is_some()
-            || self.proc.threads.others.iter().any(|t| t.wait == Wait::Runnable)
+            || self
+                .proc
+                .threads
+                .others
+                .iter()
+                .any(|t| t.wait == Wait::Runnable)
         {
             return Ok(None);
         }

@@ -80,6 +80,10 @@ impl PrivateTmp {
         let new = Self::new();
         if self.base.is_dir() && !is_empty_tree(&self.base)? {
             for m in MOUNTS {
+                // A mount the program never wrote in has no tree to copy.
+                if !self.host_dir(m).is_dir() {
+                    continue;
+                }
                 let to = new.host_dir(m);
                 ensure(&to)?;
                 copy_tree(&self.host_dir(m), &to, 0)?;
@@ -324,7 +328,11 @@ const MAX_DEPTH: u32 = 1024;
 
 fn is_empty_tree(base: &Path) -> Result<bool, Errno> {
     for m in MOUNTS {
-        let mut rd = std::fs::read_dir(base.join(sub_name(m))).map_err(Errno::from)?;
+        let dir = base.join(sub_name(m));
+        if !dir.is_dir() {
+            continue; // never created: empty
+        }
+        let mut rd = std::fs::read_dir(dir).map_err(Errno::from)?;
         if rd.next().is_some() {
             return Ok(false);
         }
