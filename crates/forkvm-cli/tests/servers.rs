@@ -410,3 +410,70 @@ fn python_http_server_serves_a_directory() {
     }
     wrk(port, "/a.txt");
 }
+
+/// An nginx configuration serving `root` on `port`, everything under `dir`.
+fn nginx_conf(dir: &Path, root: &Path, port: u16) -> PathBuf {
+    let d = dir.display();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log stderr notice;\n\
+         pid {d}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+         fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         server {{\n    listen 127.0.0.1:{port};\n    root {};\n    add_header X-Server nginx;\n\
+         location / {{ }}\n  }}\n}}\n",
+        root.display()
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf).expect("write nginx.conf");
+    path
+}
+
+#[test]
+fn nginx_serves_a_static_file() {
+    let nginx = "/usr/sbin/nginx";
+    if !installed(nginx) {
+        return;
+    }
+    let root = common::scratch_dir("servers-nginx-root");
+    std::fs::write(root.join("index.html"), "hello from nginx\n").expect("index.html");
+    let nport = free_port();
+    let ndir = common::scratch_dir(&format!("servers-nginx-native-{nport}"));
+    let nconf = nginx_conf(&ndir, &root, nport);
+    let nconf_s = nconf.to_string_lossy().into_owned();
+    let ndir_s = ndir.to_string_lossy().into_owned();
+    let _ns = native(Path::new(nginx), &["-p", &ndir_s, "-c", &nconf_s], nport);
+    let port = free_port();
+    let dir = common::scratch_dir(&format!("servers-nginx-forkvm-{port}"));
+    let conf = nginx_conf(&dir, &root, port);
+    let conf_s = conf.to_string_lossy().into_owned();
+    let dir_s = dir.to_string_lossy().into_owned();
+    let root_s = root.to_string_lossy().into_owned();
+    let mut flags: Vec<&str> = LIBS.to_vec();
+    flags.extend(["--allow-read", "/usr", "--allow-read", "/etc"]);
+    flags.extend(["--allow-read", &root_s, "--allow-write", &dir_s]);
+    let fs = forkvm(
+        Path::new(nginx),
+        &["-p", &dir_s, "-c", &conf_s],
+        &flags,
+        port,
+    );
+    for (method, path) in [
+        ("GET", "/"),
+        ("GET", "/index.html"),
+        ("GET", "/missing"),
+        ("POST", "/"),
+    ] {
+        let want = call(nport, method, path, b"x");
+        let got = call(port, method, path, b"x");
+        assert_eq!(got.status, want.status, "{method} {path}\n{}", fs.output());
+        assert_eq!(got.body, want.body, "{method} {path}\n{}", fs.output());
+        assert_eq!(got.header("X-Server"), want.header("X-Server"));
+        assert_eq!(got.header("ETag"), want.header("ETag"));
+    }
+    assert_eq!(get(port, "/").text(), "hello from nginx\n");
+    let rs = keep_alive(port, "/", "/index.html");
+    for r in &rs {
+        assert_eq!(r.text(), "hello from nginx\n", "{}", fs.output());
+    }
+    wrk(port, "/");
+}
