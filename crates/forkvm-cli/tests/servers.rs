@@ -477,3 +477,47 @@ fn nginx_serves_a_static_file() {
     }
     wrk(port, "/");
 }
+
+#[test]
+fn reset_per_connection_shares_state_within_a_connection_only() {
+    let prog = guest("epoll_server.musl");
+    let port = free_port();
+    let fs = forkvm(
+        &prog,
+        &[&port.to_string()],
+        &["--reset", "per-connection"],
+        port,
+    );
+    for _ in 0..2 {
+        // Raw bytes both ways: forkvm parses nothing; the connection is the guest's.
+        let mut s = connect(port);
+        let mut buf = Vec::new();
+        for i in 1..=3 {
+            s.write_all(&request("GET", "/count", b"", false))
+                .expect("send");
+            let r = read_response(&mut s, &mut buf);
+            assert_eq!(r.text(), format!("count={i}\n"), "{}", fs.output());
+            assert_eq!(
+                r.header("X-Server"),
+                Some("epoll-c"),
+                "the guest's own headers"
+            );
+        }
+        // The guest closes after "Connection: close": so does the client's connection.
+        s.write_all(&request("POST", "/echo", b"bye", true))
+            .expect("send");
+        let r = read_response(&mut s, &mut buf);
+        assert_eq!(r.text(), "bye");
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).expect("EOF after close");
+        assert!(rest.is_empty());
+    }
+    // A crash ends that connection only.
+    let mut s = connect(port);
+    s.write_all(&request("GET", "/crash", b"", false))
+        .expect("send");
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "no answer from a crashed server");
+    assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
+}

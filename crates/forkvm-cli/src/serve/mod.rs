@@ -36,6 +36,11 @@ pub struct ServeArgs {
     /// Reset the VM after every request (true), or keep state between requests on a worker (false).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
     ephemeral: bool,
+    /// When a server program's VM is reset: `per-request` (HTTP, parsed by
+    /// forkvm) or `per-connection` (any protocol: the client's connection is
+    /// the guest's, reset when it closes).
+    #[arg(long, value_enum, default_value = "per-request")]
+    reset: ResetMode,
     /// Time limit of one request's handler, in seconds (exceeded: 504).
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     request_timeout: f64,
@@ -94,6 +99,13 @@ impl ServeArgs {
     pub fn quiet(&self) -> bool {
         self.quiet
     }
+}
+
+/// `--reset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ResetMode {
+    PerRequest,
+    PerConnection,
 }
 
 struct State {
@@ -223,6 +235,9 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         ),
     }
     let server = machine.ready_point().is_some_and(|r| r.server);
+    if args.reset == ResetMode::PerConnection && !server {
+        anyhow::bail!("--reset per-connection is for server programs (that listen on a socket)");
+    }
     let listen = listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
     let master = Master::from_machine(machine)?;
     let workers_n = args
@@ -302,6 +317,14 @@ async fn run(
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
+                if args.reset == ResetMode::PerConnection {
+                    let workers = state.workers.clone();
+                    tokio::spawn(async move {
+                        let _ = workers.serve_connection(stream).await;
+                        drop(permit);
+                    });
+                    continue;
+                }
                 // hyper and this task share the one socket: hyper closes connections it
                 // cannot parse without a word, and this task answers them.
                 let stream = Arc::new(stream);

@@ -247,6 +247,91 @@ fn step(conn: &mut HostConn, out: &mut Vec<u8>, method: &[u8]) -> Step {
     })
 }
 
+/// `--reset per-connection`: the client's connection, byte for byte, is one
+/// connection in the fork (no HTTP parsing: any protocol). Run the VM until
+/// idle, send what it wrote, and when it has nothing more to say read what
+/// the client sends (within `timeout`) and push it; EOF from the client is
+/// EOF in the guest. Ends when the guest closes its connection, the client
+/// goes away, or the guest crashes, exits or overruns `timeout` in one run.
+pub async fn pump(
+    fork: &mut Fork,
+    stream: tokio::net::TcpStream,
+    timeout: Duration,
+) -> std::result::Result<u64, String> {
+    let peer = stream.peer_addr().unwrap_or(PEER);
+    let mut conn = fork.connect(peer).map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = Vec::new();
+    let mut sent = 0u64;
+    let mut client_done = false;
+    loop {
+        let r = tokio::task::block_in_place(|| fork.run_until_idle(timeout));
+        match r {
+            Ok(Outcome::Idle) => {}
+            Ok(Outcome::Crashed(info)) => {
+                return Err(format!("the server crashed:\n{}", fork.crash_report(&info)))
+            }
+            Ok(Outcome::TimedOut(_)) => return Err("the server timed out".into()),
+            Ok(other) => return Err(format!("the server ended: {other:?}")),
+            Err(e) => return Err(e.to_string()),
+        }
+        out.clear();
+        let closed = conn.take(&mut out);
+        if !out.is_empty() {
+            tokio::time::timeout(timeout, write_all(&stream, &out))
+                .await
+                .map_err(|_| "the client did not read in time".to_string())?
+                .map_err(|e| format!("writing to the client: {e}"))?;
+            sent += out.len() as u64;
+        }
+        if closed || conn.guest_gone() {
+            if let Ok(s) = stream.into_std() {
+                let _ = s.shutdown(std::net::Shutdown::Write);
+            }
+            return Ok(sent);
+        }
+        // The guest may have more to do with the room it got or the bytes that moved in.
+        if !out.is_empty() || conn.flush() {
+            continue;
+        }
+        if client_done {
+            return Err("the server waits after the client's end".into());
+        }
+        match tokio::time::timeout(timeout, read_some(&stream, &mut buf)).await {
+            Ok(Ok(0)) => {
+                client_done = true;
+                conn.finish();
+            }
+            Ok(Ok(n)) => conn.push(&buf[..n]),
+            Ok(Err(e)) => return Err(format!("reading from the client: {e}")),
+            Err(_) => return Err("the client sent nothing in time".into()),
+        }
+    }
+}
+
+async fn write_all(stream: &tokio::net::TcpStream, mut data: &[u8]) -> std::io::Result<()> {
+    while !data.is_empty() {
+        stream.writable().await?;
+        match stream.try_write(data) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn read_some(stream: &tokio::net::TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        stream.readable().await?;
+        match stream.try_read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => return other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

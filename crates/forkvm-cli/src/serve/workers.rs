@@ -178,6 +178,47 @@ impl Workers {
         Ok(outcome)
     }
 
+    /// `--reset per-connection`: one worker for a whole client connection
+    /// ([`super::server::pump`]), reset when the connection ends.
+    pub async fn serve_connection(
+        self: &Arc<Self>,
+        stream: tokio::net::TcpStream,
+    ) -> std::result::Result<(), Rejected> {
+        let permit = self
+            .free
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Rejected::Closed)?;
+        let worker = self.idle.lock().ok().and_then(|mut v| v.pop());
+        let Some(mut worker) = worker else {
+            return Err(Rejected::Closed);
+        };
+        let t = Instant::now();
+        match super::server::pump(&mut worker.fork, stream, self.settings.timeout).await {
+            Ok(n) => tracing::info!(
+                "connection served: {n} bytes out, {:.3}ms",
+                t.elapsed().as_secs_f64() * 1000.0
+            ),
+            Err(e) => tracing::warn!("connection ended: {e}"),
+        }
+        let t = Instant::now();
+        let ok = tokio::task::block_in_place(|| worker.fork.reset());
+        worker.last_reset = t.elapsed();
+        self.metrics.resets.inc();
+        if let Err(e) = ok {
+            tracing::error!("worker reset failed; worker retired: {e}");
+            self.metrics.workers.dec();
+            permit.forget();
+            return Ok(());
+        }
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(worker);
+        }
+        drop(permit);
+        Ok(())
+    }
+
     /// Refuses new work; requests already waiting are answered 503.
     pub fn close(&self) {
         self.free.close();
