@@ -297,6 +297,10 @@ pub async fn pump(
         if client_done {
             return Err("the server waits after the client's end".into());
         }
+        if conn.pending_input() {
+            // It stopped reading: taking more from the client would only pile up.
+            return Err("the server stopped reading its connection".into());
+        }
         match tokio::time::timeout(timeout, read_some(&stream, &mut buf)).await {
             Ok(Ok(0)) => {
                 client_done = true;

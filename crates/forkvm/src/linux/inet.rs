@@ -579,13 +579,19 @@ pub fn connect_to_listener(p: &Process, peer: SocketAddr) -> Result<HostConn, Er
         };
         let Some(i) = &s.inet else { continue };
         let Some(l) = &i.listener else { continue };
+        let mut listener = lock(l);
+        // A program that does not accept: its queue is full, as on Linux
+        // (plus some slack: the host pushes one connection per request).
+        if listener.pending.len() >= listener.backlog.max(0) as usize + 16 {
+            return Err(Errno::ECONNREFUSED);
+        }
         let (mut guest, mut host) = Socket::pair(SOCK_STREAM);
         let mut gi = Inet::new(i.family);
         gi.local = i.local;
         gi.peer = Some(peer);
         guest.inet = Some(Box::new(gi));
         host.sndbuf = HOST_PUSH_BUF;
-        lock(l).pending.push_back(guest);
+        listener.pending.push_back(guest);
         return Ok(HostConn {
             end: host,
             backlog: VecDeque::new(),
