@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of unmodified network servers under `forkvm serve` (not run in CI).
 #
-# For the C epoll server and the Go net/http server (tests/guests/servers/, built by
+# For the C epoll server, the Go net/http server and the Rust tokio+hyper server (tests/guests/servers/, built by
 # tests/guests/build.sh) it starts, one at a time on loopback:
 #   native     the program itself: the floor
 #   no-reset   forkvm serve --ephemeral false PROGRAM   (one VM, state kept)
@@ -11,7 +11,7 @@
 #
 # Environment:
 #   DURATION=5           seconds per wrk run
-#   SERVERS="epoll go"   which servers
+#   SERVERS="epoll go rust"   which servers
 #   CONCURRENCY=$(nproc) forkvm serve --concurrency
 #   FORKVM=path          use this forkvm binary instead of building target/release
 set -euo pipefail
@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
 DURATION=${DURATION:-5}
-SERVERS=${SERVERS:-epoll go}
+SERVERS=${SERVERS:-epoll go rust}
 CONCURRENCY=${CONCURRENCY:-$(nproc)}
 
 log() { echo "bench/servers.sh: $*" >&2; }
@@ -45,6 +45,7 @@ program() {
     case $1 in
         epoll) echo "$ROOT/tests/guests/out/epoll_server.musl" ;;
         go) echo "$ROOT/tests/guests/out/go_server" ;;
+        rust) echo "$ROOT/tests/guests/out/rust_server" ;;
     esac
 }
 

@@ -134,6 +134,17 @@ if command -v go >/dev/null 2>&1; then
         mv -f "$OUT/go_server.tmp" "$OUT/go_server"
     fi
 fi
+if needs_build "$OUT/rust_server" "$SRV/rust/src/main.rs" "$SRV/rust/Cargo.toml" "$HERE/build.sh"; then
+    log "cargo build servers/rust -> out/rust_server (tokio + hyper, static)"
+    (
+        unset CARGO_ENCODED_RUSTFLAGS CARGO_BUILD_RUSTFLAGS CARGO_TARGET_DIR CARGO_BUILD_TARGET
+        RUSTFLAGS="-C target-feature=+crt-static" cargo build --quiet --release \
+            --manifest-path "$SRV/rust/Cargo.toml" --target x86_64-unknown-linux-gnu \
+            --target-dir "$OUT/rust-server-target"
+    )
+    cp -f "$OUT/rust-server-target/x86_64-unknown-linux-gnu/release/rust_server" "$OUT/rust_server.tmp"
+    mv -f "$OUT/rust_server.tmp" "$OUT/rust_server"
+fi
 
 RUST_DIR="$HERE/rust"
 RUST_DEPS=("$RUST_DIR/Cargo.toml" "$HERE/build.sh")

@@ -521,3 +521,13 @@ fn reset_per_connection_shares_state_within_a_connection_only() {
     assert!(rest.is_empty(), "no answer from a crashed server");
     assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
 }
+
+#[test]
+fn rust_tokio_hyper_server() {
+    check_server(
+        &guest("rust_server"),
+        &[],
+        "hello from rust\n",
+        ("X-Server", "rust-hyper"),
+    );
+}
