@@ -531,3 +531,26 @@ fn rust_tokio_hyper_server() {
         ("X-Server", "rust-hyper"),
     );
 }
+
+#[test]
+fn socket_names_are_real_looking() {
+    let prog = guest("epoll_server.musl");
+    let nport = free_port();
+    let _ns = native(&prog, &[&nport.to_string()], nport);
+    let port = free_port();
+    let fs = forkvm(&prog, &[&port.to_string()], &[], port);
+    // The guest's getpeername is the real client's address; getsockname the bound one.
+    for p in [nport, port] {
+        let mut s = connect(p);
+        let me = s.local_addr().expect("local addr");
+        s.write_all(&request("GET", "/peer", b"", true))
+            .expect("send");
+        let r = read_response(&mut s, &mut Vec::new());
+        assert_eq!(
+            r.text(),
+            format!("peer={me} local=127.0.0.1:{p}\n"),
+            "{}",
+            fs.output()
+        );
+    }
+}

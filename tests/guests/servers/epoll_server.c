@@ -9,6 +9,7 @@
  *         POST /echo   the request body
  *         GET /big     N bytes of a pattern (?n=BYTES, default 1 MiB)
  *         GET /crash   a NULL write (SIGSEGV)
+ *         GET /peer    "peer=IP:PORT local=IP:PORT\n" (getpeername, getsockname)
  * Every response has "X-Server: epoll-c" and Content-Length; keep-alive and
  * pipelining are honoured, "Connection: close" closes after the response. */
 #define _GNU_SOURCE
@@ -109,6 +110,20 @@ static int handle_requests(struct conn *c) {
             *(volatile int *)0 = 1;
         } else if (strcmp(method, "POST") == 0 && strcmp(target, "/echo") == 0) {
             respond(c, 200, "OK", body, body_len);
+        } else if (strcmp(target, "/peer") == 0) {
+            struct sockaddr_in pa, la;
+            socklen_t pl = sizeof pa, ll = sizeof la;
+            char b[128], ip[INET_ADDRSTRLEN], lip[INET_ADDRSTRLEN];
+            if (getpeername(c->fd, (struct sockaddr *)&pa, &pl) < 0 ||
+                getsockname(c->fd, (struct sockaddr *)&la, &ll) < 0) {
+                respond(c, 500, "Error", "no name\n", 8);
+            } else {
+                inet_ntop(AF_INET, &pa.sin_addr, ip, sizeof ip);
+                inet_ntop(AF_INET, &la.sin_addr, lip, sizeof lip);
+                int n = snprintf(b, sizeof b, "peer=%s:%d local=%s:%d\n", ip, ntohs(pa.sin_port),
+                                 lip, ntohs(la.sin_port));
+                respond(c, 200, "OK", b, (size_t)n);
+            }
         } else if (strcmp(target, "/count") == 0) {
             char b[64];
             int n = snprintf(b, sizeof b, "count=%ld\n", served);

@@ -317,6 +317,7 @@ async fn run(
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
+                let peer = stream.peer_addr().ok();
                 if args.reset == ResetMode::PerConnection {
                     let workers = state.workers.clone();
                     tokio::spawn(async move {
@@ -337,7 +338,10 @@ async fn run(
                     .pipeline_flush(true)
                     .serve_connection(
                         TokioIo::new(Shared(stream.clone())),
-                        service_fn(move |req| handle(st.clone(), req)),
+                        service_fn(move |mut req: Request<Incoming>| {
+                            req.extensions_mut().insert(peer);
+                            handle(st.clone(), req)
+                        }),
                     );
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
@@ -661,6 +665,11 @@ async fn answer(
         query: Bytes::copy_from_slice(parts.uri.query().unwrap_or("").as_bytes()),
         headers: Bytes::from(headers),
         body,
+        peer: parts
+            .extensions
+            .get::<Option<SocketAddr>>()
+            .copied()
+            .flatten(),
     };
     let out = match state.workers.serve(job).await {
         Ok(out) => out,

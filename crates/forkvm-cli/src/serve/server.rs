@@ -175,7 +175,7 @@ fn dechunk(mut b: &[u8]) -> Option<std::result::Result<Vec<u8>, String>> {
 
 /// Serves `job` in `fork`: one connection, run until the response is whole.
 pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
-    let mut conn = match fork.connect(PEER) {
+    let mut conn = match fork.connect(job.peer.unwrap_or(PEER)) {
         Ok(c) => c,
         Err(e) => return Result::Failed(e.to_string()),
     };
@@ -351,6 +351,7 @@ mod tests {
                 b"host: x\nconnection: keep-alive\ntransfer-encoding: chunked\nx-a: b\n",
             ),
             body: Bytes::from_static(b"hi"),
+            peer: None,
         };
         let s = serialise(&job);
         assert_eq!(

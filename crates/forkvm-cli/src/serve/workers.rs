@@ -23,6 +23,8 @@ pub struct Job {
     /// `Name: value` lines separated by `\n`.
     pub headers: Bytes,
     pub body: Bytes,
+    /// The client's address (a server program's accept/getpeername).
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// How serving a job went.
@@ -105,6 +107,7 @@ impl Workers {
                     query: Bytes::new(),
                     headers: Bytes::from_static(b"host: forkvm-warmup\n"),
                     body: Bytes::new(),
+                    peer: None,
                 };
                 if let Result::Crashed(report) = serve_one(&mut fork, &job, settings.timeout) {
                     tracing::warn!("the guest crashed on a warm-up request:\n{report}");
