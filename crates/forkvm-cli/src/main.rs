@@ -189,6 +189,11 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
             machine.where_stopped()
         ),
     }
+    if let (Outcome::TimedOut(_), Some(addr)) = (&outcome, machine.listening_addr()) {
+        eprintln!(
+            "forkvm: hint: {program} listens on {addr} (a virtual socket: nothing connects under `run`); serve it with `forkvm serve`"
+        );
+    }
     if outcome.status() != 0 && !args.verbose {
         hints(machine.notes());
     }

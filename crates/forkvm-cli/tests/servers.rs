@@ -554,3 +554,17 @@ fn socket_names_are_real_looking() {
         );
     }
 }
+
+#[test]
+fn run_of_a_server_times_out_with_a_hint() {
+    let prog = guest("epoll_server.musl");
+    let out = Command::new(forkvm_bin())
+        .args(["run", "--timeout", "1"])
+        .arg(&prog)
+        .arg(free_port().to_string())
+        .output()
+        .expect("run forkvm");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(err.contains("serve it with `forkvm serve`"), "{err}");
+}
