@@ -182,6 +182,7 @@ pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
     conn.push(&serialise(job));
     let started = Instant::now();
     let mut out = Vec::new();
+    let mut second_look = false;
     loop {
         let left = timeout.saturating_sub(started.elapsed());
         if left.is_zero() {
@@ -208,7 +209,10 @@ pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
         }
         match step(&mut conn, &mut out, &job.method) {
             Step::Answer(r) => return Result::Answered(r),
-            Step::Again => {}
+            Step::Again => second_look = false,
+            // Idle declared by one thread while another's last look was
+            // stale: one more run lets every waiting thread look again.
+            Step::Stuck(_) if !second_look => second_look = true,
             Step::Stuck(why) => return Result::Incomplete(why),
         }
     }
@@ -264,6 +268,7 @@ pub async fn pump(
     let mut out = Vec::new();
     let mut sent = 0u64;
     let mut client_done = false;
+    let mut second_look = false;
     loop {
         let r = tokio::task::block_in_place(|| fork.run_until_idle(timeout));
         match r {
@@ -292,8 +297,15 @@ pub async fn pump(
         }
         // The guest may have more to do with the room it got or the bytes that moved in.
         if !out.is_empty() || conn.flush() {
+            second_look = false;
             continue;
         }
+        if !second_look {
+            // Every waiting thread looks again before the client is asked for more.
+            second_look = true;
+            continue;
+        }
+        second_look = false;
         if client_done {
             return Err("the server waits after the client's end".into());
         }

@@ -373,6 +373,13 @@ impl Machine {
     /// Puts the first parked thread that can run on the vCPU (all threads
     /// are parked when a server run stops), or lets the run loop wait for one.
     fn resume_parked(&mut self) -> Result<(), MachineError> {
+        // Threads waiting in a retried call look again first: what they saw
+        // last may be stale (another thread, or the host, made it ready since).
+        for t in self.proc.threads.others.iter_mut() {
+            if matches!(t.wait, crate::linux::thread::Wait::Retry(_)) {
+                t.wait = crate::linux::thread::Wait::Runnable;
+            }
+        }
         let Some(t) = self.proc.threads.take_next(std::time::Instant::now()) else {
             self.stalled = true;
             return Ok(());
