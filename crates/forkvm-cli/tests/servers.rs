@@ -568,3 +568,21 @@ fn run_of_a_server_times_out_with_a_hint() {
     assert_eq!(out.status.code(), Some(124), "{err}");
     assert!(err.contains("serve it with `forkvm serve`"), "{err}");
 }
+
+#[test]
+fn a_silent_server_is_502_and_a_spinning_one_504() {
+    let prog = guest("epoll_server.musl");
+    let port = free_port();
+    let mut cmd = Command::new(forkvm_bin());
+    cmd.args(["serve", "--concurrency", "1", "--request-timeout", "1"])
+        .arg(&prog)
+        .arg(port.to_string());
+    let fs = Server::start(cmd, port, "forkvm");
+    let silent = get(port, "/silent");
+    assert_eq!(silent.status, 502, "{}", fs.output());
+    let spin = get(port, "/spin");
+    assert_eq!(spin.status, 504, "{}", fs.output());
+    assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
+    let out = fs.output();
+    assert!(out.contains("the server waits without answering"), "{out}");
+}

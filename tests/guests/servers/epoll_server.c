@@ -9,6 +9,8 @@
  *         POST /echo   the request body
  *         GET /big     N bytes of a pattern (?n=BYTES, default 1 MiB)
  *         GET /crash   a NULL write (SIGSEGV)
+ *         GET /silent  no answer at all (the connection stays open)
+ *         GET /spin    a busy loop that never ends
  *         GET /peer    "peer=IP:PORT local=IP:PORT\n" (getpeername, getsockname)
  * Every response has "X-Server: epoll-c" and Content-Length; keep-alive and
  * pipelining are honoured, "Connection: close" closes after the response. */
@@ -108,6 +110,11 @@ static int handle_requests(struct conn *c) {
         served++;
         if (strcmp(target, "/crash") == 0) {
             *(volatile int *)0 = 1;
+        } else if (strcmp(target, "/silent") == 0) {
+            /* nothing */
+        } else if (strcmp(target, "/spin") == 0) {
+            for (volatile unsigned long i = 0;; i++) {
+            }
         } else if (strcmp(method, "POST") == 0 && strcmp(target, "/echo") == 0) {
             respond(c, 200, "OK", body, body_len);
         } else if (strcmp(target, "/peer") == 0) {
