@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark of unmodified network servers under `forkvm serve` (not run in CI).
 #
-# For the C epoll server, the Go net/http server and the Rust tokio+hyper server (tests/guests/servers/, built by
-# tests/guests/build.sh) it starts, one at a time on loopback:
+# For the C epoll server, the Go net/http server and the Rust tokio+hyper server
+# (tests/guests/servers/, built by tests/guests/build.sh) it starts, one at a time on loopback:
 #   native     the program itself: the floor
 #   no-reset   forkvm serve --ephemeral false PROGRAM   (one VM, state kept)
 #   reset      forkvm serve PROGRAM                     (VM reset after every request)
