@@ -113,6 +113,39 @@ else
     log "go not found: the Go guest is skipped (install Go to test it)"
 fi
 
+# Unmodified network servers (crates/forkvm-cli/tests/servers.rs): the C epoll server
+# static with musl and dynamic with glibc; the Go net/http server when Go is installed.
+SRV="$HERE/servers"
+if needs_build "$OUT/epoll_server.musl" "$SRV/epoll_server.c" "$HERE/build.sh"; then
+    ensure_musl_gcc
+    log "musl-gcc servers/epoll_server.c -> out/epoll_server.musl"
+    musl-gcc "${CFLAGS[@]}" -o "$OUT/epoll_server.musl.tmp" "$SRV/epoll_server.c"
+    mv -f "$OUT/epoll_server.musl.tmp" "$OUT/epoll_server.musl"
+fi
+if needs_build "$OUT/epoll_server.dyn" "$SRV/epoll_server.c" "$HERE/build.sh"; then
+    log "gcc (dynamic) servers/epoll_server.c -> out/epoll_server.dyn"
+    gcc -O2 -Wall -Wextra -g0 -o "$OUT/epoll_server.dyn.tmp" "$SRV/epoll_server.c"
+    mv -f "$OUT/epoll_server.dyn.tmp" "$OUT/epoll_server.dyn"
+fi
+if command -v go >/dev/null 2>&1; then
+    if needs_build "$OUT/go_server" "$SRV/go/main.go" "$SRV/go/go.mod" "$HERE/build.sh"; then
+        log "go build servers/go -> out/go_server"
+        (cd "$SRV/go" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -o "$OUT/go_server.tmp" .)
+        mv -f "$OUT/go_server.tmp" "$OUT/go_server"
+    fi
+fi
+if needs_build "$OUT/rust_server" "$SRV/rust/src/main.rs" "$SRV/rust/Cargo.toml" "$HERE/build.sh"; then
+    log "cargo build servers/rust -> out/rust_server (tokio + hyper, static)"
+    (
+        unset CARGO_ENCODED_RUSTFLAGS CARGO_BUILD_RUSTFLAGS CARGO_TARGET_DIR CARGO_BUILD_TARGET
+        RUSTFLAGS="-C target-feature=+crt-static" cargo build --quiet --release \
+            --manifest-path "$SRV/rust/Cargo.toml" --target x86_64-unknown-linux-gnu \
+            --target-dir "$OUT/rust-server-target"
+    )
+    cp -f "$OUT/rust-server-target/x86_64-unknown-linux-gnu/release/rust_server" "$OUT/rust_server.tmp"
+    mv -f "$OUT/rust_server.tmp" "$OUT/rust_server"
+fi
+
 RUST_DIR="$HERE/rust"
 RUST_DEPS=("$RUST_DIR/Cargo.toml" "$HERE/build.sh")
 while IFS= read -r -d '' f; do

@@ -180,7 +180,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     match &outcome {
         Outcome::Exited(code) => tracing::debug!(code, "guest exited"),
-        Outcome::Ready | Outcome::Returned(_) => {}
+        Outcome::Ready | Outcome::Returned(_) | Outcome::Idle => {}
         Outcome::Crashed(info) => eprint!("{}", machine.crash_report_with_source(info)),
         Outcome::TimedOut(t) => eprintln!(
             "forkvm: timeout: {} did not finish within --timeout {} s and was stopped at {}",
@@ -188,6 +188,11 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
             t.as_secs_f64(),
             machine.where_stopped()
         ),
+    }
+    if let (Outcome::TimedOut(_), Some(addr)) = (&outcome, machine.listening_addr()) {
+        eprintln!(
+            "forkvm: hint: {program} listens on {addr} (a virtual socket: nothing connects under `run`); serve it with `forkvm serve`"
+        );
     }
     if outcome.status() != 0 && !args.verbose {
         hints(machine.notes());

@@ -136,6 +136,27 @@ impl Fork {
         self.machine.as_ref().is_none_or(|m| m.poisoned)
     }
 
+    /// Whether the master is a network server (ready point: waiting for a connection).
+    pub fn is_server(&self) -> bool {
+        self.image.ready.server
+    }
+
+    /// Pushes a new connection onto a server's listening socket (see [`Machine::connect`]).
+    pub fn connect(
+        &mut self,
+        peer: std::net::SocketAddr,
+    ) -> Result<crate::linux::inet::HostConn, CallError> {
+        self.machine()?.connect(peer)
+    }
+
+    /// Runs a server until it waits again (see [`Machine::run_until_idle`]).
+    pub fn run_until_idle(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<crate::machine::Outcome, CallError> {
+        self.machine()?.run_until_idle(timeout)
+    }
+
     /// Returns the fork to the master's state: memory, registers, FPU state,
     /// open files, signal dispositions, cwd, brk, and a fresh random seed.
     /// Its private /tmp and its copy of the `--allow-write` roots (see

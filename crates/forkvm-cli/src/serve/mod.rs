@@ -4,6 +4,7 @@
 
 mod debug;
 mod metrics;
+mod server;
 mod workers;
 
 use anyhow::Context;
@@ -26,15 +27,21 @@ use workers::{Job, Rejected, Workers};
 /// Options of `forkvm serve`.
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
+    /// Address to listen on (default 127.0.0.1:8080; for a server program,
+    /// the address it bound, on loopback).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
     /// Worker VMs forked from the master (default: number of CPUs).
     #[arg(long)]
     concurrency: Option<usize>,
     /// Reset the VM after every request (true), or keep state between requests on a worker (false).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "true|false")]
     ephemeral: bool,
+    /// When a server program's VM is reset: `per-request` (HTTP, parsed by
+    /// forkvm) or `per-connection` (any protocol: the client's connection is
+    /// the guest's, reset when it closes).
+    #[arg(long, value_enum, default_value = "per-request")]
+    reset: ResetMode,
     /// Time limit of one request's handler, in seconds (exceeded: 504).
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     request_timeout: f64,
@@ -106,6 +113,13 @@ impl ServeArgs {
     }
 }
 
+/// `--reset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ResetMode {
+    PerRequest,
+    PerConnection,
+}
+
 struct State {
     workers: Arc<Workers>,
     metrics: Arc<Metrics>,
@@ -113,6 +127,8 @@ struct State {
     /// One permit per client connection that may be open.
     connections: Arc<tokio::sync::Semaphore>,
     header_timeout: Duration,
+    /// The program is a network server (502 rather than 500 when it crashes).
+    server: bool,
 }
 
 /// Host fds kept aside from client connections: the VMs, logs, listeners.
@@ -206,8 +222,24 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     let mut machine =
         Machine::new(&image, &exe, config).with_context(|| format!("cannot start {name}"))?;
     machine.set_persist(&args.persist);
+    let mut listen = args.listen;
     match machine.run_until_ready(&ReadyAt::Call)? {
         Outcome::Ready if machine.ready_point().is_some_and(|r| r.handler != 0) => {}
+        Outcome::Ready if machine.ready_point().is_some_and(|r| r.server) => {
+            let bound = machine.listening_addr();
+            tracing::info!(
+                "{name} waits for connections on {} (virtual): each request is a new connection in a fork",
+                bound.map_or("?".into(), |a| a.to_string())
+            );
+            if listen.is_none() {
+                listen = bound.map(|mut a| {
+                    if a.ip().is_unspecified() {
+                        a.set_ip(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+                    }
+                    a
+                });
+            }
+        }
         Outcome::Ready => {
             anyhow::bail!("{name} said ready without a handler: use forkvm_serve(handler)")
         }
@@ -220,6 +252,11 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
             other.status()
         ),
     }
+    let server = machine.ready_point().is_some_and(|r| r.server);
+    if args.reset == ResetMode::PerConnection && !server {
+        anyhow::bail!("--reset per-connection is for server programs (that listen on a socket)");
+    }
+    let listen = listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080)));
     let master = Master::from_machine(machine)?;
     let workers_n = args
         .concurrency
@@ -244,6 +281,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         max_body: args.max_body,
         connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
         header_timeout,
+        server,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -255,7 +293,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         crate::seccomp::Mode::Serve,
         args.no_seccomp || args.gdb.is_some(),
     )?;
-    let result = rt.block_on(run(state.clone(), &args, &name, workers_n));
+    let result = rt.block_on(run(state.clone(), &args, listen, &name, workers_n));
     state.workers.close();
     drop(rt);
     result
@@ -264,12 +302,13 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
 async fn run(
     state: Arc<State>,
     args: &ServeArgs,
+    listen: SocketAddr,
     name: &str,
     workers: usize,
 ) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(args.listen)
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+        .with_context(|| format!("cannot listen on {listen}"))?;
     tracing::info!(
         "serving {name} on http://{} with {workers} worker VM(s), {}",
         listener.local_addr()?,
@@ -300,6 +339,15 @@ async fn run(
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
+                let peer = stream.peer_addr().ok();
+                if args.reset == ResetMode::PerConnection {
+                    let workers = state.workers.clone();
+                    tokio::spawn(async move {
+                        let _ = workers.serve_connection(stream).await;
+                        drop(permit);
+                    });
+                    continue;
+                }
                 // hyper and this task share the one socket: hyper closes connections it
                 // cannot parse without a word, and this task answers them.
                 let stream = Arc::new(stream);
@@ -312,7 +360,10 @@ async fn run(
                     .pipeline_flush(true)
                     .serve_connection(
                         TokioIo::new(Shared(stream.clone())),
-                        service_fn(move |req| handle(st.clone(), req)),
+                        service_fn(move |mut req: Request<Incoming>| {
+                            req.extensions_mut().insert(peer);
+                            handle(st.clone(), req)
+                        }),
                     );
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
@@ -636,6 +687,11 @@ async fn answer(
         query: Bytes::copy_from_slice(parts.uri.query().unwrap_or("").as_bytes()),
         headers: Bytes::from(headers),
         body,
+        peer: parts
+            .extensions
+            .get::<Option<SocketAddr>>()
+            .copied()
+            .flatten(),
     };
     let out = match state.workers.serve(job).await {
         Ok(out) => out,
@@ -670,9 +726,26 @@ async fn answer(
                 parts.method,
                 parts.uri
             );
+            if state.server {
+                (
+                    plain(StatusCode::BAD_GATEWAY, "the server crashed\n"),
+                    Some("crash"),
+                )
+            } else {
+                (
+                    plain(StatusCode::INTERNAL_SERVER_ERROR, "the handler crashed\n"),
+                    Some("crash"),
+                )
+            }
+        }
+        workers::Result::Incomplete(why) => {
+            tracing::warn!("no response to {} {}: {why}", parts.method, parts.uri);
             (
-                plain(StatusCode::INTERNAL_SERVER_ERROR, "the handler crashed\n"),
-                Some("crash"),
+                plain(
+                    StatusCode::BAD_GATEWAY,
+                    "the server gave no complete response\n",
+                ),
+                Some("no_response"),
             )
         }
         workers::Result::TimedOut => (

@@ -23,6 +23,8 @@ pub struct Job {
     /// `Name: value` lines separated by `\n`.
     pub headers: Bytes,
     pub body: Bytes,
+    /// The client's address (a server program's accept/getpeername).
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// How serving a job went.
@@ -37,6 +39,8 @@ pub enum Result {
     TimedOut,
     /// The worker's VM failed.
     Failed(String),
+    /// A server program went idle without a whole response (reason attached).
+    Incomplete(String),
 }
 
 /// A job's result and where its time went.
@@ -105,6 +109,7 @@ impl Workers {
                     query: Bytes::new(),
                     headers: Bytes::from_static(b"host: forkvm-warmup\n"),
                     body: Bytes::new(),
+                    peer: None,
                 };
                 if let Result::Crashed(report) = serve_one(&mut fork, &job, settings.timeout) {
                     tracing::warn!("the guest crashed on a warm-up request:\n{report}");
@@ -180,6 +185,47 @@ impl Workers {
         Ok(outcome)
     }
 
+    /// `--reset per-connection`: one worker for a whole client connection
+    /// ([`super::server::pump`]), reset when the connection ends.
+    pub async fn serve_connection(
+        self: &Arc<Self>,
+        stream: tokio::net::TcpStream,
+    ) -> std::result::Result<(), Rejected> {
+        let permit = self
+            .free
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Rejected::Closed)?;
+        let worker = self.idle.lock().ok().and_then(|mut v| v.pop());
+        let Some(mut worker) = worker else {
+            return Err(Rejected::Closed);
+        };
+        let t = Instant::now();
+        match super::server::pump(&mut worker.fork, stream, self.settings.timeout).await {
+            Ok(n) => tracing::info!(
+                "connection served: {n} bytes out, {:.3}ms",
+                t.elapsed().as_secs_f64() * 1000.0
+            ),
+            Err(e) => tracing::warn!("connection ended: {e}"),
+        }
+        let t = Instant::now();
+        let ok = tokio::task::block_in_place(|| worker.fork.reset());
+        worker.last_reset = t.elapsed();
+        self.metrics.resets.inc();
+        if let Err(e) = ok {
+            tracing::error!("worker reset failed; worker retired: {e}");
+            self.metrics.workers.dec();
+            permit.forget();
+            return Ok(());
+        }
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(worker);
+        }
+        drop(permit);
+        Ok(())
+    }
+
     /// Refuses new work; requests already waiting are answered 503.
     pub fn close(&self) {
         self.free.close();
@@ -187,6 +233,9 @@ impl Workers {
 }
 
 fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
+    if fork.is_server() {
+        return super::server::serve_one(fork, job, timeout);
+    }
     let staged = (|| -> std::result::Result<u64, CallError> {
         let (method, path, query) = (
             fork.stage(&job.method)?,

@@ -89,6 +89,11 @@ pub struct Interest {
     pub data: u64,
     /// Disabled by EPOLLONESHOT after firing.
     pub disabled: bool,
+    /// EPOLLET: the bits ready when last looked at; only bits that rose since are reported.
+    pub seen: u32,
+    /// EPOLLET: an eventfd's counter when last looked at: a write since is an edge
+    /// even if it stayed readable (mio's waker never reads it).
+    pub token: u64,
 }
 
 /// poll(2) bits of an event object (POLLIN = 1, POLLOUT = 4).
@@ -259,6 +264,8 @@ fn sys_epoll_ctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
             events: events | EPOLLERR | EPOLLHUP,
             data: u64::from_le_bytes(d),
             disabled: false,
+            seen: 0,
+            token: 0,
         })
     };
     with_epoll(p, epfd, |set| {
@@ -302,6 +309,7 @@ fn epoll_wait(
     let mut ready = Vec::new();
     let mut wake: Option<Instant> = None;
     let mut gone = Vec::new();
+    let mut edges = Vec::new();
     for (fd, i) in interests {
         if i.disabled {
             continue;
@@ -312,6 +320,10 @@ fn epoll_wait(
         };
         let mut f = lock(&file);
         let r = super::poll::readiness_of(&mut f, now);
+        let token = match &f.kind {
+            FileKind::Event(EventObj::EventFd { count, .. }) => *count,
+            _ => 0,
+        };
         if let FileKind::Event(obj) = &f.kind {
             if let Some(t) = next_change(obj) {
                 wake = Some(wake.map_or(t, |w| w.min(t)));
@@ -333,7 +345,19 @@ fn epoll_wait(
         if r & super::unix_socket::POLLRDHUP != 0 {
             bits |= EPOLLRDHUP;
         }
-        let bits = bits & i.events;
+        let mut bits = bits & i.events;
+        if i.events & EPOLLET != 0 {
+            // Edge-triggered: what rose since the last look (what stays
+            // ready is not reported again; a drop re-arms it).
+            let now_set = bits;
+            bits &= !i.seen;
+            if token != i.token {
+                bits |= now_set & EPOLLIN;
+            }
+            if bits == 0 || (ready.len() as u64) < max {
+                edges.push((fd, now_set, token));
+            }
+        }
         if bits != 0 && (ready.len() as u64) < max {
             ready.push((fd, bits, i.data, i.events & EPOLLONESHOT != 0));
         }
@@ -341,6 +365,12 @@ fn epoll_wait(
     with_epoll(p, epfd, |set| {
         for fd in &gone {
             set.remove(fd);
+        }
+        for (fd, seen, token) in &edges {
+            if let Some(e) = set.get_mut(fd) {
+                e.seen = *seen;
+                e.token = *token;
+            }
         }
         for (fd, _, _, oneshot) in &ready {
             if *oneshot {
@@ -362,7 +392,6 @@ fn epoll_wait(
         out[i * 12..i * 12 + 4].copy_from_slice(&bits.to_le_bytes());
         out[i * 12 + 4..i * 12 + 12].copy_from_slice(&data.to_le_bytes());
     }
-    let _ = EPOLLET; // edge-triggered interests are served as level-triggered
     mem.write(events, &out)?;
     Ok(ready.len() as u64)
 }
@@ -598,7 +627,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         name: "epoll_wait",
         handler: sys_epoll_wait,
         support: Support::Partial,
-        note: "level-triggered; EPOLLET is served as level-triggered",
+        note: "EPOLLET reports readiness that rose since the last epoll_wait looked (a drop between two looks re-arms it; an eventfd write is an edge)",
     },
     SyscallEntry {
         nr: 233,
@@ -724,6 +753,43 @@ mod tests {
             Err(Errno::EINVAL)
         );
         let _ = buf;
+    }
+
+    #[test]
+    fn edge_triggered_reports_rises_and_eventfd_writes_once() {
+        let (mut p, mut m, buf) = test_process();
+        let ep = call(&mut p, &mut m, sys_epoll_create1, [0; 6]).unwrap();
+        let ev = call(&mut p, &mut m, sys_eventfd2, [0, O_NONBLOCK, 0, 0, 0, 0]).unwrap();
+        let (a, _b) = crate::linux::unix_socket::Socket::pair(1);
+        let sock = p
+            .fds
+            .insert(OpenFile::new(FileKind::Socket(a), 2), false)
+            .unwrap() as u64;
+        for (fd, events) in [
+            (ev, EPOLLIN | EPOLLET),
+            (sock, EPOLLIN | EPOLLOUT | EPOLLET),
+        ] {
+            let mut e = [0u8; 12];
+            e[..4].copy_from_slice(&events.to_le_bytes());
+            e[4..].copy_from_slice(&fd.to_le_bytes());
+            m.write(buf, &e).unwrap();
+            let add = [ep, EPOLL_CTL_ADD, fd, buf, 0, 0];
+            assert_eq!(call(&mut p, &mut m, sys_epoll_ctl, add), Ok(0));
+        }
+        let events = buf + 0x100;
+        let wait = [ep, events, 8, 0, 0, 0];
+        // The socket is writable: reported once, not again while it stays so.
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        assert_eq!(m.read_u64(events + 4), Ok(sock));
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        // Each eventfd write is an edge, even while it stays readable (never read).
+        let file = p.fds.get(ev as i32).unwrap();
+        for _ in 0..2 {
+            write(lock(&file).kind_event(), &1u64.to_le_bytes()).unwrap();
+            assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+            assert_eq!(m.read_u64(events + 4), Ok(ev));
+            assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        }
     }
 
     #[test]

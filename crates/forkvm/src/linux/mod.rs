@@ -7,6 +7,7 @@ pub mod errno;
 pub mod event;
 pub mod fdtable;
 pub mod fs;
+pub mod inet;
 pub mod io;
 pub mod mem;
 pub mod names;

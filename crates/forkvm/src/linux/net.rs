@@ -15,7 +15,7 @@ use super::unix_socket::{
     Socket, DEFAULT_BUF, MAX_FDS_PER_MSG, MIN_RCVBUF, MIN_SNDBUF, SOCK_DGRAM, SOCK_SEQPACKET,
     SOCK_STREAM,
 };
-use super::{Args, Errno, Process, SysResult};
+use super::{inet, Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::time::Duration;
 
@@ -99,6 +99,9 @@ fn socket_file(s: Socket, nonblocking: bool) -> OpenFile {
 
 /// Implements socket(2): AF_UNIX sockets inside the VM; other families EACCES.
 fn sys_socket(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if matches!(a[0] as u32 as u16, inet::AF_INET | inet::AF_INET6) {
+        return inet::socket(p, a);
+    }
     if a[0] as u32 as u64 != AF_UNIX {
         return Err(Errno::EACCES);
     }
@@ -222,6 +225,9 @@ fn write_unnamed(mem: &mut GuestMemory, addr: u64, len_ptr: u64) -> Result<(), E
 
 /// Implements connect(2): nothing listens inside the VM, so every name is refused.
 fn sys_connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if inet::is_inet(p, a[0]) {
+        return inet::connect(p, mem, a);
+    }
     let connected = with_socket(p, a[0], |s, _| Ok(s.connected() && s.connection()))?;
     check_unix_addr(mem, a[1], a[2])?;
     if connected {
@@ -232,6 +238,9 @@ fn sys_connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Implements bind(2): socket names (files or abstract) are refused.
 fn sys_bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if inet::is_inet(p, a[0]) {
+        return inet::bind(p, mem, a);
+    }
     with_socket(p, a[0], |_, _| Ok(()))?;
     check_unix_addr(mem, a[1], a[2])?;
     Err(Errno::EACCES)
@@ -239,6 +248,9 @@ fn sys_bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Implements listen(2): no socket can be bound, so EINVAL (EOPNOTSUPP for datagrams).
 fn sys_listen(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if inet::is_inet(p, a[0]) {
+        return inet::listen(p, a);
+    }
     with_socket(p, a[0], |s, _| Err(not_listening(s)))
 }
 
@@ -252,9 +264,20 @@ fn not_listening(s: &Socket) -> Errno {
     }
 }
 
-/// Implements accept(2) and accept4(2): no socket listens.
-fn sys_accept(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+/// Implements accept(2): virtual TCP connections the host pushed; no AF_UNIX socket listens.
+fn sys_accept(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if inet::is_inet(p, a[0]) {
+        return inet::accept(p, mem, a, 0);
+    }
     with_socket(p, a[0], |s, _| Err(not_listening(s)))
+}
+
+/// Implements accept4(2): as accept, with SOCK_NONBLOCK/SOCK_CLOEXEC flags.
+fn sys_accept4(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if inet::is_inet(p, a[0]) {
+        return inet::accept(p, mem, a, a[3] as u32 as u64);
+    }
+    sys_accept(p, mem, a)
 }
 
 /// Implements shutdown(2).
@@ -265,6 +288,9 @@ fn sys_shutdown(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Implements getsockname(2): sockets are unnamed.
 fn sys_getsockname(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if inet::is_inet(p, a[0]) {
+        return inet::getsockname(p, mem, a);
+    }
     with_socket(p, a[0], |_, _| Ok(()))?;
     write_unnamed(mem, a[1], a[2])?;
     Ok(0)
@@ -272,6 +298,9 @@ fn sys_getsockname(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
 
 /// Implements getpeername(2).
 fn sys_getpeername(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if inet::is_inet(p, a[0]) {
+        return inet::getpeername(p, mem, a);
+    }
     if !with_socket(p, a[0], |s, _| Ok(s.connected()))? {
         return Err(Errno::ENOTCONN);
     }
@@ -727,6 +756,9 @@ fn plain_int_option(name: u64) -> bool {
 
 /// Implements setsockopt(2) (SOL_SOCKET options).
 fn sys_setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if let Some(r) = inet::setsockopt(p, mem, a) {
+        return r;
+    }
     let [fd, level, name, val, len, _] = *a;
     socket_ref(p, fd)?;
     if level as u32 as u64 != SOL_SOCKET {
@@ -782,6 +814,9 @@ fn sys_setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult
 
 /// Implements getsockopt(2) (SOL_SOCKET options).
 fn sys_getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if let Some(r) = inet::getsockopt(p, mem, a) {
+        return r;
+    }
     let [fd, level, name, val, len_ptr, _] = *a;
     socket_ref(p, fd)?;
     if level as u32 as u64 != SOL_SOCKET {
@@ -841,16 +876,15 @@ fn sys_getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult
 }
 
 const NO_NET: &str = "AF_UNIX only, inside the VM; other families are refused (no network): EACCES";
-const NO_NAME: &str = "socket names are refused: no socket file or abstract name exists in the VM";
 
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 41, name: "socket", handler: sys_socket, support: Support::Partial,
-        note: "AF_UNIX (unnamed: it cannot be bound or connected); other families are refused (no network): EACCES" },
+        note: "AF_UNIX (unnamed: it cannot be bound or connected); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); UDP, raw and other families are refused (no network): EACCES" },
     SyscallEntry { nr: 42, name: "connect", handler: sys_connect, support: Support::Partial,
-        note: "nothing listens inside the VM: ECONNREFUSED" },
+        note: "nothing listens inside the VM and there is no outbound network: ECONNREFUSED" },
     SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,
-        note: "no socket can listen: EINVAL" },
+        note: "virtual TCP: connections the host pushed; AF_UNIX: no socket can listen: EINVAL" },
     SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,
         note: "connected AF_UNIX sockets; a destination address is refused (ECONNREFUSED/EISCONN); EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
     SyscallEntry { nr: 45, name: "recvfrom", handler: sys_recvfrom, support: Support::Partial,
@@ -860,18 +894,19 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 47, name: "recvmsg", handler: sys_recvmsg, support: Support::Partial,
         note: "as recvfrom; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
     SyscallEntry { nr: 48, name: "shutdown", handler: sys_shutdown, support: Support::Full, note: "" },
-    SyscallEntry { nr: 49, name: "bind", handler: sys_bind, support: Support::Refused, note: NO_NAME },
-    SyscallEntry { nr: 50, name: "listen", handler: sys_listen, support: Support::Refused,
-        note: "no socket can be bound: EINVAL (EOPNOTSUPP for datagrams)" },
+    SyscallEntry { nr: 49, name: "bind", handler: sys_bind, support: Support::Partial,
+        note: "virtual TCP: the address is recorded (port 0: a virtual port); AF_UNIX: socket names are refused: no socket file or abstract name exists in the VM" },
+    SyscallEntry { nr: 50, name: "listen", handler: sys_listen, support: Support::Partial,
+        note: "virtual TCP: takes the connections `forkvm serve` pushes; AF_UNIX: no socket can be bound: EINVAL (EOPNOTSUPP for datagrams)" },
     SyscallEntry { nr: 51, name: "getsockname", handler: sys_getsockname, support: Support::Full, note: "" },
     SyscallEntry { nr: 52, name: "getpeername", handler: sys_getpeername, support: Support::Full, note: "" },
     SyscallEntry { nr: 53, name: "socketpair", handler: sys_socketpair, support: Support::Partial, note: NO_NET },
     SyscallEntry { nr: 54, name: "setsockopt", handler: sys_setsockopt, support: Support::Partial,
-        note: "SOL_SOCKET: buffer sizes, timeouts and common flags; other levels EOPNOTSUPP" },
+        note: "SOL_SOCKET: buffer sizes, timeouts and common flags; virtual TCP also IPPROTO_IP/TCP/IPV6 (recorded); other levels EOPNOTSUPP" },
     SyscallEntry { nr: 55, name: "getsockopt", handler: sys_getsockopt, support: Support::Partial,
         note: "SOL_SOCKET: SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, buffer sizes, timeouts, SO_PEERCRED, flags" },
-    SyscallEntry { nr: 288, name: "accept4", handler: sys_accept, support: Support::Partial,
-        note: "no socket can listen: EINVAL" },
+    SyscallEntry { nr: 288, name: "accept4", handler: sys_accept4, support: Support::Partial,
+        note: "as accept" },
     SyscallEntry { nr: 299, name: "recvmmsg", handler: sys_recvmmsg, support: Support::Partial,
         note: "as recvmsg; the timeout is checked but not applied" },
     SyscallEntry { nr: 307, name: "sendmmsg", handler: sys_sendmmsg, support: Support::Partial,
@@ -901,8 +936,10 @@ mod tests {
     fn other_families_are_refused_and_non_sockets_are_enotsock() {
         let (mut p, mut m) = setup();
         for fam in [2u64, 10, 16, 17] {
+            // AF_INET/AF_INET6 streams are virtual TCP (crate::linux::inet); datagrams stay refused.
+            let ty = if fam == 2 || fam == 10 { 2 } else { 1 };
             assert_eq!(
-                call(&mut p, &mut m, sys_socket, &[fam, 1, 0]),
+                call(&mut p, &mut m, sys_socket, &[fam, ty, 0]),
                 Err(Errno::EACCES)
             );
             assert_eq!(

@@ -284,7 +284,9 @@ pub fn deliver(
     let sio = 8 + UCONTEXT_SIZE;
     put(&mut buf, sio, info.signo as u32 as u64);
     put(&mut buf, sio + 8, info.code as u32 as u64);
-    if info.addr != 0 {
+    // A fault (positive code below SI_KERNEL) carries its address, even 0
+    // (a NULL dereference: Go turns it into a nil-pointer panic only then).
+    if info.addr != 0 || (1..0x80).contains(&info.code) {
         put(&mut buf, sio + 16, info.addr);
     } else {
         put(&mut buf, sio + 16, PID | (super::process::UID << 32));

@@ -96,6 +96,8 @@ pub struct Socket {
     pub flags: Vec<(i32, i32)>,
     /// Inode number reported by fstat.
     pub ino: u64,
+    /// The AF_INET/AF_INET6 part of a virtual TCP socket ([`super::inet`]).
+    pub inet: Option<Box<super::inet::Inet>>,
 }
 
 fn next_ino() -> u64 {
@@ -116,6 +118,7 @@ impl Socket {
             sndtimeo: None,
             flags: Vec::new(),
             ino: next_ino(),
+            inet: None,
         }
     }
 
@@ -189,6 +192,7 @@ impl Socket {
             sndtimeo: self.sndtimeo,
             flags: self.flags.clone(),
             ino: self.ino,
+            inet: self.inet.as_ref().map(|i| Box::new(i.fork_copy())),
         }
     }
 
@@ -250,6 +254,9 @@ impl Socket {
 
     /// poll(2) bits now.
     pub fn poll(&self) -> i16 {
+        if let Some(r) = self.inet.as_ref().and_then(|i| i.listen_poll()) {
+            return r;
+        }
         let shut_bits = |shut: u8| {
             let mut r = 0;
             if shut & RCV_SHUTDOWN != 0 {

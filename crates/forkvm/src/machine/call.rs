@@ -61,6 +61,9 @@ pub struct ReadyPoint {
     pub fs_base: u64,
     /// The request handler the program registered with its ready call (0: none).
     pub handler: u64,
+    /// The program is a network server that waited for its first
+    /// connection here (see [`Machine::run_until_idle`]).
+    pub server: bool,
 }
 
 /// What a guest answered with the respond hypercall during a call.
@@ -270,5 +273,125 @@ impl Machine {
                     "the program registered no handler when it said ready",
                 ))?;
         self.vmcall_addr(handler, &[Arg::Int(arg)], timeout)
+    }
+}
+
+/// Syscalls in which a server waits for a connection: accept, accept4,
+/// epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6.
+const CONNECTION_WAITS: [u64; 9] = [43, 288, 232, 281, 441, 7, 271, 23, 270];
+
+impl Machine {
+    /// After a syscall: in [`Mode::UntilReady`], a program that listens on a
+    /// virtual TCP socket and now waits for a connection (every thread
+    /// blocked) has reached its ready point; in [`Mode::UntilIdle`], any wait
+    /// with every thread blocked ends the run. The waiting thread is parked
+    /// before its `syscall` instruction, to make the call again when the run
+    /// resumes ([`Machine::run_until_idle`]).
+    pub(super) fn net_stop(
+        &mut self,
+        regs: &kvm_bindings::kvm_regs,
+    ) -> Result<Option<Outcome>, MachineError> {
+        use crate::linux::thread::{Sched, Wait};
+        if !matches!(self.mode, Mode::UntilReady | Mode::UntilIdle)
+            || !matches!(self.proc.sched, Some(Sched::Retry(_)))
+            || self.proc.pending_signal.is_some()
+            || self
+                .proc
+                .threads
+                .others
+                .iter()
+                .any(|t| t.wait == Wait::Runnable)
+        {
+            return Ok(None);
+        }
+        if self.mode == Mode::UntilReady
+            && (!CONNECTION_WAITS.contains(&self.trap_nr)
+                || crate::linux::inet::listening_addr(&self.proc).is_none())
+        {
+            return Ok(None);
+        }
+        self.proc.sched = None;
+        let again = kvm_bindings::kvm_regs {
+            rip: regs.rcx.wrapping_sub(2),
+            rax: self.trap_nr,
+            rflags: regs.r11,
+            rsp: self.trap_rsp,
+            ..*regs
+        };
+        let me = self.save_current(again, Wait::Runnable)?;
+        self.proc.threads.others.push_front(me);
+        Ok(Some(if self.mode == Mode::UntilReady {
+            self.net_ready = true;
+            Outcome::Ready
+        } else {
+            Outcome::Idle
+        }))
+    }
+
+    /// The address a server program listens on (its first listening virtual socket).
+    pub fn listening_addr(&self) -> Option<std::net::SocketAddr> {
+        crate::linux::inet::listening_addr(&self.proc)
+    }
+
+    /// Pushes a new connection from `peer` onto the server's listening socket.
+    pub fn connect(
+        &mut self,
+        peer: std::net::SocketAddr,
+    ) -> Result<crate::linux::inet::HostConn, CallError> {
+        crate::linux::inet::connect_to_listener(&self.proc, peer)
+            .map_err(|_| CallError::NotCallable("the program listens on no socket"))
+    }
+
+    /// Runs a server program (ready point reached waiting for a connection)
+    /// until every thread is blocked again ([`Outcome::Idle`]): the program
+    /// has done all it can with what the host pushed. A crash, exit or
+    /// timeout poisons the machine until reset.
+    pub fn run_until_idle(&mut self, timeout: Duration) -> Result<Outcome, CallError> {
+        if self.poisoned {
+            return Err(CallError::NotCallable(
+                "a previous call failed; reset first",
+            ));
+        }
+        if !self.ready.is_some_and(|r| r.server) {
+            return Err(CallError::NotCallable(
+                "the program is not a server waiting for connections",
+            ));
+        }
+        self.resume_parked()?;
+        self.mode = Mode::UntilIdle;
+        let outcome = self.run_for(timeout);
+        self.mode = Mode::Program;
+        match outcome {
+            Ok(Outcome::Idle) => Ok(Outcome::Idle),
+            other => {
+                self.poisoned = true;
+                Ok(other?)
+            }
+        }
+    }
+
+    /// Puts the first parked thread that can run on the vCPU (all threads
+    /// are parked when a server run stops), or lets the run loop wait for one.
+    fn resume_parked(&mut self) -> Result<(), MachineError> {
+        // Threads waiting in a retried call look again first: what they saw
+        // last may be stale (another thread, or the host, made it ready since).
+        for t in self.proc.threads.others.iter_mut() {
+            if matches!(t.wait, crate::linux::thread::Wait::Retry(_)) {
+                t.wait = crate::linux::thread::Wait::Runnable;
+            }
+        }
+        let Some(t) = self.proc.threads.take_next(std::time::Instant::now()) else {
+            self.stalled = true;
+            return Ok(());
+        };
+        self.vcpu.set_xsave_area(&t.fpu)?;
+        self.vcpu.set_segment_bases(t.fs_base)?;
+        self.vcpu_fs_base = t.fs_base;
+        self.proc.fs_base = t.fs_base;
+        self.adopt(&t)?;
+        let regs = self.with_pending_signal(&t)?;
+        self.resume_user(&regs)?;
+        self.stalled = false;
+        Ok(())
     }
 }

@@ -115,6 +115,9 @@ pub enum Outcome {
     Ready,
     /// A host-initiated call returned this value.
     Returned(u64),
+    /// A server program waits on the network: every thread is blocked
+    /// (see [`Machine::run_until_idle`]).
+    Idle,
 }
 
 impl Outcome {
@@ -124,7 +127,7 @@ impl Outcome {
             Outcome::Exited(c) => *c & 0xff,
             Outcome::Crashed(c) => 128 + c.signal,
             Outcome::TimedOut(_) => 124,
-            Outcome::Ready | Outcome::Returned(_) => 0,
+            Outcome::Ready | Outcome::Returned(_) | Outcome::Idle => 0,
         }
     }
 }
@@ -170,6 +173,8 @@ pub struct Machine {
     respond_ends_call: bool,
     /// The gdb session, when one is attached (see [`crate::debug`]).
     pub(crate) debugger: Option<Box<crate::debug::Debugger>>,
+    /// The ready point was a server waiting for its first connection.
+    net_ready: bool,
 }
 
 /// What a run waits for; forkvm's own hypercalls mean something only in their mode.
@@ -181,6 +186,8 @@ enum Mode {
     UntilReady,
     /// Stop when the call returns.
     Call,
+    /// Stop when every thread is blocked (a server waits on the network).
+    UntilIdle,
 }
 
 impl Machine {
@@ -367,6 +374,7 @@ impl Machine {
             response: None,
             respond_ends_call: false,
             debugger: None,
+            net_ready: false,
         })
         .map(|mut m: Machine| {
             m.at_random = find_auxv(&m.mem, rsp, loader::stack::auxv::AT_RANDOM);
@@ -408,6 +416,7 @@ impl Machine {
             response: None,
             respond_ends_call: false,
             debugger: None,
+            net_ready: false,
         }
     }
 
@@ -462,6 +471,7 @@ impl Machine {
             rsp,
             fs_base: self.proc.fs_base,
             handler: self.ready_handler,
+            server: self.net_ready,
         });
         self.vcpu_fs_base = self.proc.fs_base;
         Ok(())
@@ -754,6 +764,9 @@ impl Machine {
                 return Ok(Some(outcome));
             }
             return Ok(Some(Outcome::Exited(status)));
+        }
+        if let Some(outcome) = self.net_stop(&regs)? {
+            return Ok(Some(outcome));
         }
         if !matches!(self.proc.sched, Some(Sched::Retry(_))) {
             self.proc.waiting = None;

@@ -84,6 +84,7 @@ impl PrivateTmp {
         new.overlay = self.overlay.for_fork();
         if self.base.is_dir() && !is_empty_tree(&self.base)? {
             for m in MOUNTS {
+                // A mount the program never wrote in has no tree to copy.
                 if !self.host_dir(m).is_dir() {
                     continue;
                 }
@@ -347,7 +348,8 @@ fn is_empty_tree(base: &Path) -> Result<bool, Errno> {
     for m in MOUNTS {
         let mut rd = match std::fs::read_dir(base.join(sub_name(m))) {
             Ok(rd) => rd,
-            // Only the copies of write roots were made (they are not copied).
+            // Never created (or only the copies of write roots were made,
+            // which are not copied): empty.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Errno::from(e)),
         };

@@ -1,0 +1,588 @@
+//! `forkvm serve` running unmodified network servers (issue 10): a C epoll
+//! server (musl static, glibc dynamic), a Go net/http server and Debian's
+//! `python3 -m http.server`, each compared with the same server run
+//! natively, with real clients (std TcpStream, wrk).
+//!
+//! Each server listens on a free loopback port given on its command line;
+//! forkvm serves on the address the program bound. Servers are killed when
+//! their guard is dropped; their output is shown when an assertion fails.
+
+mod common;
+
+use common::{forkvm_bin, guest, installed, LIBS};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const STARTUP: Duration = Duration::from_secs(60);
+const IO_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local_addr").port()
+}
+
+/// A running server; killed on drop.
+struct Server {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Server {
+    fn start(mut cmd: Command, port: u16, name: &str) -> Server {
+        let dir = common::scratch_dir(&format!("servers-{name}-{port}"));
+        let log = dir.join("log.txt");
+        let f = std::fs::File::create(&log).expect("log file");
+        cmd.stdin(Stdio::null())
+            .stdout(f.try_clone().expect("clone log"))
+            .stderr(f);
+        let child = cmd.spawn().expect("spawn server");
+        let mut s = Server { child, log };
+        let t = Instant::now();
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+            if let Ok(Some(st)) = s.child.try_wait() {
+                panic!("{name} exited ({st}) before listening:\n{}", s.output());
+            }
+            assert!(
+                t.elapsed() < STARTUP,
+                "{name} never listened:\n{}",
+                s.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        s
+    }
+
+    fn output(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `forkvm serve [flags] PROGRAM ARGS...` on `port` (the program's own choice).
+fn forkvm(prog: &Path, args: &[&str], flags: &[&str], port: u16) -> Server {
+    let mut cmd = Command::new(forkvm_bin());
+    cmd.args(["serve", "--concurrency", "1", "--request-timeout", "20"])
+        .args(flags)
+        .arg(prog)
+        .args(args);
+    Server::start(cmd, port, "forkvm")
+}
+
+fn native(prog: &Path, args: &[&str], port: u16) -> Server {
+    let mut cmd = Command::new(prog);
+    cmd.args(args);
+    Server::start(cmd, port, "native")
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Reads one response (Content-Length framed, or up to EOF) from `s`, keeping extra bytes in `buf`.
+fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
+    let mut chunk = [0u8; 65536];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut chunk).expect("read response head");
+        assert!(n > 0, "connection closed before a response: {buf:?}");
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line in {head:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let len = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .map(|(_, v)| v.parse::<usize>().expect("content-length"));
+    buf.drain(..head_end);
+    match len {
+        Some(n) => {
+            while buf.len() < n {
+                let k = s.read(&mut chunk).expect("read body");
+                assert!(k > 0, "closed in the body");
+                buf.extend_from_slice(&chunk[..k]);
+            }
+        }
+        None => loop {
+            let k = s.read(&mut chunk).expect("read body to EOF");
+            if k == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..k]);
+        },
+    }
+    let n = len.unwrap_or(buf.len());
+    let body = buf.drain(..n).collect();
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).expect("connect");
+    s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    s
+}
+
+fn request(method: &str, path: &str, body: &[u8], close: bool) -> Vec<u8> {
+    let mut r = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n{}\r\n",
+        body.len(),
+        if close { "Connection: close\r\n" } else { "" }
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+/// One request on a fresh connection.
+fn call(port: u16, method: &str, path: &str, body: &[u8]) -> Resp {
+    let mut s = connect(port);
+    s.write_all(&request(method, path, body, true))
+        .expect("send");
+    read_response(&mut s, &mut Vec::new())
+}
+
+fn get(port: u16, path: &str) -> Resp {
+    call(port, "GET", path, b"")
+}
+
+/// Two requests on one kept-alive connection (sent one after the other), then two pipelined.
+fn keep_alive(port: u16, a: &str, b: &str) -> Vec<Resp> {
+    let mut s = connect(port);
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    s.write_all(&request("GET", a, b"", false)).expect("send 1");
+    out.push(read_response(&mut s, &mut buf));
+    s.write_all(&request("GET", b, b"", false)).expect("send 2");
+    out.push(read_response(&mut s, &mut buf));
+    let mut both = request("GET", a, b"", false);
+    both.extend_from_slice(&request("GET", b, b"", true));
+    s.write_all(&both).expect("send pipelined");
+    out.push(read_response(&mut s, &mut buf));
+    out.push(read_response(&mut s, &mut buf));
+    out
+}
+
+/// A short wrk run (1 thread, 2 connections, 1 s): requests were made and none failed.
+fn wrk(port: u16, path: &str) {
+    if !installed("/usr/bin/wrk") {
+        return;
+    }
+    let out = Command::new("wrk")
+        .args(["-t1", "-c2", "-d1s"])
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("run wrk");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "wrk failed:\n{text}");
+    assert!(
+        !text.contains("Socket errors") && !text.contains("Non-2xx"),
+        "wrk saw errors:\n{text}"
+    );
+    let n: u64 = text
+        .lines()
+        .find(|l| l.contains("requests in"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(n > 0, "wrk made no request:\n{text}");
+}
+
+/// What every server must show: same answers as natively, a counter at 1
+/// on every request (ephemeral), POST echoed, keep-alive and pipelining, a
+/// crash confined to its request, and a clean wrk run.
+fn check_server(prog: &Path, flags: &[&str], hello: &str, header: (&str, &str)) {
+    let nport = free_port();
+    let _ns = native(prog, &[&nport.to_string()], nport);
+    let port = free_port();
+    let fs = forkvm(prog, &[&port.to_string()], flags, port);
+    let ctx = || format!("--- forkvm output:\n{}", fs.output());
+
+    for (method, path, body) in [
+        ("GET", "/", &b""[..]),
+        ("POST", "/echo", &b"posted body \x00\x01 bytes"[..]),
+        ("GET", "/nowhere", &b""[..]),
+    ] {
+        let want = call(nport, method, path, body);
+        let got = call(port, method, path, body);
+        assert_eq!(got.status, want.status, "{method} {path}\n{}", ctx());
+        assert_eq!(got.body, want.body, "{method} {path}\n{}", ctx());
+        assert_eq!(
+            got.header(header.0),
+            want.header(header.0),
+            "{method} {path}\n{}",
+            ctx()
+        );
+    }
+    assert_eq!(get(port, "/").text(), hello, "{}", ctx());
+    assert_eq!(get(port, "/").header(header.0), Some(header.1));
+
+    // Natively the counter counts up; each forked request sees a fresh process.
+    let native_counts: Vec<String> = (0..3).map(|_| get(nport, "/count").text()).collect();
+    assert_ne!(
+        native_counts[0], native_counts[2],
+        "the native counter counts"
+    );
+    for _ in 0..3 {
+        assert_eq!(get(port, "/count").text(), "count=1\n", "{}", ctx());
+    }
+
+    let rs = keep_alive(port, "/count", "/");
+    assert_eq!(rs.len(), 4);
+    for (i, r) in rs.iter().enumerate() {
+        assert_eq!(r.status, 200, "keep-alive response {i}\n{}", ctx());
+    }
+    assert_eq!(rs[0].text(), "count=1\n");
+    assert_eq!(rs[1].text(), hello);
+    assert_eq!(rs[2].text(), "count=1\n");
+    assert_eq!(rs[3].text(), hello);
+
+    // A crash answers 502 and does not affect the next request.
+    let crash = get(port, "/crash");
+    assert_eq!(crash.status, 502, "{}", ctx());
+    assert_eq!(get(port, "/count").text(), "count=1\n", "{}", ctx());
+    wrk(port, "/");
+    assert_eq!(get(port, "/").status, 200, "{}", ctx());
+}
+
+#[test]
+fn c_epoll_server_musl_static() {
+    check_server(
+        &guest("epoll_server.musl"),
+        &[],
+        "hello from epoll\n",
+        ("X-Server", "epoll-c"),
+    );
+}
+
+#[test]
+fn c_epoll_server_glibc_dynamic() {
+    check_server(
+        &guest("epoll_server.dyn"),
+        LIBS,
+        "hello from epoll\n",
+        ("X-Server", "epoll-c"),
+    );
+}
+
+#[test]
+fn c_epoll_server_large_response_and_state_kept_without_reset() {
+    let prog = guest("epoll_server.musl");
+    let port = free_port();
+    let fs = forkvm(&prog, &[&port.to_string()], &["--ephemeral", "false"], port);
+    for i in 1..=3 {
+        assert_eq!(
+            get(port, "/count").text(),
+            format!("count={i}\n"),
+            "{}",
+            fs.output()
+        );
+    }
+    // 5 MB: many times the socket buffer, so the guest blocks in write and
+    // the host drains it between runs.
+    let big = get(port, "/big?n=5000000");
+    assert_eq!(big.status, 200);
+    assert_eq!(big.body.len(), 5_000_000);
+    assert!(big
+        .body
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| b == b'a' + (i % 26) as u8));
+    // A large POST body: more than one receive buffer's worth.
+    let body: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+    let echoed = call(port, "POST", "/echo", &body);
+    assert_eq!(echoed.body, body);
+    assert_eq!(get(port, "/count").text(), "count=6\n", "{}", fs.output());
+}
+
+#[test]
+fn go_net_http_server() {
+    let prog = common::guests_out().join("go_server");
+    if !prog.exists() {
+        eprintln!("skipped: Go is not installed (out/go_server was not built)");
+        return;
+    }
+    check_server(&prog, &[], "hello from go\n", ("X-Server", "go"));
+    // Without reset the same process serves every request.
+    let port = free_port();
+    let fs = forkvm(&prog, &[&port.to_string()], &["--ephemeral", "false"], port);
+    for i in 1..=3 {
+        assert_eq!(
+            get(port, "/count").text(),
+            format!("count={i}\n"),
+            "{}",
+            fs.output()
+        );
+    }
+}
+
+#[test]
+fn python_http_server_serves_a_directory() {
+    let py = "/usr/bin/python3";
+    if !installed(py) {
+        return;
+    }
+    let dir = common::scratch_dir("servers-python-root");
+    std::fs::write(dir.join("a.txt"), "hello from a file\n").expect("write a.txt");
+    let dir_s = dir.to_string_lossy().into_owned();
+    let args = |port: u16| {
+        vec![
+            "-m".to_string(),
+            "http.server".to_string(),
+            port.to_string(),
+            "--bind".to_string(),
+            "127.0.0.1".to_string(),
+            "--directory".to_string(),
+            dir_s.clone(),
+        ]
+    };
+    let nport = free_port();
+    let nargs = args(nport);
+    let nargs: Vec<&str> = nargs.iter().map(String::as_str).collect();
+    let _ns = native(Path::new(py), &nargs, nport);
+    let port = free_port();
+    let fargs = args(port);
+    let fargs: Vec<&str> = fargs.iter().map(String::as_str).collect();
+    let mut flags: Vec<&str> = LIBS.to_vec();
+    flags.extend([
+        "--allow-read",
+        "/usr",
+        "--allow-read",
+        "/etc",
+        "--allow-read",
+    ]);
+    flags.push(&dir_s);
+    let fs = forkvm(Path::new(py), &fargs, &flags, port);
+    for path in ["/a.txt", "/", "/missing.txt"] {
+        let want = get(nport, path);
+        let got = get(port, path);
+        assert_eq!(got.status, want.status, "{path}\n{}", fs.output());
+        assert_eq!(got.body, want.body, "{path}\n{}", fs.output());
+        assert_eq!(got.header("Content-Type"), want.header("Content-Type"));
+    }
+    assert_eq!(get(port, "/a.txt").text(), "hello from a file\n");
+    // HTTP/1.0 server: forkvm keeps the client's connection alive all the same.
+    let mut s = connect(port);
+    let mut buf = Vec::new();
+    for _ in 0..2 {
+        s.write_all(&request("GET", "/a.txt", b"", false))
+            .expect("send");
+        let r = read_response(&mut s, &mut buf);
+        assert_eq!(r.text(), "hello from a file\n", "{}", fs.output());
+    }
+    wrk(port, "/a.txt");
+}
+
+/// An nginx configuration serving `root` on `port`, everything under `dir`.
+fn nginx_conf(dir: &Path, root: &Path, port: u16) -> PathBuf {
+    let d = dir.display();
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log stderr notice;\n\
+         pid {d}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+         fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         server {{\n    listen 127.0.0.1:{port};\n    root {};\n    add_header X-Server nginx;\n\
+         location / {{ }}\n  }}\n}}\n",
+        root.display()
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf).expect("write nginx.conf");
+    path
+}
+
+#[test]
+fn nginx_serves_a_static_file() {
+    let nginx = "/usr/sbin/nginx";
+    if !installed(nginx) {
+        return;
+    }
+    let root = common::scratch_dir("servers-nginx-root");
+    std::fs::write(root.join("index.html"), "hello from nginx\n").expect("index.html");
+    let nport = free_port();
+    let ndir = common::scratch_dir(&format!("servers-nginx-native-{nport}"));
+    let nconf = nginx_conf(&ndir, &root, nport);
+    let nconf_s = nconf.to_string_lossy().into_owned();
+    let ndir_s = ndir.to_string_lossy().into_owned();
+    let _ns = native(Path::new(nginx), &["-p", &ndir_s, "-c", &nconf_s], nport);
+    let port = free_port();
+    let dir = common::scratch_dir(&format!("servers-nginx-forkvm-{port}"));
+    let conf = nginx_conf(&dir, &root, port);
+    let conf_s = conf.to_string_lossy().into_owned();
+    let dir_s = dir.to_string_lossy().into_owned();
+    let root_s = root.to_string_lossy().into_owned();
+    let mut flags: Vec<&str> = LIBS.to_vec();
+    flags.extend(["--allow-read", "/usr", "--allow-read", "/etc"]);
+    flags.extend(["--allow-read", &root_s, "--allow-write", &dir_s]);
+    let fs = forkvm(
+        Path::new(nginx),
+        &["-p", &dir_s, "-c", &conf_s],
+        &flags,
+        port,
+    );
+    for (method, path) in [
+        ("GET", "/"),
+        ("GET", "/index.html"),
+        ("GET", "/missing"),
+        ("POST", "/"),
+    ] {
+        let want = call(nport, method, path, b"x");
+        let got = call(port, method, path, b"x");
+        assert_eq!(got.status, want.status, "{method} {path}\n{}", fs.output());
+        assert_eq!(got.body, want.body, "{method} {path}\n{}", fs.output());
+        assert_eq!(got.header("X-Server"), want.header("X-Server"));
+        assert_eq!(got.header("ETag"), want.header("ETag"));
+    }
+    assert_eq!(get(port, "/").text(), "hello from nginx\n");
+    let rs = keep_alive(port, "/", "/index.html");
+    for r in &rs {
+        assert_eq!(r.text(), "hello from nginx\n", "{}", fs.output());
+    }
+    wrk(port, "/");
+}
+
+#[test]
+fn reset_per_connection_shares_state_within_a_connection_only() {
+    let prog = guest("epoll_server.musl");
+    let port = free_port();
+    let fs = forkvm(
+        &prog,
+        &[&port.to_string()],
+        &["--reset", "per-connection"],
+        port,
+    );
+    for _ in 0..2 {
+        // Raw bytes both ways: forkvm parses nothing; the connection is the guest's.
+        let mut s = connect(port);
+        let mut buf = Vec::new();
+        for i in 1..=3 {
+            s.write_all(&request("GET", "/count", b"", false))
+                .expect("send");
+            let r = read_response(&mut s, &mut buf);
+            assert_eq!(r.text(), format!("count={i}\n"), "{}", fs.output());
+            assert_eq!(
+                r.header("X-Server"),
+                Some("epoll-c"),
+                "the guest's own headers"
+            );
+        }
+        // The guest closes after "Connection: close": so does the client's connection.
+        s.write_all(&request("POST", "/echo", b"bye", true))
+            .expect("send");
+        let r = read_response(&mut s, &mut buf);
+        assert_eq!(r.text(), "bye");
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).expect("EOF after close");
+        assert!(rest.is_empty());
+    }
+    // A crash ends that connection only.
+    let mut s = connect(port);
+    s.write_all(&request("GET", "/crash", b"", false))
+        .expect("send");
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "no answer from a crashed server");
+    assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
+}
+
+#[test]
+fn rust_tokio_hyper_server() {
+    check_server(
+        &guest("rust_server"),
+        &[],
+        "hello from rust\n",
+        ("X-Server", "rust-hyper"),
+    );
+}
+
+#[test]
+fn socket_names_are_real_looking() {
+    let prog = guest("epoll_server.musl");
+    let nport = free_port();
+    let _ns = native(&prog, &[&nport.to_string()], nport);
+    let port = free_port();
+    let fs = forkvm(&prog, &[&port.to_string()], &[], port);
+    // The guest's getpeername is the real client's address; getsockname the bound one.
+    for p in [nport, port] {
+        let mut s = connect(p);
+        let me = s.local_addr().expect("local addr");
+        s.write_all(&request("GET", "/peer", b"", true))
+            .expect("send");
+        let r = read_response(&mut s, &mut Vec::new());
+        assert_eq!(
+            r.text(),
+            format!("peer={me} local=127.0.0.1:{p}\n"),
+            "{}",
+            fs.output()
+        );
+    }
+}
+
+#[test]
+fn run_of_a_server_times_out_with_a_hint() {
+    let prog = guest("epoll_server.musl");
+    let out = Command::new(forkvm_bin())
+        .args(["run", "--timeout", "1"])
+        .arg(&prog)
+        .arg(free_port().to_string())
+        .output()
+        .expect("run forkvm");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(err.contains("serve it with `forkvm serve`"), "{err}");
+}
+
+#[test]
+fn a_silent_server_is_502_and_a_spinning_one_504() {
+    let prog = guest("epoll_server.musl");
+    let port = free_port();
+    let mut cmd = Command::new(forkvm_bin());
+    cmd.args(["serve", "--concurrency", "1", "--request-timeout", "1"])
+        .arg(&prog)
+        .arg(port.to_string());
+    let fs = Server::start(cmd, port, "forkvm");
+    let silent = get(port, "/silent");
+    assert_eq!(silent.status, 502, "{}", fs.output());
+    let spin = get(port, "/spin");
+    assert_eq!(spin.status, 504, "{}", fs.output());
+    assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
+    let out = fs.output();
+    assert!(out.contains("the server waits without answering"), "{out}");
+}

@@ -1,0 +1,681 @@
+//! Virtual TCP sockets (AF_INET, AF_INET6 stream). The guest gets no host
+//! network: a listening socket is a queue of pending connections that the
+//! host pushes ([`connect`]), and a connection is a connected stream pair
+//! from [`super::unix_socket`] whose other end the host holds
+//! ([`HostConn`]): what the host pushes the guest reads, what the guest
+//! writes the host takes. Reads, writes, shutdown, close and readiness
+//! (poll, epoll, select) are those of the stream pair; this file adds the
+//! names (bind, getsockname, getpeername), listen/accept and the TCP/IP
+//! socket options servers set. Outbound connect is refused (ECONNREFUSED).
+//! UDP and raw sockets stay refused (EACCES).
+
+use super::fdtable::{lock, oflags, FileKind, OpenFile};
+use super::thread::{self, Waited};
+use super::unix_socket::{Socket, SOCK_STREAM};
+use super::{Args, Errno, Process, SysResult};
+use crate::memory::GuestMemory;
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// `AF_INET`.
+pub const AF_INET: u16 = 2;
+/// `AF_INET6`.
+pub const AF_INET6: u16 = 10;
+const SOCK_NONBLOCK: u64 = 0o4000;
+const SOCK_CLOEXEC: u64 = 0o2000000;
+const SOCK_TYPE_MASK: u64 = 0xf;
+const IPPROTO_IP: u64 = 0;
+const IPPROTO_TCP: u64 = 6;
+const IPPROTO_IPV6: u64 = 41;
+const SOL_SOCKET: u64 = 1;
+const SO_ACCEPTCONN: u64 = 30;
+const SO_DOMAIN: u64 = 39;
+const SO_PROTOCOL: u64 = 38;
+const IPV6_V6ONLY: u64 = 26;
+const SOCKADDR_IN: usize = 16;
+const SOCKADDR_IN6: usize = 28;
+const POLLIN: i16 = 0x1;
+const POLLRDNORM: i16 = 0x40;
+const EAFNOSUPPORT: Errno = Errno(97);
+const EADDRINUSE: Errno = Errno(98);
+/// Largest backlog recorded (SOMAXCONN).
+const SOMAXCONN: i32 = 4096;
+/// The send buffer of the host's end: what the host may push at once.
+const HOST_PUSH_BUF: u32 = 8 << 20;
+/// Most bytes the host takes from a connection at once.
+const TAKE_CHUNK: usize = 1 << 20;
+
+/// A listening socket's queue of connections the host pushed.
+pub struct Listener {
+    /// The backlog given to listen (recorded; the host pushes one at a time).
+    pub backlog: i32,
+    /// Connections not yet accepted (the guest's ends).
+    pub pending: VecDeque<Socket>,
+}
+
+/// What an AF_INET/AF_INET6 socket adds to a stream socket.
+pub struct Inet {
+    /// AF_INET or AF_INET6.
+    pub family: u16,
+    /// The bound (or accepted-on) address.
+    pub local: Option<SocketAddr>,
+    /// The peer of an accepted connection.
+    pub peer: Option<SocketAddr>,
+    /// Set by listen(2).
+    pub listener: Option<Arc<Mutex<Listener>>>,
+    /// Options set at levels IPPROTO_IP/TCP/IPV6: (level, name, value).
+    pub opts: Vec<(u32, u32, i32)>,
+}
+
+impl Inet {
+    fn new(family: u16) -> Self {
+        Self {
+            family,
+            local: None,
+            peer: None,
+            listener: None,
+            opts: Vec::new(),
+        }
+    }
+
+    /// A copy for a forked process: a listening socket keeps listening
+    /// (with no pending connection: they belong to the original).
+    pub fn fork_copy(&self) -> Inet {
+        Inet {
+            family: self.family,
+            local: self.local,
+            peer: self.peer,
+            listener: self.listener.as_ref().map(|l| {
+                Arc::new(Mutex::new(Listener {
+                    backlog: lock(l).backlog,
+                    pending: VecDeque::new(),
+                }))
+            }),
+            opts: self.opts.clone(),
+        }
+    }
+
+    /// poll(2) bits of a listening socket (readable: a connection waits); None if not listening.
+    pub fn listen_poll(&self) -> Option<i16> {
+        let l = self.listener.as_ref()?;
+        Some(if lock(l).pending.is_empty() {
+            0
+        } else {
+            POLLIN | POLLRDNORM
+        })
+    }
+
+    fn unspecified(&self) -> SocketAddr {
+        if self.family == AF_INET6 {
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0)
+        } else {
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)
+        }
+    }
+}
+
+/// The next virtual port for bind(port 0) and listen without bind.
+fn next_port() -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(40000);
+    let p = NEXT.fetch_add(1, Ordering::Relaxed);
+    if p < 40000 {
+        NEXT.store(40001, Ordering::Relaxed);
+        40000
+    } else {
+        p
+    }
+}
+
+/// Whether `fd` is an AF_INET/AF_INET6 socket (so net.rs routes its call here).
+pub(super) fn is_inet(p: &Process, fd: u64) -> bool {
+    let Ok(file) = p.fds.get(fd as i32) else {
+        return false;
+    };
+    let of = lock(&file);
+    matches!(&of.kind, FileKind::Socket(s) if s.inet.is_some())
+}
+
+/// Runs `f` on the socket behind `fd` and its Inet part (EBADF/ENOTSOCK otherwise).
+fn with_inet<T>(
+    p: &Process,
+    fd: u64,
+    f: impl FnOnce(&mut Socket, bool) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let file = p.fds.get(fd as i32)?;
+    let mut of = lock(&file);
+    let nb = of.nonblocking();
+    match &mut of.kind {
+        FileKind::Socket(s) if s.inet.is_some() => f(s, nb),
+        FileKind::Socket(_) => Err(Errno::EINVAL),
+        _ => Err(Errno::ENOTSOCK),
+    }
+}
+
+fn inet_of(s: &mut Socket) -> Result<&mut Inet, Errno> {
+    s.inet.as_deref_mut().ok_or(Errno::ENOTSOCK)
+}
+
+/// socket(2) for AF_INET/AF_INET6: a virtual TCP socket; UDP/raw refused (EACCES).
+pub(super) fn socket(p: &mut Process, a: &Args) -> SysResult {
+    let family = a[0] as u32 as u16;
+    let ty = a[1] as u32 as u64;
+    if ty & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if (ty & SOCK_TYPE_MASK) as u32 != SOCK_STREAM {
+        // No datagram or raw network exists.
+        return Err(Errno::EACCES);
+    }
+    if !matches!(a[2] as u32 as u64, 0 | IPPROTO_TCP) {
+        return Err(Errno::EPROTONOSUPPORT);
+    }
+    let mut s = Socket::new(SOCK_STREAM);
+    s.inet = Some(Box::new(Inet::new(family)));
+    let nb = if ty & SOCK_NONBLOCK != 0 {
+        oflags::O_NONBLOCK
+    } else {
+        0
+    };
+    let file = OpenFile::new(FileKind::Socket(s), oflags::O_RDWR | nb);
+    Ok(p.fds.insert(file, ty & SOCK_CLOEXEC != 0)? as u64)
+}
+
+/// Decodes a guest `struct sockaddr_in`/`sockaddr_in6` for a socket of `family`.
+fn read_addr(mem: &GuestMemory, addr: u64, len: u64, family: u16) -> Result<SocketAddr, Errno> {
+    let len = len as u32 as usize;
+    if len < 2 {
+        return Err(Errno::EINVAL);
+    }
+    let b = mem.read(addr, len.min(SOCKADDR_IN6) as u64)?;
+    let fam = u16::from_le_bytes([b[0], b[1]]);
+    match (family, fam) {
+        (_, AF_INET) if len >= SOCKADDR_IN => {
+            if family == AF_INET6 {
+                // Linux: an AF_INET address on an AF_INET6 socket.
+                return Err(EAFNOSUPPORT);
+            }
+            let port = u16::from_be_bytes([b[2], b[3]]);
+            let ip = Ipv4Addr::new(b[4], b[5], b[6], b[7]);
+            Ok(SocketAddr::new(IpAddr::V4(ip), port))
+        }
+        (AF_INET6, AF_INET6) if len >= SOCKADDR_IN6 => {
+            let port = u16::from_be_bytes([b[2], b[3]]);
+            let mut ip = [0u8; 16];
+            ip.copy_from_slice(&b[8..24]);
+            Ok(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(ip)), port))
+        }
+        (AF_INET, AF_INET6) => Err(EAFNOSUPPORT),
+        _ if fam != AF_INET && fam != AF_INET6 => Err(EAFNOSUPPORT),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Encodes `a` as a socket of `family` reports it.
+fn encode_addr(a: SocketAddr, family: u16) -> Vec<u8> {
+    let ip6 = match (a.ip(), family) {
+        (IpAddr::V4(v4), AF_INET) => {
+            let mut b = vec![0u8; SOCKADDR_IN];
+            b[..2].copy_from_slice(&AF_INET.to_le_bytes());
+            b[2..4].copy_from_slice(&a.port().to_be_bytes());
+            b[4..8].copy_from_slice(&v4.octets());
+            return b;
+        }
+        (IpAddr::V6(v6), AF_INET) => {
+            let v4 = v6.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED);
+            return encode_addr(SocketAddr::new(IpAddr::V4(v4), a.port()), AF_INET);
+        }
+        (IpAddr::V4(v4), _) => v4.to_ipv6_mapped(),
+        (IpAddr::V6(v6), _) => v6,
+    };
+    let mut b = vec![0u8; SOCKADDR_IN6];
+    b[..2].copy_from_slice(&AF_INET6.to_le_bytes());
+    b[2..4].copy_from_slice(&a.port().to_be_bytes());
+    b[8..24].copy_from_slice(&ip6.octets());
+    b
+}
+
+/// Writes an address to the guest's (addr, *len) pair, truncated to its room.
+fn write_addr(mem: &mut GuestMemory, addr: u64, len_ptr: u64, bytes: &[u8]) -> Result<(), Errno> {
+    let room = mem.read_u32(len_ptr)? as i32;
+    if room < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let n = (room as usize).min(bytes.len());
+    if n > 0 {
+        mem.write(addr, &bytes[..n])?;
+    }
+    mem.write_u32(len_ptr, bytes.len() as u32)?;
+    Ok(())
+}
+
+/// bind(2): records the address (port 0: a virtual port is picked).
+pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let family = with_inet(p, a[0], |s, _| Ok(inet_of(s)?.family))?;
+    let mut want = read_addr(mem, a[1], a[2], family)?;
+    let ip_ok = match want.ip() {
+        IpAddr::V4(v4) => v4.is_unspecified() || v4.is_loopback() || !v4.is_multicast(),
+        IpAddr::V6(v6) => !v6.is_multicast(),
+    };
+    if !ip_ok {
+        return Err(Errno(99)); // EADDRNOTAVAIL
+    }
+    if want.port() == 0 {
+        want.set_port(next_port());
+    }
+    // Another socket of this process on the same port: EADDRINUSE.
+    for fd in p.fds.open_fds() {
+        if fd as u64 == a[0] {
+            continue;
+        }
+        if let Ok(f) = p.fds.get(fd) {
+            if let FileKind::Socket(s) = &lock(&f).kind {
+                if let Some(i) = &s.inet {
+                    if i.peer.is_none() && i.local.is_some_and(|l| l.port() == want.port()) {
+                        return Err(EADDRINUSE);
+                    }
+                }
+            }
+        }
+    }
+    with_inet(p, a[0], |s, _| {
+        let i = inet_of(s)?;
+        if i.local.is_some() {
+            return Err(Errno::EINVAL);
+        }
+        i.local = Some(want);
+        Ok(0)
+    })
+}
+
+/// listen(2): the socket takes connections the host pushes.
+pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
+    let backlog = (a[1] as i32).clamp(0, SOMAXCONN);
+    with_inet(p, a[0], |s, _| {
+        if s.connected() {
+            return Err(Errno::EINVAL);
+        }
+        let i = inet_of(s)?;
+        if i.local.is_none() {
+            let mut any = i.unspecified();
+            any.set_port(next_port());
+            i.local = Some(any);
+        }
+        match &i.listener {
+            Some(l) => lock(l).backlog = backlog,
+            None => {
+                i.listener = Some(Arc::new(Mutex::new(Listener {
+                    backlog,
+                    pending: VecDeque::new(),
+                })))
+            }
+        }
+        Ok(0)
+    })
+}
+
+/// accept(2)/accept4(2): the next pushed connection, or a wait.
+pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u64) -> SysResult {
+    if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (addr, len_ptr) = (a[1], a[2]);
+    if addr != 0 {
+        let room = mem.read_u32(len_ptr)? as i32;
+        if room < 0 {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let got = with_inet(p, a[0], |s, nb| {
+        let i = inet_of(s)?;
+        let l = i.listener.as_ref().ok_or(Errno::EINVAL)?;
+        Ok((lock(l).pending.pop_front(), nb, i.family))
+    })?;
+    let (conn, nonblocking, family) = got;
+    let Some(conn) = conn else {
+        if nonblocking {
+            return Err(Errno::EAGAIN);
+        }
+        return match thread::wait(p, None, None) {
+            Waited::Retry => Ok(0),
+            Waited::TimedOut => Err(Errno::EAGAIN),
+        };
+    };
+    let peer = conn.inet.as_ref().and_then(|i| i.peer);
+    let nb = if flags & SOCK_NONBLOCK != 0 {
+        oflags::O_NONBLOCK
+    } else {
+        0
+    };
+    let file = OpenFile::new(FileKind::Socket(conn), oflags::O_RDWR | nb);
+    let fd = p.fds.insert(file, flags & SOCK_CLOEXEC != 0)?;
+    if addr != 0 {
+        if let Some(peer) = peer {
+            if let Err(e) = write_addr(mem, addr, len_ptr, &encode_addr(peer, family)) {
+                let _ = p.fds.close(fd);
+                return Err(e);
+            }
+        }
+    }
+    Ok(fd as u64)
+}
+
+/// connect(2): no outbound network: ECONNREFUSED (EISCONN when connected).
+pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let (family, connected) = with_inet(p, a[0], |s, _| Ok((inet_of(s)?.family, s.connected())))?;
+    read_addr(mem, a[1], a[2], family)?;
+    if connected {
+        return Err(Errno::EISCONN);
+    }
+    Err(Errno::ECONNREFUSED)
+}
+
+/// getsockname(2): the bound address (unspecified, port 0, before bind).
+pub(super) fn getsockname(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let bytes = with_inet(p, a[0], |s, _| {
+        let i = inet_of(s)?;
+        Ok(encode_addr(i.local.unwrap_or(i.unspecified()), i.family))
+    })?;
+    write_addr(mem, a[1], a[2], &bytes)?;
+    Ok(0)
+}
+
+/// getpeername(2): the client of an accepted connection.
+pub(super) fn getpeername(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let bytes = with_inet(p, a[0], |s, _| {
+        let i = inet_of(s)?;
+        let peer = i.peer.ok_or(Errno::ENOTCONN)?;
+        Ok(encode_addr(peer, i.family))
+    })?;
+    write_addr(mem, a[1], a[2], &bytes)?;
+    Ok(0)
+}
+
+/// setsockopt(2) at IP/TCP/IPv6 levels: recorded. None: not ours (SOL_SOCKET).
+pub(super) fn setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Option<SysResult> {
+    let [fd, level, name, val, len, _] = *a;
+    if !is_inet(p, fd) || level as u32 as u64 == SOL_SOCKET {
+        return None;
+    }
+    let level = level as u32 as u64;
+    if !matches!(level, IPPROTO_IP | IPPROTO_TCP | IPPROTO_IPV6) {
+        return Some(Err(Errno::ENOPROTOOPT));
+    }
+    let v = match len as u32 {
+        0 => 0,
+        l if l >= 4 => match mem.read_u32(val) {
+            Ok(v) => v as i32,
+            Err(_) => return Some(Err(Errno::EFAULT)),
+        },
+        _ => match mem.read(val, 1) {
+            Ok(b) => i32::from(b[0]),
+            Err(_) => return Some(Err(Errno::EFAULT)),
+        },
+    };
+    Some(with_inet(p, fd, |s, _| {
+        let i = inet_of(s)?;
+        if level == IPPROTO_IPV6 && i.family != AF_INET6 {
+            return Err(Errno::ENOPROTOOPT);
+        }
+        let key = (level as u32, name as u32);
+        match i.opts.iter_mut().find(|o| (o.0, o.1) == key) {
+            Some(o) => o.2 = v,
+            None => {
+                if i.opts.len() >= 64 {
+                    return Err(Errno::ENOBUFS);
+                }
+                i.opts.push((key.0, key.1, v))
+            }
+        }
+        Ok(0)
+    }))
+}
+
+/// getsockopt(2) at IP/TCP/IPv6 levels and the SOL_SOCKET options whose
+/// answers differ for TCP (SO_DOMAIN, SO_PROTOCOL, SO_ACCEPTCONN). None: not ours.
+pub(super) fn getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Option<SysResult> {
+    let [fd, level, name, val, len_ptr, _] = *a;
+    if !is_inet(p, fd) {
+        return None;
+    }
+    let (level, name) = (level as u32 as u64, name as u32 as u64);
+    if level == SOL_SOCKET && !matches!(name, SO_DOMAIN | SO_PROTOCOL | SO_ACCEPTCONN) {
+        return None;
+    }
+    let r = with_inet(p, fd, |s, _| {
+        let i = inet_of(s)?;
+        Ok(match (level, name) {
+            (SOL_SOCKET, SO_DOMAIN) => i32::from(i.family),
+            (SOL_SOCKET, SO_PROTOCOL) => IPPROTO_TCP as i32,
+            (SOL_SOCKET, _) => i32::from(i.listener.is_some()),
+            (IPPROTO_IP | IPPROTO_TCP | IPPROTO_IPV6, n) => {
+                if level == IPPROTO_IPV6 && i.family != AF_INET6 {
+                    return Err(Errno::ENOPROTOOPT);
+                }
+                let set = i
+                    .opts
+                    .iter()
+                    .find(|o| (o.0 as u64, o.1 as u64) == (level, n));
+                match set {
+                    Some(o) => o.2,
+                    None if level == IPPROTO_TCP && n == 2 => 536, // TCP_MAXSEG
+                    None if level == IPPROTO_IPV6 && n == IPV6_V6ONLY => 0,
+                    None => 0,
+                }
+            }
+            _ => return Err(Errno::ENOPROTOOPT),
+        })
+    });
+    Some(r.and_then(|v| {
+        let room = mem.read_u32(len_ptr)? as i32;
+        if room < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let b = v.to_le_bytes();
+        let n = (room as usize).min(4);
+        if n > 0 {
+            mem.write(val, &b[..n])?;
+        }
+        mem.write_u32(len_ptr, n as u32)?;
+        Ok(0)
+    }))
+}
+
+/// The address the program listens on (its first listening virtual socket).
+pub fn listening_addr(p: &Process) -> Option<SocketAddr> {
+    for fd in p.fds.open_fds() {
+        let Ok(f) = p.fds.get(fd) else { continue };
+        let of = lock(&f);
+        if let FileKind::Socket(s) = &of.kind {
+            if let Some(i) = &s.inet {
+                if i.listener.is_some() {
+                    return i.local;
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The host's end of a virtual connection.
+pub struct HostConn {
+    end: Socket,
+    /// Bytes pushed but not yet taken by the guest's buffer.
+    backlog: VecDeque<u8>,
+    eof_pending: bool,
+}
+
+impl HostConn {
+    /// Queues bytes for the guest to read (pushed as its receive buffer takes them).
+    pub fn push(&mut self, data: &[u8]) {
+        self.backlog.extend(data);
+        self.flush();
+    }
+
+    /// Ends what the guest can read (EOF after the pushed bytes).
+    pub fn finish(&mut self) {
+        self.eof_pending = true;
+        self.flush();
+    }
+
+    /// Moves pushed bytes into the guest's receive queue; true if any moved.
+    pub fn flush(&mut self) -> bool {
+        let mut moved = false;
+        while !self.backlog.is_empty() {
+            let (a, _) = self.backlog.as_slices();
+            let n = a.len().min(TAKE_CHUNK);
+            match self.end.send(&a[..n], Vec::new()) {
+                Ok(k) if k > 0 => {
+                    self.backlog.drain(..k);
+                    moved = true;
+                }
+                _ => break,
+            }
+        }
+        if self.backlog.is_empty() && self.eof_pending {
+            let _ = self.end.shutdown(1);
+            self.eof_pending = false;
+        }
+        moved
+    }
+
+    /// Whether pushed bytes still wait for room in the guest's buffer.
+    pub fn pending_input(&self) -> bool {
+        !self.backlog.is_empty()
+    }
+
+    /// Takes what the guest wrote so far into `out`. Returns true once the
+    /// guest has closed its sending side (closed or shut down) and all was taken.
+    pub fn take(&mut self, out: &mut Vec<u8>) -> bool {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match self.end.recv(&mut buf, false) {
+                Ok(r) if r.copied == 0 => return true,
+                Ok(r) => out.extend_from_slice(&buf[..r.copied]),
+                Err(Errno::EAGAIN) => return false,
+                Err(_) => return true,
+            }
+        }
+    }
+
+    /// Whether the guest closed the connection (or shut both ways).
+    pub fn guest_gone(&self) -> bool {
+        self.end
+            .conn
+            .as_ref()
+            .is_some_and(|(pair, side)| lock(pair).closed[1 - *side])
+    }
+}
+
+/// Pushes a new connection from `peer` onto the program's listening socket;
+/// the host keeps the other end. ECONNREFUSED if nothing listens.
+pub fn connect_to_listener(p: &Process, peer: SocketAddr) -> Result<HostConn, Errno> {
+    for fd in p.fds.open_fds() {
+        let Ok(f) = p.fds.get(fd) else { continue };
+        let of = lock(&f);
+        let FileKind::Socket(s) = &of.kind else {
+            continue;
+        };
+        let Some(i) = &s.inet else { continue };
+        let Some(l) = &i.listener else { continue };
+        let mut listener = lock(l);
+        // A program that does not accept: its queue is full, as on Linux
+        // (plus some slack: the host pushes one connection per request).
+        if listener.pending.len() >= listener.backlog.max(0) as usize + 16 {
+            return Err(Errno::ECONNREFUSED);
+        }
+        let (mut guest, mut host) = Socket::pair(SOCK_STREAM);
+        let mut gi = Inet::new(i.family);
+        gi.local = i.local;
+        gi.peer = Some(peer);
+        guest.inet = Some(Box::new(gi));
+        host.sndbuf = HOST_PUSH_BUF;
+        listener.pending.push_back(guest);
+        return Ok(HostConn {
+            end: host,
+            backlog: VecDeque::new(),
+            eof_pending: false,
+        });
+    }
+    Err(Errno::ECONNREFUSED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::USER_BASE;
+
+    fn setup() -> (Process, GuestMemory) {
+        crate::linux::test_setup(crate::linux::Policy::default())
+    }
+
+    #[test]
+    fn addresses_round_trip() {
+        let a: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let b = encode_addr(a, AF_INET);
+        assert_eq!(b.len(), 16);
+        assert_eq!(&b[2..4], &[0x1f, 0x90]);
+        let b6 = encode_addr(a, AF_INET6);
+        assert_eq!(b6.len(), 28);
+        let (_, mut m) = setup();
+        m.write(USER_BASE, &b).unwrap();
+        assert_eq!(read_addr(&m, USER_BASE, 16, AF_INET), Ok(a));
+        assert_eq!(read_addr(&m, USER_BASE, 8, AF_INET), Err(Errno::EINVAL));
+        assert_eq!(read_addr(&m, USER_BASE, 16, AF_INET6), Err(EAFNOSUPPORT));
+        m.write(USER_BASE, &b6).unwrap();
+        let got = read_addr(&m, USER_BASE, 28, AF_INET6).unwrap();
+        assert_eq!(got.port(), 8080);
+    }
+
+    #[test]
+    fn listen_accept_and_host_end() {
+        let (mut p, mut m) = setup();
+        let fd = socket(&mut p, &[2, 1 | SOCK_NONBLOCK, 0, 0, 0, 0]).unwrap();
+        let sa = USER_BASE;
+        m.write(sa, &encode_addr("127.0.0.1:0".parse().unwrap(), AF_INET))
+            .unwrap();
+        assert_eq!(bind(&mut p, &mut m, &[fd, sa, 16, 0, 0, 0]), Ok(0));
+        assert_eq!(listen(&mut p, &[fd, 128, 0, 0, 0, 0]), Ok(0));
+        let local = listening_addr(&p).unwrap();
+        assert!(local.port() >= 40000);
+        let (addr, len) = (USER_BASE + 0x100, USER_BASE + 0x200);
+        m.write_u32(len, 16).unwrap();
+        assert_eq!(
+            accept(&mut p, &mut m, &[fd, addr, len, 0, 0, 0], 0),
+            Err(Errno::EAGAIN)
+        );
+        let peer: SocketAddr = "127.0.0.1:5555".parse().unwrap();
+        let mut host = connect_to_listener(&p, peer).unwrap();
+        host.push(b"hello");
+        host.finish();
+        let c = accept(&mut p, &mut m, &[fd, addr, len, 0, 0, 0], SOCK_CLOEXEC).unwrap();
+        assert_eq!(read_addr(&m, addr, 16, AF_INET), Ok(peer));
+        let file = p.fds.get(c as i32).unwrap();
+        let mut of = lock(&file);
+        let FileKind::Socket(s) = &mut of.kind else {
+            panic!("not a socket")
+        };
+        let mut buf = [0u8; 16];
+        assert_eq!(s.recv(&mut buf, false).unwrap().copied, 5);
+        assert_eq!(s.recv(&mut buf, false).unwrap().copied, 0, "EOF");
+        assert_eq!(s.send(b"reply", Vec::new()), Ok(5));
+        drop(of);
+        drop(file);
+        let mut out = Vec::new();
+        assert!(!host.take(&mut out));
+        assert_eq!(out, b"reply");
+        p.fds.close(c as i32).unwrap();
+        assert!(host.take(&mut out));
+        assert!(host.guest_gone());
+        // A second bind of the same port: EADDRINUSE.
+        let fd2 = socket(&mut p, &[10, 1, 0, 0, 0, 0]).unwrap();
+        m.write(sa, &encode_addr(local, AF_INET6)).unwrap();
+        assert_eq!(
+            bind(&mut p, &mut m, &[fd2, sa, 28, 0, 0, 0]),
+            Err(EADDRINUSE)
+        );
+        // UDP stays refused.
+        assert_eq!(socket(&mut p, &[2, 2, 0, 0, 0, 0]), Err(Errno::EACCES));
+    }
+}

@@ -1,0 +1,3 @@
+module forkvm.test/go_server
+
+go 1.21
