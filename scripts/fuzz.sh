@@ -2,7 +2,8 @@
 # Runs one forkvm fuzz target under AFL++ (cargo-afl, stable Rust) for N
 # seconds, then prints its speed and coverage and lists any crash found.
 #
-#   scripts/fuzz.sh TARGET SECONDS      TARGET: loader | syscalls | staging
+#   scripts/fuzz.sh TARGET SECONDS      TARGET: loader | syscalls | staging | gdb
+# (gdb needs /dev/kvm: its harness runs a real VM per input)
 #
 # Needs once: apt-get install clang llvm; cargo install cargo-afl
 # (cargo-afl builds AFL++ on first use). Seeds: fuzz/corpus/TARGET/.
@@ -15,9 +16,9 @@ set -euo pipefail
 target=${1:?usage: scripts/fuzz.sh TARGET SECONDS}
 seconds=${2:?usage: scripts/fuzz.sh TARGET SECONDS}
 case $target in
-loader | syscalls | staging) ;;
+loader | syscalls | staging | gdb) ;;
 *)
-    echo "unknown target $target (loader, syscalls, staging)" >&2
+    echo "unknown target $target (loader, syscalls, staging, gdb)" >&2
     exit 2
     ;;
 esac

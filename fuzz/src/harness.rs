@@ -64,6 +64,17 @@ const LOADER_MEMORY: u64 = 64 << 20;
 /// loading into guest memory, page tables, the initial stack, and for a PIE
 /// a second parse at another base as for an interpreter.
 pub fn loader(data: &[u8]) {
+    // The same bytes one byte off 8-alignment must parse the same way.
+    let mut shifted = Vec::with_capacity(data.len() + 1);
+    shifted.push(0);
+    shifted.extend_from_slice(data);
+    assert_eq!(
+        loader::parse(&shifted[1..])
+            .ok()
+            .map(|i| (i.entry(), i.image_end())),
+        loader::parse(data).ok().map(|i| (i.entry(), i.image_end())),
+        "the loader's answer depends on the alignment of its input"
+    );
     let image = match loader::parse(data) {
         Ok(image) => image,
         Err(e) => {
@@ -185,7 +196,9 @@ const SENTINEL: &[u8] = b"the guest must not change this\n";
 impl Sandbox {
     /// Creates `base/root` (allowed to read and write) and `base/outside`.
     pub fn new() -> std::io::Result<Self> {
-        let base = std::env::temp_dir().join(format!("forkvm-fuzz-{}", std::process::id()));
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let base = std::env::temp_dir().join(format!("forkvm-fuzz-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let root = base.join("root");
         let outside = base.join("outside");
@@ -491,7 +504,7 @@ pub fn staging(data: &[u8]) {
     let mut input = Input::new(data);
     // Where the ready point left the stack, and how big the stack is.
     let ready_rsp = STAGE_MEMORY - u64::from(input.u16()) * 8;
-    let stack_size = (u64::from(input.u8()) + 1) * 16 << 10;
+    let stack_size = ((u64::from(input.u8()) + 1) * 16) << 10;
     let stack_floor = STAGE_MEMORY - stack_size.min(STAGE_MEMORY - abi::USER_BASE);
     let parts = [
         input.bytes(),
@@ -546,9 +559,96 @@ pub fn staging(data: &[u8]) {
             "staged below the stack's reserve"
         );
         assert!(end <= prev_end, "a staged part overlaps the one above it");
-        assert!(addr % 16 == 0, "staged part not 16-byte aligned");
+        assert!(addr.is_multiple_of(16), "staged part not 16-byte aligned");
         assert_eq!(mem.read(*addr, part.len() as u64).ok(), Some(*part));
         prev_end = *addr;
     }
-    assert!(sp <= prev_end && sp % 16 == 0);
+    assert!(sp <= prev_end && sp.is_multiple_of(16));
+}
+
+// ---------------------------------------------------------------------------
+// Target 4: the GDB remote stub (needs /dev/kvm: the stub's target is the
+// machine itself, registers in its vCPU).
+
+/// The program debugged: 4.8 KB, `counter++` then exit(0), with a symbol table.
+const GDB_PROGRAM: &[u8] = include_bytes!("../corpus/loader/nostdlib_symtab");
+
+/// Frames the input as gdb packets (each `\n`-terminated chunk becomes
+/// `$chunk#checksum`; a chunk starting with 0x03 is sent raw, as Ctrl-C),
+/// sends them to the stub of a fresh machine over a loopback connection,
+/// then lets the program run under it to the end.
+pub fn gdb(data: &[u8]) {
+    use std::io::{Read, Write};
+    let mut wire = Vec::new();
+    for chunk in data.split(|&b| b == b'\n') {
+        if chunk.first() == Some(&3) {
+            wire.extend_from_slice(chunk);
+            continue;
+        }
+        let sum = chunk.iter().fold(0u8, |s, &b| s.wrapping_add(b));
+        wire.push(b'$');
+        wire.extend_from_slice(chunk);
+        wire.extend_from_slice(format!("#{sum:02x}").as_bytes());
+    }
+    let config = forkvm::machine::Config {
+        memory: 16 << 20,
+        timeout: std::time::Duration::from_millis(300),
+        argv: vec!["prog".into()],
+        ..Default::default()
+    };
+    let mut m = match forkvm::machine::Machine::new(GDB_PROGRAM, "/prog", config) {
+        Ok(m) => m,
+        Err(e) => {
+            if tracing() {
+                eprintln!("no machine: {e}");
+            }
+            return;
+        }
+    };
+    let Ok(listener) = std::net::TcpListener::bind("127.0.0.1:0") else {
+        return;
+    };
+    let Ok(addr) = listener.local_addr() else {
+        return;
+    };
+    let Ok(mut client) = std::net::TcpStream::connect(addr) else {
+        return;
+    };
+    let Ok((conn, _)) = listener.accept() else {
+        return;
+    };
+    let _ = client.write_all(&wire);
+    let _ = client.shutdown(std::net::Shutdown::Write);
+    // Drains the stub's answers so it never blocks on a full socket.
+    let drain = std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = client.read_to_end(&mut sink);
+        sink
+    });
+    let outcome = match m.attach_gdb(conn) {
+        Ok(forkvm::debug::Resume::Killed) => {
+            forkvm::machine::Outcome::Exited(forkvm::debug::KILLED_STATUS)
+        }
+        Ok(_) => match m.run() {
+            Ok(o) => o,
+            Err(e) => {
+                if tracing() {
+                    eprintln!("run failed: {e}");
+                }
+                return;
+            }
+        },
+        Err(e) => {
+            if tracing() {
+                eprintln!("attach failed: {e}");
+            }
+            return;
+        }
+    };
+    m.gdb_finish(&outcome);
+    drop(m);
+    let answers = drain.join().unwrap_or_default();
+    if tracing() {
+        eprintln!("{}\n{outcome:?}", String::from_utf8_lossy(&answers));
+    }
 }
