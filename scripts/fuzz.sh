@@ -2,7 +2,7 @@
 # Runs one forkvm fuzz target under AFL++ (cargo-afl, stable Rust) for N
 # seconds, then prints its speed and coverage and lists any crash found.
 #
-#   scripts/fuzz.sh TARGET SECONDS      TARGET: loader | syscalls | staging | gdb
+#   [FUZZ_RESUME=1] scripts/fuzz.sh TARGET SECONDS   TARGET: loader | syscalls | staging | gdb
 # (gdb needs /dev/kvm: its harness runs a real VM per input)
 #
 # Needs once: apt-get install clang llvm; cargo install cargo-afl
@@ -32,14 +32,20 @@ fi
 cargo afl build --release --bin "$target" >&2
 
 out=$fuzz/out/$target
-rm -rf "$out"
+# FUZZ_RESUME=1 goes on from the last run's queue instead of the seeds.
+input=corpus/$target
+if [ "${FUZZ_RESUME:-}" = 1 ] && [ -d "$out/default/queue" ]; then
+    input=-
+else
+    rm -rf "$out"
+fi
 mkdir -p "$out/tmp"
 # The syscall target's sandbox lives under this TMPDIR; removed at the end.
 export TMPDIR=$out/tmp
 export AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1
 export AFL_NO_AFFINITY=1 AFL_SKIP_CRASHES=1
 # -t: ms per input (a syscall sequence waits at most 50 ms a call).
-cargo afl fuzz -i "corpus/$target" -o "$out" -V "$seconds" -t 2000 -m none \
+cargo afl fuzz -i "$input" -o "$out" -V "$seconds" -t 2000 -m none \
     -- "target/release/$target" >"$out/afl.log" 2>&1 || {
     tail -30 "$out/afl.log" >&2
     exit 1
