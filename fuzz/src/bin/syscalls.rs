@@ -9,4 +9,9 @@ fn main() {
     afl::fuzz!(|data: &[u8]| {
         forkvm_fuzz::harness::syscalls(data, sandbox);
     });
+    // A replay outside AFL (one process, one input) cleans up after itself;
+    // under AFL the next child still needs the sandbox.
+    if std::env::var_os("__AFL_SHM_ID").is_none() {
+        let _ = std::fs::remove_dir_all(&sandbox.base);
+    }
 }
