@@ -80,6 +80,37 @@ pub struct Response {
 /// Largest response body a guest may hand back.
 pub const MAX_RESPONSE: u64 = 256 << 20;
 
+/// Copies `b` (then a NUL if `nul`) 16-byte aligned below `*sp` and at
+/// least 64 KiB above `stack_floor`, moves `*sp` to it and returns its
+/// address: how call arguments and staged request parts enter guest memory
+/// (public for the fuzz targets).
+#[doc(hidden)]
+pub fn push_bytes(
+    mem: &mut crate::memory::GuestMemory,
+    sp: &mut u64,
+    stack_floor: u64,
+    b: &[u8],
+    nul: bool,
+) -> Result<u64, CallError> {
+    let len = b.len() as u64 + u64::from(nul);
+    let addr = sp
+        .checked_sub(len)
+        .map(|a| a & !15)
+        .filter(|a| stack_floor.checked_add(64 * 1024).is_some_and(|f| *a > f))
+        .ok_or(CallError::BadArguments(
+            "buffers do not fit on the guest stack",
+        ))?;
+    let dst = mem
+        .slice_mut(addr, len)
+        .map_err(|_| CallError::BadArguments("buffer outside guest memory"))?;
+    dst[..b.len()].copy_from_slice(b);
+    if nul {
+        dst[b.len()] = 0;
+    }
+    *sp = addr;
+    Ok(addr)
+}
+
 impl Machine {
     /// Calls the exported function `name` with `args`; returns its result.
     pub fn vmcall(&mut self, name: &str, args: &[Arg<'_>]) -> Result<u64, CallError> {
@@ -181,25 +212,8 @@ impl Machine {
         b: &[u8],
         nul: bool,
     ) -> Result<u64, CallError> {
-        let len = b.len() as u64 + u64::from(nul);
         let stack_floor = self.mem.size() - self.proc.mm.stack_size(self.mem.size());
-        let addr = sp
-            .checked_sub(len)
-            .map(|a| a & !15)
-            .filter(|a| *a > stack_floor + 64 * 1024)
-            .ok_or(CallError::BadArguments(
-                "buffers do not fit on the guest stack",
-            ))?;
-        let dst = self
-            .mem
-            .slice_mut(addr, len)
-            .map_err(|_| CallError::BadArguments("buffer outside guest memory"))?;
-        dst[..b.len()].copy_from_slice(b);
-        if nul {
-            dst[b.len()] = 0;
-        }
-        *sp = addr;
-        Ok(addr)
+        push_bytes(&mut self.mem, sp, stack_floor, b, nul)
     }
 
     /// Address of a symbol in the program.

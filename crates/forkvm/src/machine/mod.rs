@@ -5,6 +5,8 @@
 mod call;
 mod threads;
 
+#[doc(hidden)]
+pub use call::push_bytes;
 pub use call::{Arg, CallError, ReadyAt, ReadyPoint, Response, MAX_RESPONSE};
 use threads::PREEMPT_TICK;
 
