@@ -3,6 +3,7 @@
 //! request when ephemeral.
 
 mod debug;
+mod js;
 mod metrics;
 mod server;
 mod workers;
@@ -49,9 +50,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
     max_body: usize,
     /// Synthetic `GET /` requests each worker serves (and forgets: it is reset)
-    /// before taking real ones, so the first real request is as fast as the rest.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    warmup: usize,
+    /// before taking real ones, so the first real request is as fast as the
+    /// rest (default 0). For a JavaScript module, the master serves them
+    /// itself before its snapshot instead (default 5), so node's HTTP path
+    /// and the module are compiled and warm in every fork.
+    #[arg(long, value_name = "N")]
+    warmup: Option<usize>,
     /// Requests that may wait for a worker; beyond that: 503.
     #[arg(long, default_value_t = 256)]
     queue: usize,
@@ -63,9 +67,16 @@ pub struct ServeArgs {
     /// time an idle connection that sent nothing is kept).
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     header_timeout: f64,
-    /// Guest memory limit in MiB.
-    #[arg(long, default_value_t = 256, value_name = "MIB")]
-    memory: u64,
+    /// Guest memory limit in MiB (default 256; 1024 for a JavaScript module).
+    #[arg(long, value_name = "MIB")]
+    memory: Option<u64>,
+    /// The node binary that serves a JavaScript module (default: `node` on PATH).
+    #[arg(long, value_name = "PATH")]
+    node: Option<PathBuf>,
+    /// A V8/node flag for a JavaScript module, replacing the defaults
+    /// (--max-old-space-size=64 --max-semi-space-size=64); repeatable.
+    #[arg(long = "v8-flag", value_name = "FLAG", allow_hyphen_values = true)]
+    v8_flags: Vec<String>,
     /// Let the guest read files under PATH (repeatable).
     #[arg(long = "allow-read", value_name = "PATH")]
     allow_read: Vec<PathBuf>,
@@ -129,6 +140,9 @@ struct State {
     header_timeout: Duration,
     /// The program is a network server (502 rather than 500 when it crashes).
     server: bool,
+    /// The program is a JavaScript module: a request node never answers is a
+    /// handler that never settled (504).
+    js: bool,
 }
 
 /// Host fds kept aside from client connections: the VMs, logs, listeners.
@@ -178,6 +192,33 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
             args.max_connections
         );
     }
+    // A JavaScript module: served by node through forkvm's adapter.
+    let mut args = args;
+    let js = args.command.first().is_some_and(|p| js::is_module(p));
+    if js {
+        let module = args.command[0].clone();
+        let port = args.listen.map_or(8080, |a| a.port());
+        let warmup = args.warmup.unwrap_or(js::DEFAULT_WARMUP);
+        let node = js::node_program(
+            &module,
+            args.node.as_deref(),
+            &crate::launch::search_path(&args.env),
+            port,
+            warmup,
+            &args.v8_flags,
+        )?;
+        tracing::info!(
+            "serving the JavaScript module {module} with {} (V8), warmed up with {warmup} request(s) in the master",
+            node.node.display(),
+        );
+        args.allow_read.extend(crate::launch::default_allow_read());
+        args.allow_read.extend(node.allow_read);
+        args.memory = Some(args.memory.unwrap_or(js::DEFAULT_MEMORY_MIB));
+        // The master warms the module up; forks need not.
+        args.warmup = Some(0);
+        args.command = node.argv;
+    }
+    let memory_mib = args.memory.unwrap_or(256);
     let (image, name) = match args.command.first() {
         Some(p) => (
             std::fs::read(p).with_context(|| format!("cannot read {p}"))?,
@@ -200,9 +241,10 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         None => name.clone(),
     };
     let config = Config {
-        address_space: None,
-        memory: args
-            .memory
+        // V8 reserves ~10 GiB for a WebAssembly memory (node's own fetch
+        // uses one): room for it beside the heap cage.
+        address_space: js.then_some(js::ADDRESS_SPACE),
+        memory: memory_mib
             .checked_mul(1 << 20)
             .context("--memory is out of range")?,
         timeout: Duration::from_secs(60).max(timeout),
@@ -270,7 +312,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
             queue: args.queue.max(1),
             ephemeral: args.ephemeral,
             timeout,
-            warmup: args.warmup,
+            warmup: args.warmup.unwrap_or(0),
             gdb: debug::listen(args.gdb.as_deref())?,
         },
         metrics.clone(),
@@ -282,6 +324,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
         header_timeout,
         server,
+        js,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -737,6 +780,18 @@ async fn answer(
                     Some("crash"),
                 )
             }
+        }
+        workers::Result::Incomplete(why) if state.js => {
+            // node went idle without answering: the handler's promise never settles.
+            tracing::warn!(
+                "no response to {} {}: the handler never settled ({why})",
+                parts.method,
+                parts.uri
+            );
+            (
+                plain(StatusCode::GATEWAY_TIMEOUT, "the handler never settled\n"),
+                Some("timeout"),
+            )
         }
         workers::Result::Incomplete(why) => {
             tracing::warn!("no response to {} {}: {why}", parts.method, parts.uri);

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::{Read, Write};

@@ -1,0 +1,204 @@
+//! HTTP test clients and server processes for the serving tests: start a
+//! server command and wait until it listens, send requests on fresh or
+//! kept-alive connections, read responses, run a short wrk.
+
+use super::{installed, scratch_dir};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const STARTUP: Duration = Duration::from_secs(60);
+pub const IO_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local_addr").port()
+}
+
+/// A running server; killed on drop.
+pub struct Server {
+    pub child: Child,
+    log: PathBuf,
+}
+
+impl Server {
+    pub fn start(mut cmd: Command, port: u16, name: &str) -> Server {
+        let dir = scratch_dir(&format!("servers-{name}-{port}"));
+        let log = dir.join("log.txt");
+        let f = std::fs::File::create(&log).expect("log file");
+        cmd.stdin(Stdio::null())
+            .stdout(f.try_clone().expect("clone log"))
+            .stderr(f);
+        let child = cmd.spawn().expect("spawn server");
+        let mut s = Server { child, log };
+        let t = Instant::now();
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+            if let Ok(Some(st)) = s.child.try_wait() {
+                panic!("{name} exited ({st}) before listening:\n{}", s.output());
+            }
+            assert!(
+                t.elapsed() < STARTUP,
+                "{name} never listened:\n{}",
+                s.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        s
+    }
+
+    pub fn output(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Reads one response (Content-Length framed, or up to EOF) from `s`, keeping extra bytes in `buf`.
+pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
+    let mut chunk = [0u8; 65536];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut chunk).expect("read response head");
+        assert!(n > 0, "connection closed before a response: {buf:?}");
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line in {head:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let len = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .map(|(_, v)| v.parse::<usize>().expect("content-length"));
+    buf.drain(..head_end);
+    match len {
+        Some(n) => {
+            while buf.len() < n {
+                let k = s.read(&mut chunk).expect("read body");
+                assert!(k > 0, "closed in the body");
+                buf.extend_from_slice(&chunk[..k]);
+            }
+        }
+        None => loop {
+            let k = s.read(&mut chunk).expect("read body to EOF");
+            if k == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..k]);
+        },
+    }
+    let n = len.unwrap_or(buf.len());
+    let body = buf.drain(..n).collect();
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+pub fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).expect("connect");
+    s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    s
+}
+
+pub fn request(method: &str, path: &str, body: &[u8], close: bool) -> Vec<u8> {
+    let mut r = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n{}\r\n",
+        body.len(),
+        if close { "Connection: close\r\n" } else { "" }
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+/// One request on a fresh connection.
+pub fn call(port: u16, method: &str, path: &str, body: &[u8]) -> Resp {
+    let mut s = connect(port);
+    s.write_all(&request(method, path, body, true))
+        .expect("send");
+    read_response(&mut s, &mut Vec::new())
+}
+
+pub fn get(port: u16, path: &str) -> Resp {
+    call(port, "GET", path, b"")
+}
+
+/// Two requests on one kept-alive connection (sent one after the other), then two pipelined.
+pub fn keep_alive(port: u16, a: &str, b: &str) -> Vec<Resp> {
+    let mut s = connect(port);
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    s.write_all(&request("GET", a, b"", false)).expect("send 1");
+    out.push(read_response(&mut s, &mut buf));
+    s.write_all(&request("GET", b, b"", false)).expect("send 2");
+    out.push(read_response(&mut s, &mut buf));
+    let mut both = request("GET", a, b"", false);
+    both.extend_from_slice(&request("GET", b, b"", true));
+    s.write_all(&both).expect("send pipelined");
+    out.push(read_response(&mut s, &mut buf));
+    out.push(read_response(&mut s, &mut buf));
+    out
+}
+
+/// A short wrk run (1 thread, 2 connections, 1 s): requests were made and none failed.
+pub fn wrk(port: u16, path: &str) {
+    if !installed("/usr/bin/wrk") {
+        return;
+    }
+    let out = Command::new("wrk")
+        .args(["-t1", "-c2", "-d1s"])
+        .arg(format!("http://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("run wrk");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "wrk failed:\n{text}");
+    assert!(
+        !text.contains("Socket errors") && !text.contains("Non-2xx"),
+        "wrk saw errors:\n{text}"
+    );
+    let n: u64 = text
+        .lines()
+        .find(|l| l.contains("requests in"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(n > 0, "wrk made no request:\n{text}");
+}

@@ -1,0 +1,46 @@
+// A fetch-style module for forkvm's JavaScript tests: the same file runs
+// natively under node through forkvm's adapter.
+let counter = 0;
+const started = Date.now();
+
+export default {
+  async fetch(request) {
+    counter += 1;
+    const url = new URL(request.url);
+    switch (url.pathname) {
+      case '/':
+        return new Response('hello from javascript\n', {
+          headers: { 'content-type': 'text/plain' },
+        });
+      case '/json':
+        return Response.json({ path: url.pathname, query: url.searchParams.get('q'), ok: true });
+      case '/html':
+        return new Response(`<!doctype html><ul>${Array.from({ length: 50 }, (_, i) => `<li>item ${i}</li>`).join('')}</ul>`, {
+          headers: { 'content-type': 'text/html; charset=utf-8' },
+        });
+      case '/echo': {
+        const body = await request.text();
+        return new Response(`${request.method} ${body.length} ${body}`, {
+          headers: { 'x-echo-length': String(body.length) },
+        });
+      }
+      case '/status':
+        return new Response('made\n', {
+          status: 201,
+          headers: { 'x-custom': 'yes', 'set-cookie': 'a=1' },
+        });
+      case '/counter':
+        return new Response(`counter ${counter}\n`);
+      case '/throw':
+        throw new Error('the handler threw on purpose');
+      case '/reject':
+        return Promise.reject(new Error('rejected on purpose'));
+      case '/pending':
+        return new Promise(() => {});
+      case '/uptime':
+        return new Response(`${Date.now() - started >= 0}\n`);
+      default:
+        return new Response('not found\n', { status: 404 });
+    }
+  },
+};
