@@ -42,6 +42,7 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v lua5.4 >/dev/null 2>&1 || need+=(lua5.4)
 [[ -x /bin/busybox ]] || need+=(busybox-static)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
 for t in xz:xz-utils bzip2:bzip2 git:git; do command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}"); done
 if ((${#need[@]})); then
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
