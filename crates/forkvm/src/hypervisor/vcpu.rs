@@ -192,6 +192,22 @@ impl Vcpu {
         if missing == 0 {
             return Ok(());
         }
+        if !mem.tracks_mappings() && self.slots == 0 {
+            // Bare memory (floors, tests): all of it in use, one slot.
+            let region = kvm_userspace_memory_region {
+                slot: 0,
+                flags: 0,
+                guest_phys_addr: 0,
+                memory_size: mem.size(),
+                userspace_addr: mem.host_base(),
+            };
+            // SAFETY: as below: `mem`'s whole mapping, which outlives this VM.
+            ioctl("SET_USER_MEMORY_REGION", unsafe {
+                self.vm.set_user_memory_region(region)
+            })?;
+            self.slots = u64::MAX;
+            return Ok(());
+        }
         let chunk = crate::memory::chunk_size(mem.size());
         for n in 0..u64::BITS {
             let start = u64::from(n) * chunk;

@@ -177,6 +177,12 @@ impl GuestMemory {
         }
     }
 
+    /// Whether user mappings are tracked (a program's memory; not the bare
+    /// memory of floors and unit tests).
+    pub fn tracks_mappings(&self) -> bool {
+        self.user_map.is_some()
+    }
+
     /// Records that the program mapped `start..end` (no-op without tracking).
     pub fn map_user(&mut self, start: u64, end: u64, rights: super::Rights) {
         self.chunks |= chunk_bits(self.size, start, end);
