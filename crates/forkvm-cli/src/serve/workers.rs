@@ -167,6 +167,13 @@ impl Workers {
                 let t = Instant::now();
                 let ok = tokio::task::block_in_place(|| worker.fork.reset());
                 worker.last_reset = t.elapsed();
+                if let Ok(stats) = &ok {
+                    tracing::debug!(
+                        "reset: {} page(s) copied back from the snapshot, {} dropped",
+                        stats.copied,
+                        stats.dropped
+                    );
+                }
                 pool.metrics.resets.inc();
                 if let Err(e) = ok {
                     tracing::error!("worker reset failed; worker retired: {e}");

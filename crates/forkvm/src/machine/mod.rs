@@ -3,11 +3,13 @@
 //! system calls on the host.
 
 mod call;
+mod fault;
 mod threads;
 
 #[doc(hidden)]
 pub use call::push_bytes;
 pub use call::{Arg, CallError, ReadyAt, ReadyPoint, Response, MAX_RESPONSE};
+use fault::in_getrandom_fill;
 use threads::PREEMPT_TICK;
 
 use crate::abi;
@@ -618,30 +620,6 @@ impl Machine {
         }
     }
 
-    /// getrandom's in-guest fill faulted on the program's buffer: the call
-    /// fails with EFAULT, as the host's getrandom would. `rsp` is the fill's
-    /// stack: its return address, the caller's RDI and RSI, then the
-    /// dispatcher's red-zone skip. Whatever the guest put there only
-    /// becomes its own registers.
-    fn getrandom_fault(&mut self, rsp: u64) -> Result<(), MachineError> {
-        let mut user = self.vcpu.regs();
-        let (rdi, rsi) = match (
-            self.mem.kernel_read_u64(rsp.wrapping_add(8)),
-            self.mem.kernel_read_u64(rsp.wrapping_add(16)),
-        ) {
-            (Ok(rdi), Ok(rsi)) => (rdi, rsi),
-            // A stack the host cannot read: the program is past saving.
-            _ => (0, 0),
-        };
-        user.rdi = rdi;
-        user.rsi = rsi;
-        user.rax = (-(linux::Errno::EFAULT.0 as i64)) as u64;
-        user.rsp = rsp.wrapping_add(24 + GETRANDOM_RED_ZONE_SKIP);
-        user.rip = user.rcx;
-        user.rflags = user.r11;
-        self.resume_user(&user)
-    }
-
     /// Puts the current piece of the time function in the vDSO's time base,
     /// if the page holds another. Done only when the guest asked the host for
     /// the time (the vDSO falls back to the syscall once its piece has ended)
@@ -844,66 +822,6 @@ impl Machine {
         Ok(())
     }
 
-    /// A guest exception: run the program's handler for the signal, or end it with a crash report.
-    fn fault(
-        &mut self,
-        vector: u8,
-        error_code: u64,
-        frame: Frame,
-    ) -> Result<Option<Outcome>, MachineError> {
-        let cr2 = if vector == abi::vector::PAGE_FAULT {
-            self.vcpu.sregs()?.cr2
-        } else {
-            0
-        };
-        self.fault_at(vector, error_code, cr2, frame)
-    }
-
-    /// As [`Self::fault`], with the faulting address given.
-    fn fault_at(
-        &mut self,
-        vector: u8,
-        error_code: u64,
-        cr2: u64,
-        frame: Frame,
-    ) -> Result<Option<Outcome>, MachineError> {
-        let mut regs = self.vcpu.regs();
-        // The registers are the guest kernel's view; the program's RIP/RSP/RFLAGS are in the frame.
-        regs.rip = frame.rip;
-        regs.rsp = frame.rsp;
-        regs.rflags = frame.rflags;
-        let info = CrashInfo::from_exception(vector, error_code, cr2, regs);
-        if frame.from_user() && self.mode != Mode::Call {
-            if let Some(action) = linux::signal::handler_for(&self.proc, info.signal) {
-                let code = match (vector, info.signal) {
-                    (abi::vector::PAGE_FAULT, _) if error_code & 1 != 0 => 2, // SEGV_ACCERR
-                    (_, 7) => 2,                                              // BUS_ADRERR
-                    (_, 4) => 2,                                              // ILL_ILLOPN
-                    _ => 1, // SEGV_MAPERR, FPE_INTDIV, TRAP_BRKPT
-                };
-                let sig = linux::signal::SigInfo {
-                    signo: info.signal,
-                    code,
-                    addr: if vector == abi::vector::PAGE_FAULT {
-                        cr2
-                    } else {
-                        frame.rip
-                    },
-                };
-                let fpu = self.vcpu.xsave_area()?;
-                if let Some(user) =
-                    self.deliver_signal(&regs, fpu, sig, action, u64::from(vector), error_code)?
-                {
-                    self.resume_user(&user)?;
-                    return Ok(None);
-                }
-            }
-        }
-        // An attached gdb sees the fault before the crash report (crate::debug).
-        self.debug_fatal(&regs, &info)?;
-        Ok(Some(Outcome::Crashed(Box::new(info))))
-    }
-
     /// Where the program was when the run stopped, e.g. `0x401a2c (main+0x1c)`,
     /// for timeout messages.
     pub fn where_stopped(&self) -> String {
@@ -980,16 +898,6 @@ fn load_interpreter(
     map_image(mem, &image);
     Ok((loaded.entry, base))
 }
-
-/// Whether `rip` is in getrandom's in-guest fill loop.
-fn in_getrandom_fill(rip: u64) -> bool {
-    (abi::entry::GETRANDOM_FILL..abi::entry::GETRANDOM_FILL + abi::entry::GETRANDOM_FILL_SIZE)
-        .contains(&rip)
-}
-
-/// What the dispatcher skips below the program's stack pointer before
-/// saving registers (the red zone and one slot; `guest_kernel::assemble`).
-const GETRANDOM_RED_ZONE_SKIP: u64 = 136;
 
 /// Address space given to Go programs (their runtime reserves 512 MiB of it).
 const GO_ADDRESS_SPACE: u64 = 1 << 30;
