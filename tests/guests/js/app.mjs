@@ -13,7 +13,10 @@ export default {
           headers: { 'content-type': 'text/plain' },
         });
       case '/json':
-        return Response.json({ path: url.pathname, query: url.searchParams.get('q'), ok: true });
+        return new Response(
+          JSON.stringify({ path: url.pathname, query: url.searchParams.get('q'), ok: true }),
+          { headers: { 'content-type': 'application/json' } },
+        );
       case '/html':
         return new Response(`<!doctype html><ul>${Array.from({ length: 50 }, (_, i) => `<li>item ${i}</li>`).join('')}</ul>`, {
           headers: { 'content-type': 'text/html; charset=utf-8' },

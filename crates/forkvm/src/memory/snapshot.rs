@@ -211,6 +211,20 @@ impl GuestMemory {
         self.user_map = snap.user_map.clone();
         let private = pagemap::scan(base, base + self.size, PAGE_IS_PRESENT, PAGE_IS_FILE)?;
         let pages: u64 = private.iter().map(|(s, e)| (e - s) / PAGE_SIZE).sum();
+        if tracing::enabled!(tracing::Level::TRACE) {
+            // Where the written pages are, per 2 MiB of guest memory (for
+            // finding what a request writes: FORKVM_LOG=forkvm::memory=trace).
+            let mut per: std::collections::BTreeMap<u64, u64> = Default::default();
+            for (s, e) in &private {
+                let mut a = *s;
+                while a < *e {
+                    *per.entry((a - base) & !(crate::abi::HUGE_PAGE_SIZE - 1))
+                        .or_default() += 1;
+                    a += PAGE_SIZE;
+                }
+            }
+            tracing::trace!("reset: {pages} written page(s) per 2 MiB of guest memory: {per:x?}");
+        }
         let mut stats = ResetStats::default();
         let mut drop: Vec<(u64, u64)> = Vec::new();
         for (s, e) in private {
