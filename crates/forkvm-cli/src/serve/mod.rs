@@ -74,7 +74,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     node: Option<PathBuf>,
     /// A V8/node flag for a JavaScript module, replacing the defaults
-    /// (--max-old-space-size=64 --max-semi-space-size=64); repeatable.
+    /// (--max-old-space-size=64 --max-semi-space-size=64 --single-threaded); repeatable.
     #[arg(long = "v8-flag", value_name = "FLAG", allow_hyphen_values = true)]
     v8_flags: Vec<String>,
     /// Let the guest read files under PATH (repeatable).
