@@ -145,6 +145,9 @@ pub mod entry {
     pub const GETRANDOM_FILL: u64 = SYSCALL_STUB_ADDR + 0x500;
     /// Bytes of [`GETRANDOM_FILL`] (a fault at an address in this range is the fill's).
     pub const GETRANDOM_FILL_SIZE: u64 = 0x80;
+    /// What the dispatchers skip below the program's RSP before they push
+    /// anything: the x86-64 red zone (128 bytes leaf code may use) and one slot.
+    pub const RED_ZONE_SKIP: u64 = 136;
     /// Where host-initiated calls enter user mode: `r11` holds the function,
     /// `rdi..r9` its arguments; the code restores the master's FPU state,
     /// calls it and returns the result with the `CALL_RETURN` hypercall.

@@ -337,31 +337,27 @@ print(os.getcwd(), sorted(os.listdir(".")) == sorted(os.listdir("/")))
         &["--allow-read".into(), d.clone()],
     );
     // In forkvm the listings hold only the way to the roots: nothing else leaks.
-    let run = common::forkvm(&[
-        "run",
-        "--allow-read",
-        "/lib",
-        "--allow-read",
-        "/usr/lib",
-        "--allow-read",
-        "/lib64",
-        "--allow-read",
-        "/etc/ld.so.cache",
-        "--allow-read",
-        &d,
-        "--",
-        PY,
-        "-S",
-        "-c",
-        "import sys, os\nfor a in sys.argv[1:]: print(a, ','.join(sorted(os.listdir(a))))",
-        "/",
-        "/etc",
-        ancestors(&dir)
-            .last()
-            .expect("parent")
-            .to_str()
-            .expect("utf-8"),
-    ]);
+    let parents = ancestors(&dir);
+    let parent = parents.last().expect("parent");
+    let run = common::forkvm(
+        &[
+            &["run"],
+            LIBS,
+            &[
+                "--allow-read",
+                &d,
+                "--",
+                PY,
+                "-S",
+                "-c",
+                "import sys, os\nfor a in sys.argv[1:]: print(a, ','.join(sorted(os.listdir(a))))",
+                "/",
+                "/etc",
+                parent.to_str().expect("utf-8"),
+            ],
+        ]
+        .concat(),
+    );
     assert_eq!(run.status, 0, "{}", run.describe());
     // The allowed roots and the private /tmp and /dev/shm.
     let roots: Vec<PathBuf> = ["/lib", "/usr/lib", "/lib64", "/etc/ld.so.cache", &d]

@@ -156,9 +156,8 @@ fn getrandom_fill(a: &mut CodeAssembler) -> Result<(), IcedError> {
     a.ret()
 }
 
-/// The x86-64 red zone (128 bytes below RSP that leaf code may use) plus one
-/// slot, skipped before the dispatcher's `push`.
-const RED_ZONE_SKIP: i32 = 136;
+/// [`entry::RED_ZONE_SKIP`] as an assembler displacement.
+const RED_ZONE_SKIP: i32 = entry::RED_ZONE_SKIP as i32;
 
 /// How the dispatcher returns to the program.
 #[derive(Clone, Copy)]

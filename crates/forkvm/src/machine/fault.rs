@@ -27,7 +27,7 @@ impl Machine {
         user.rdi = rdi;
         user.rsi = rsi;
         user.rax = (-(linux::Errno::EFAULT.0 as i64)) as u64;
-        user.rsp = rsp.wrapping_add(24 + GETRANDOM_RED_ZONE_SKIP);
+        user.rsp = rsp.wrapping_add(24 + abi::entry::RED_ZONE_SKIP);
         user.rip = user.rcx;
         user.rflags = user.r11;
         self.resume_user(&user)
@@ -99,7 +99,3 @@ pub(super) fn in_getrandom_fill(rip: u64) -> bool {
     (abi::entry::GETRANDOM_FILL..abi::entry::GETRANDOM_FILL + abi::entry::GETRANDOM_FILL_SIZE)
         .contains(&rip)
 }
-
-/// What the dispatcher skips below the program's stack pointer before
-/// saving registers (the red zone and one slot; `guest_kernel::assemble`).
-const GETRANDOM_RED_ZONE_SKIP: u64 = 136;
