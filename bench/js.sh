@@ -7,6 +7,10 @@
 # measured in the same run. Not run in CI (it installs react/esbuild from npm).
 #
 #   bench/js.sh [SECS]        (default 10)
+#
+# Environment: WORKLOADS="hello static react" (which to run); FORKVM_SERVE_FLAGS
+# (more `forkvm serve` flags, for A/B runs: e.g. "--warmup 0", or
+# "--v8-flag=--max-old-space-size=64" to drop the other default V8 flags).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SECS=${1:-10}
@@ -48,7 +52,8 @@ measure() {
 }
 
 printf '%-8s %-22s %10s %10s %10s %8s\n' workload server "mean µs" "p50 µs" "p99 µs" "x node"
-for w in hello static react; do
+read -r -a EXTRA <<<"${FORKVM_SERVE_FLAGS:-}"
+for w in ${WORKLOADS:-hello static react}; do
     app=$CACHE/$w.mjs
     node --input-type=module -e "$ADAPTER" -- "$app" "$PORT" 5 >/dev/null 2>&1 &
     PIDS+=($!)
@@ -58,7 +63,7 @@ for w in hello static react; do
     printf '%-8s %-22s %10s %10s %10s %8s\n' "$w" "node (native)" "$nm" "$n50" "$n99" "1.00"
     for eph in true false; do
         PORT=$((PORT + 1))
-        "$FORKVM" serve -q --concurrency 1 --ephemeral "$eph" --listen "127.0.0.1:$PORT" "$app" &
+        "$FORKVM" serve -q --concurrency 1 --ephemeral "$eph" "${EXTRA[@]}" --listen "127.0.0.1:$PORT" "$app" &
         PIDS+=($!)
         wait_up "$PORT"
         read -r m p50 p99 < <(measure "$PORT")

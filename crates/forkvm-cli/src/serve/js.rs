@@ -16,8 +16,8 @@ pub const ADAPTER: &str = include_str!("node_adapter.mjs");
 /// limits (small heaps keep a long-lived worker, `--ephemeral false`, within
 /// its memory), and V8 without its worker threads (GC and compilation on the
 /// main thread): in a VM whose threads share one vCPU, hand-offs to them
-/// only cost thread switches and exits (`bench/js.sh` hello: ~7.8 -> ~6.3 ms
-/// a request, measured A/B twice).
+/// only cost thread switches and exits (`WORKLOADS=hello bench/js.sh 3`:
+/// 6.30 ms a request without it, 5.43 ms with it).
 pub const DEFAULT_V8_FLAGS: &[&str] = &[
     "--max-old-space-size=64",
     "--max-semi-space-size=64",
