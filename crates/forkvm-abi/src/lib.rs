@@ -15,7 +15,7 @@
 //! 0x0000_5000  syscall stub              user, RX   (LSTAR points here)
 //! 0x0000_6000  IST stack (8 KiB)         supervisor, RW, top 0x8000
 //! 0x0000_9000  master FPU state (XSAVE)  user, R      (restored at every call)
-//! 0x0000_a000  fast-path data            user, RW, NX (host-written answers; see `fast`)
+//! 0x0000_a000  fast-path data            user, RW, NX (host-written answers, exitless call slot; see `fast`)
 //! 0x0000_b000  vDSO (AT_SYSINFO_EHDR)    user, RX
 //! 0x0001_0000  page tables               supervisor, RW
 //! 0x0020_0000  user memory: ELF, brk heap ->  ... <- mmap area, stack (top = end of RAM)
@@ -152,6 +152,34 @@ pub mod entry {
     /// `rdi..r9` its arguments; the code restores the master's FPU state,
     /// calls it and returns the result with the `CALL_RETURN` hypercall.
     pub const CALL_ENTRY: u64 = SYSCALL_STUB_ADDR + 0x40;
+    /// The exitless host call blocks, one per platform (see [`super::exitless`]):
+    /// `POST` (the dispatcher's way to the host: post the call to the data
+    /// page's call slot, or go on to the exit stub), `SPIN` (wait for the
+    /// answer, bounded; the host settles a call found posted or answered
+    /// while the vCPU is anywhere in `[SPIN, SPIN + SPIN_SIZE)`), `CANCEL`
+    /// (reload RAX with the call number and take the exit stub) and
+    /// `RETURN` (return to the program with RAX as the answer).
+    pub mod exitless {
+        use super::super::SYSCALL_STUB_ADDR;
+        /// The PVM block (CPL3, returns like the PVM dispatcher).
+        pub const PVM: u64 = SYSCALL_STUB_ADDR + 0x600;
+        /// The hardware block (CPL0, returns with `sysretq`).
+        pub const HW: u64 = SYSCALL_STUB_ADDR + 0x780;
+        /// Offset of the post code in a block.
+        pub const POST: u64 = 0x00;
+        /// Offset of the spin loop in a block.
+        pub const SPIN: u64 = 0x80;
+        /// Bytes of the spin loop.
+        pub const SPIN_SIZE: u64 = 0xa0;
+        /// Offset of the cancel code in a block.
+        pub const CANCEL: u64 = 0x120;
+        /// Offset of the answered-call code (read the answer, free the slot).
+        pub const DONE: u64 = 0x130;
+        /// Offset of the return to the program (RAX holds the answer).
+        pub const RETURN: u64 = 0x150;
+        /// Bytes of a block.
+        pub const SIZE: u64 = 0x180;
+    }
     /// Bytes reserved for each exception vector's entry (vector `v` at `KERNEL_CODE_ADDR + v * ENTRY_SIZE`).
     pub const ENTRY_SIZE: u64 = 16;
     /// The `iretq` the vCPU starts at, returning into the program.
@@ -160,7 +188,7 @@ pub mod entry {
 
 /// The fast-path data page at [`FAST_DATA_ADDR`]: offsets of the values the
 /// host writes (each a little-endian u64) and the dispatcher and the vDSO
-/// read (they never write it). The page is writable by the program, so the
+/// read (they write only the exitless call slot). The page is writable by the program, so the
 /// host trusts nothing in it: a program that scribbles here only gets wrong
 /// answers to its own calls.
 pub mod fast {
@@ -186,6 +214,48 @@ pub mod fast {
     pub const TIME: u64 = 0x100;
     /// Bytes of the time base.
     pub const TIME_SIZE: u64 = 64;
+    /// The exitless call slot (see [`super::exitless`]): state.
+    pub const CALL_STATE: u64 = 0x200;
+    /// The posted call's number.
+    pub const CALL_NR: u64 = 0x208;
+    /// The posted call's six arguments (RDI, RSI, RDX, R10, R8, R9).
+    pub const CALL_ARGS: u64 = 0x210;
+    /// The host's answer.
+    pub const CALL_RESULT: u64 = 0x240;
+    /// How many `pause` rounds the guest waits for a poller before it takes
+    /// the exit instead (host-written, calibrated to a few tens of µs).
+    pub const CALL_SPIN: u64 = 0x248;
+    /// Nonzero while a host poller watches this VM's slot (host-written).
+    pub const CALL_AWAKE: u64 = 0x250;
+    /// Calls the guest took back after waiting its whole spin budget
+    /// (guest-written; the host backs off when it grows: no poller got a CPU).
+    pub const CALL_CANCELS: u64 = 0x258;
+    /// Bitmap of the call numbers (0..512) worth posting (host-written).
+    pub const CALL_MAP: u64 = 0x280;
+    /// Bytes of [`CALL_MAP`].
+    pub const CALL_MAP_SIZE: u64 = 64;
+}
+
+/// Exitless host calls: the in-guest dispatcher posts a call that only the
+/// host can answer to the call slot of the fast-path data page and spins
+/// while a host poller thread, which watches the slot, answers it; no VM exit.
+/// The slot is written by the program too, so the host trusts none of it: a
+/// posted call is checked exactly as one that arrives by an exit.
+///
+/// States of [`fast::CALL_STATE`]: the guest stores [`POSTED`]; a poller
+/// claims the call by clearing that bit atomically (the guest cancels the
+/// same way when it tires of waiting, so exactly one of them wins), serves
+/// it, writes [`fast::CALL_RESULT`] and stores [`DONE`], or [`DECLINED`] when
+/// the call must go through an exit after all.
+pub mod exitless {
+    /// Nothing posted.
+    pub const IDLE: u64 = 0;
+    /// A call is posted and unclaimed (bit 0).
+    pub const POSTED: u64 = 1;
+    /// The call was served; its answer is in the slot.
+    pub const DONE: u64 = 2;
+    /// The poller would not serve the call: the guest takes the exit.
+    pub const DECLINED: u64 = 4;
 }
 
 /// Where the exception frame (`[err], RIP, CS, RFLAGS, RSP, SS`) sits on the IST stack.

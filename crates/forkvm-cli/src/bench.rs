@@ -133,11 +133,23 @@ fn loop_cost(
     n: u32,
     program: impl Fn(u32) -> anyhow::Result<Vec<u8>>,
 ) -> anyhow::Result<Vec<Duration>> {
+    loop_cost_with(samples, path, n, &[], program)
+}
+
+/// [`loop_cost`] for a program that reads the files under `allow_read`.
+fn loop_cost_with(
+    samples: usize,
+    path: SyscallPath,
+    n: u32,
+    allow_read: &[std::path::PathBuf],
+    program: impl Fn(u32) -> anyhow::Result<Vec<u8>>,
+) -> anyhow::Result<Vec<Duration>> {
     let loop_n = program(n)?;
     let loop_0 = program(0)?;
     let run = |img: &[u8]| -> anyhow::Result<Duration> {
         let cfg = Config {
             syscalls: path,
+            allow_read: allow_read.to_vec(),
             ..config()
         };
         let mut m = Machine::new(img, "/loop", cfg)?;
@@ -218,6 +230,27 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     let getrandom_exit = stats(getrandom(SyscallPath::Exit, 200)?);
     let native_getrandom = stats(floors::native_getrandom(n));
     let lstar_floor = stats(floors::guest_syscall_round_trip((n / 10).max(10))?);
+    // Host-answered file calls: posted to the poller (fast, PVM) or by an exit.
+    let file_calls = |path, k, file: &std::path::Path, flags, nr, len| {
+        let name = file.display().to_string();
+        loop_cost_with((n / 10).max(10), path, k, &[file.to_path_buf()], |k| {
+            Ok(builtin::file_call_loop(k, &name, flags, nr, len)?)
+        })
+    };
+    let null = std::path::Path::new("/dev/null");
+    let null_write_fast = stats(file_calls(SyscallPath::Fast, 2_000, null, 1, 1, 1)?);
+    let null_write_exit = stats(file_calls(SyscallPath::Exit, 200, null, 1, 1, 1)?);
+    let native_null_write = stats(floors::native_null_write(n)?);
+    let pread_fast = stats(file_calls(
+        SyscallPath::Fast,
+        2_000,
+        &hello_path,
+        0,
+        17,
+        64,
+    )?);
+    let pread_exit = stats(file_calls(SyscallPath::Exit, 200, &hello_path, 0, 17, 64)?);
+    let native_pread = stats(floors::native_pread(n, &hello_path)?);
 
     let life = lifecycle(n, &args, exit.median, create.median)?;
 
@@ -298,6 +331,34 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             floor: native_getrandom.median,
         },
         Row {
+            name: "null_write_exitless",
+            what: "write(/dev/null, 1 B) posted to the host poller (--syscalls fast)".into(),
+            s: null_write_fast,
+            floor_name: "native_null_write",
+            floor: native_null_write.median,
+        },
+        Row {
+            name: "null_write_exit",
+            what: "write(/dev/null, 1 B) answered through an exit (--syscalls exit)".into(),
+            s: null_write_exit,
+            floor_name: "native_null_write",
+            floor: native_null_write.median,
+        },
+        Row {
+            name: "pread_exitless",
+            what: "pread(64 B of a file) posted to the host poller (--syscalls fast)".into(),
+            s: pread_fast,
+            floor_name: "native_pread",
+            floor: native_pread.median,
+        },
+        Row {
+            name: "pread_exit",
+            what: "pread(64 B of a file) answered through an exit (--syscalls exit)".into(),
+            s: pread_exit,
+            floor_name: "native_pread",
+            floor: native_pread.median,
+        },
+        Row {
             name: "run_wall",
             what: "`forkvm run hello` wall time".into(),
             s: forkvm_run,
@@ -344,6 +405,16 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             "native_getrandom",
             "native getrandom(16 B)",
             &native_getrandom,
+        ),
+        (
+            "native_null_write",
+            "native write(/dev/null, 1 B)",
+            &native_null_write,
+        ),
+        (
+            "native_pread",
+            "native pread(64 B of a file)",
+            &native_pread,
         ),
         (
             "native_call",

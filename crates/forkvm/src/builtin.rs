@@ -133,6 +133,61 @@ pub fn getrandom_loop(n: u32) -> Result<Vec<u8>, IcedError> {
     })
 }
 
+/// Opens `path` with `flags` (openat from the working directory), then
+/// makes `n` calls of `nr` (read/write/pread64/pwrite64 shaped:
+/// `nr(fd, buf, len, 0)`, the buffer on the stack) and exits 0; exits 1 if
+/// the open fails or a call does not transfer `len` bytes. The benchmark's
+/// write(/dev/null) and pread loops.
+pub fn file_call_loop(
+    n: u32,
+    path: &str,
+    flags: u32,
+    nr: u32,
+    len: u32,
+) -> Result<Vec<u8>, IcedError> {
+    let mut name = path.as_bytes().to_vec();
+    name.push(0);
+    assemble(|a| {
+        let mut top = a.create_label();
+        let mut done = a.create_label();
+        let mut failed = a.create_label();
+        let mut path_label = a.create_label();
+        a.mov(asm::rdi, -100i64)?; // AT_FDCWD
+        a.lea(asm::rsi, asm::ptr(path_label))?;
+        a.mov(asm::edx, flags)?;
+        a.xor(asm::r10d, asm::r10d)?;
+        a.mov(asm::eax, 257)?; // openat
+        a.syscall()?;
+        a.test(asm::rax, asm::rax)?;
+        a.js(failed)?;
+        a.mov(asm::r12, asm::rax)?;
+        a.mov(asm::ebx, n)?;
+        a.set_label(&mut top)?;
+        a.test(asm::ebx, asm::ebx)?;
+        a.jz(done)?;
+        a.mov(asm::rdi, asm::r12)?;
+        a.lea(asm::rsi, asm::ptr(asm::rsp - 256))?;
+        a.mov(asm::edx, len)?;
+        a.xor(asm::r10d, asm::r10d)?;
+        a.mov(asm::eax, nr)?;
+        a.syscall()?;
+        a.cmp(asm::rax, len as i32)?;
+        a.jne(failed)?;
+        a.dec(asm::ebx)?;
+        a.jmp(top)?;
+        a.set_label(&mut done)?;
+        a.mov(asm::eax, 231)?;
+        a.xor(asm::edi, asm::edi)?;
+        a.syscall()?;
+        a.set_label(&mut failed)?;
+        a.mov(asm::eax, 231)?;
+        a.mov(asm::edi, 1)?;
+        a.syscall()?;
+        a.set_label(&mut path_label)?;
+        a.db(&name)
+    })
+}
+
 /// A static program that calls the vDSO's `__vdso_clock_gettime(CLOCK_MONOTONIC)`
 /// `n` times (through AT_SYSINFO_EHDR's fixed address) and exits 0; exits 1
 /// when it has no vDSO.

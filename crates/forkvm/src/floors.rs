@@ -185,6 +185,38 @@ pub fn native_getrandom(n: usize) -> Vec<Duration> {
         .collect()
 }
 
+/// Native write(2) of one byte to /dev/null (per call).
+pub fn native_null_write(n: usize) -> std::io::Result<Vec<Duration>> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        for _ in 0..100 {
+            f.write_all(b"x")?;
+        }
+        v.push(t.elapsed() / 100);
+    }
+    Ok(v)
+}
+
+/// Native pread(2) of 64 bytes at offset 0 of `path` (per call).
+pub fn native_pread(n: usize, path: &std::path::Path) -> std::io::Result<Vec<Duration>> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path)?;
+    let mut buf = [0u8; 64];
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        for _ in 0..100 {
+            f.read_exact_at(&mut buf, 0)?;
+            std::hint::black_box(&buf);
+        }
+        v.push(t.elapsed() / 100);
+    }
+    Ok(v)
+}
+
 /// Native clock_gettime(CLOCK_MONOTONIC), through the host's vDSO (per call).
 pub fn native_clock_gettime(n: usize) -> Vec<Duration> {
     (0..n)

@@ -4,7 +4,7 @@
 //! program pays for assembling at run time) and by a unit test that checks
 //! the embedded bytes are current.
 
-use forkvm_abi::{self as abi, entry, fast, port, vector};
+use forkvm_abi::{self as abi, entry, exitless, fast, port, vector};
 use iced_x86::code_asm::{self as asm, CodeAssembler};
 use iced_x86::IcedError;
 
@@ -76,6 +76,12 @@ pub fn stubs() -> Result<Vec<u8>, IcedError> {
             "fast dispatcher too long"
         );
         place(&mut stubs, at - abi::SYSCALL_STUB_ADDR, &bytes);
+    }
+    for (base, platform) in [
+        (entry::exitless::PVM, FastReturn::Pvm),
+        (entry::exitless::HW, FastReturn::Hardware),
+    ] {
+        exitless_block(&mut stubs, base, platform)?;
     }
     let fill = assemble_at(entry::GETRANDOM_FILL, getrandom_fill)?;
     assert!(
@@ -170,18 +176,27 @@ enum FastReturn {
     Hardware,
 }
 
+impl FastReturn {
+    /// The platform's exitless block (see [`entry::exitless`]).
+    fn exitless_block(self) -> u64 {
+        match self {
+            Self::Pvm => entry::exitless::PVM,
+            Self::Hardware => entry::exitless::HW,
+        }
+    }
+}
+
 /// The in-guest syscall dispatcher: answers the calls that concern the
 /// guest alone from the fast-path data page, without leaving the VM, and
-/// sends every other call to the platform's ordinary stub (which exits to
-/// the host exactly as if LSTAR pointed there). It touches only RAX (the
-/// answer), RCX and R11 (which `syscall` clobbers anyway), reads the data
-/// page and never writes it.
+/// sends every other call on to the host: through the platform's exitless
+/// block (see [`exitless_block`]), which posts it to a poller or takes the
+/// ordinary stub (an exit exactly as if LSTAR pointed there). It touches
+/// only RAX (the answer), RCX and R11 (which `syscall` clobbers anyway).
 fn fast_dispatcher(a: &mut CodeAssembler, ret: FastReturn) -> Result<(), IcedError> {
     let data = |off: u64| asm::qword_ptr(abi::FAST_DATA_ADDR + off);
-    let slow = match ret {
-        FastReturn::Pvm => entry::PVM_SYSCALL_STUB,
-        FastReturn::Hardware => entry::HW_SYSCALL_STUB,
-    };
+    // Everything not answered here goes on to the host: posted to the call
+    // slot when a poller watches it, else through the exit stub.
+    let slow = ret.exitless_block() + entry::exitless::POST;
     let mut answer_pid = a.create_label();
     let mut answer_ppid = a.create_label();
     let mut answer_tid = a.create_label();
@@ -254,23 +269,130 @@ fn fast_dispatcher(a: &mut CodeAssembler, ret: FastReturn) -> Result<(), IcedErr
     a.set_label(&mut filled)?;
     a.mov(asm::rax, asm::rsi)?;
     a.set_label(&mut done)?;
+    return_to_program(a, ret)
+}
+
+/// Returns from a call answered in the guest, RAX holding the answer.
+fn return_to_program(a: &mut CodeAssembler, ret: FastReturn) -> Result<(), IcedError> {
     match ret {
         FastReturn::Pvm => {
             // RFLAGS from R11 through the program's stack below its red zone
-            // (free scratch by the ABI, where Linux puts signal frames too):
-            // the data page is never written, so a fork's copy stays shared.
+            // (free scratch by the ABI, where Linux puts signal frames too).
             a.lea(asm::rsp, asm::ptr(asm::rsp - RED_ZONE_SKIP))?;
             a.push(asm::r11)?;
             a.popfq()?;
             a.lea(asm::rsp, asm::ptr(asm::rsp + RED_ZONE_SKIP))?;
-            a.jmp(asm::rcx)?;
+            a.jmp(asm::rcx)
         }
         FastReturn::Hardware => {
             // One `sysretq` at a fixed address for every answer: on PVM with
             // the hardware path forced it faults (#GP at CPL3), and the host
             // recognises that address as an answered call.
-            a.jmp(entry::HW_FAST_SYSRET)?;
+            a.jmp(entry::HW_FAST_SYSRET)
         }
+    }
+}
+
+/// Largest call number the exitless call map covers.
+const CALL_MAP_LAST: i32 = (fast::CALL_MAP_SIZE * 8 - 1) as i32;
+
+/// One platform's exitless block at `base` (see [`entry::exitless`]):
+/// post the call to the slot if the host's map lists it and a poller is
+/// awake, spin a bounded number of rounds for the answer, and cancel to the
+/// exit stub when none comes. Only RAX, RCX and R11 change, as for any
+/// syscall; the arguments stay in their registers for the exit path.
+fn exitless_block(stubs: &mut Vec<u8>, base: u64, ret: FastReturn) -> Result<(), IcedError> {
+    use entry::exitless as x;
+    let data = |off: u64| asm::qword_ptr(abi::FAST_DATA_ADDR + off);
+    let state = || data(fast::CALL_STATE);
+    let exit_stub = match ret {
+        FastReturn::Pvm => entry::PVM_SYSCALL_STUB,
+        FastReturn::Hardware => entry::HW_SYSCALL_STUB,
+    };
+    let (spin, cancel, done) = (base + x::SPIN, base + x::CANCEL, base + x::DONE);
+    let mut parts: Vec<(u64, u64, Vec<u8>)> = Vec::new();
+    parts.push((
+        x::POST,
+        x::SPIN - x::POST,
+        assemble_at(base + x::POST, |a| {
+            a.cmp(asm::rax, CALL_MAP_LAST)?;
+            a.ja(exit_stub)?;
+            a.bt(data(fast::CALL_MAP), asm::rax)?;
+            a.jnc(exit_stub)?;
+            a.cmp(data(fast::CALL_AWAKE), 0)?;
+            a.je(exit_stub)?;
+            a.mov(data(fast::CALL_NR), asm::rax)?;
+            for (i, reg) in [asm::rdi, asm::rsi, asm::rdx, asm::r10, asm::r8, asm::r9]
+                .into_iter()
+                .enumerate()
+            {
+                a.mov(data(fast::CALL_ARGS + 8 * i as u64), reg)?;
+            }
+            a.mov(asm::rax, data(fast::CALL_SPIN))?;
+            a.jmp(spin)
+        })?,
+    ));
+    parts.push((
+        x::SPIN,
+        x::SPIN_SIZE,
+        assemble_at(spin, |a| {
+            let mut rounds = a.create_label();
+            let mut claimed = a.create_label();
+            let mut declined = a.create_label();
+            a.mov(state(), exitless::POSTED as i32)?;
+            a.set_label(&mut rounds)?;
+            a.cmp(state(), exitless::DONE as i32)?;
+            a.je(done)?;
+            a.cmp(state(), exitless::DECLINED as i32)?;
+            a.je(declined)?;
+            a.pause()?;
+            a.dec(asm::rax)?;
+            a.jnz(rounds)?;
+            // Tired of waiting: take the call back unless a poller has it.
+            a.lock().btr(state(), 0)?;
+            a.jnc(claimed)?;
+            a.inc(data(fast::CALL_CANCELS))?;
+            a.jmp(cancel)?;
+            a.set_label(&mut claimed)?;
+            a.cmp(state(), exitless::DONE as i32)?;
+            a.je(done)?;
+            a.cmp(state(), exitless::DECLINED as i32)?;
+            a.je(declined)?;
+            a.pause()?;
+            a.jmp(claimed)?;
+            a.set_label(&mut declined)?;
+            a.mov(state(), exitless::IDLE as i32)?;
+            a.jmp(cancel)
+        })?,
+    ));
+    parts.push((
+        x::CANCEL,
+        x::DONE - x::CANCEL,
+        assemble_at(cancel, |a| {
+            a.mov(asm::rax, data(fast::CALL_NR))?;
+            a.jmp(exit_stub)
+        })?,
+    ));
+    parts.push((
+        x::DONE,
+        x::RETURN - x::DONE,
+        assemble_at(done, |a| {
+            a.mov(asm::rax, data(fast::CALL_RESULT))?;
+            a.mov(state(), exitless::IDLE as i32)?;
+            a.jmp(base + x::RETURN)
+        })?,
+    ));
+    parts.push((
+        x::RETURN,
+        x::SIZE - x::RETURN,
+        assemble_at(base + x::RETURN, |a| return_to_program(a, ret))?,
+    ));
+    for (off, room, bytes) in parts {
+        assert!(
+            bytes.len() as u64 <= room,
+            "exitless part at {off:#x} too long"
+        );
+        place(stubs, base + off - abi::SYSCALL_STUB_ADDR, &bytes);
     }
     Ok(())
 }

@@ -48,15 +48,15 @@ impl Platform {
     }
 
     /// The guest address `syscall` jumps to on this platform: the in-guest
-    /// dispatcher when `path` is [`SyscallPath::Fast`], else the stub that
+    /// dispatcher when `path` answers calls in the guest, else the stub that
     /// exits to the host for every call.
     pub fn lstar(self, path: SyscallPath) -> u64 {
         use crate::guest_kernel as k;
         match (self, path) {
             (Self::Hardware, SyscallPath::Exit) => k::HW_SYSCALL_STUB,
             (Self::Pvm, SyscallPath::Exit) => k::PVM_SYSCALL_STUB,
-            (Self::Hardware, SyscallPath::Fast) => k::HW_FAST_SYSCALL,
-            (Self::Pvm, SyscallPath::Fast) => k::PVM_FAST_SYSCALL,
+            (Self::Hardware, SyscallPath::Fast | SyscallPath::Guest) => k::HW_FAST_SYSCALL,
+            (Self::Pvm, SyscallPath::Fast | SyscallPath::Guest) => k::PVM_FAST_SYSCALL,
         }
     }
 }
@@ -74,18 +74,38 @@ impl fmt::Display for Platform {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyscallPath {
     /// Calls that concern the guest alone (getpid, gettid, identity,
-    /// sched_yield with one thread) are answered inside the VM by the
-    /// dispatcher at LSTAR; the rest exit to the host.
+    /// sched_yield with one thread, getrandom) are answered inside the VM by
+    /// the dispatcher at LSTAR, the time calls by the vDSO; on PVM, where an
+    /// exit costs tens of µs, simple file calls are posted to a host poller
+    /// without an exit (`crate::machine::exitless`); the rest exit.
     #[default]
     Fast,
+    /// As `Fast` without the poller: every call the guest cannot answer
+    /// itself exits (to compare with `Fast`).
+    Guest,
     /// Every call exits to the host (for A/B comparison and debugging).
     Exit,
+}
+
+impl SyscallPath {
+    /// Whether the in-guest dispatcher and the vDSO answer what they can.
+    pub fn in_guest(self) -> bool {
+        matches!(self, Self::Fast | Self::Guest)
+    }
+
+    /// Whether host calls are posted to the poller on `platform`: on PVM
+    /// only. On hardware KVM an exit costs a few µs, about what the poller
+    /// saves, and the poller would take a core from the vCPUs.
+    pub fn exitless(self, platform: Platform) -> bool {
+        self == Self::Fast && platform == Platform::Pvm
+    }
 }
 
 impl fmt::Display for SyscallPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Fast => "fast",
+            Self::Guest => "guest",
             Self::Exit => "exit",
         })
     }
@@ -96,9 +116,10 @@ impl FromStr for SyscallPath {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "fast" => Ok(Self::Fast),
+            "guest" => Ok(Self::Guest),
             "exit" => Ok(Self::Exit),
             _ => Err(format!(
-                "unknown syscall path {s:?}: expected \"fast\" or \"exit\""
+                "unknown syscall path {s:?}: expected \"fast\", \"guest\" or \"exit\""
             )),
         }
     }
@@ -129,7 +150,7 @@ mod tests {
         assert_eq!("pvm".parse::<Platform>().unwrap(), Platform::Pvm);
         assert_eq!("hardware".parse::<Platform>().unwrap(), Platform::Hardware);
         assert!("x".parse::<Platform>().is_err());
-        for path in [SyscallPath::Fast, SyscallPath::Exit] {
+        for path in [SyscallPath::Fast, SyscallPath::Guest, SyscallPath::Exit] {
             assert_ne!(Platform::Pvm.lstar(path), Platform::Hardware.lstar(path));
         }
         assert_eq!("exit".parse::<SyscallPath>(), Ok(SyscallPath::Exit));

@@ -5,6 +5,7 @@
 
 pub mod errno;
 pub mod event;
+pub mod exitless;
 pub mod fdtable;
 pub mod fs;
 pub mod inet;

@@ -3,6 +3,7 @@
 //! system calls on the host.
 
 mod call;
+pub(crate) mod exitless;
 mod fault;
 mod threads;
 
@@ -179,6 +180,9 @@ pub struct Machine {
     pub(crate) debugger: Option<Box<crate::debug::Debugger>>,
     /// The ready point was a server waiting for its first connection.
     net_ready: bool,
+    /// Host calls posted by the guest and answered without an exit (PVM
+    /// with `--syscalls fast`; see [`exitless`]).
+    pub(crate) exitless: Option<exitless::Exitless>,
 }
 
 /// What a run waits for; forkvm's own hypercalls mean something only in their mode.
@@ -308,7 +312,7 @@ impl Machine {
         } else {
             config.syscalls
         };
-        let vdso = if syscall_path == SyscallPath::Fast {
+        let vdso = if syscall_path.in_guest() {
             crate::vdso::install(&mut mem).map_err(|f| MachineError::Internal(f.to_string()))?;
             abi::VDSO_ADDR
         } else {
@@ -356,7 +360,13 @@ impl Machine {
         vcpu.reset(hv, &mut mem, cr3, Frame::user(entry, rsp, 0), 0)?;
         vcpu.set_syscall_path(hv, syscall_path)?;
         fast_page_init(&mut mem, proc.tid, hv.has_rdrand())?;
+        let exitless = if syscall_path.exitless(hv.platform) {
+            exitless::Exitless::new(&mut mem)
+        } else {
+            None
+        };
         Ok(Self {
+            exitless,
             syscall_path,
             host_time_reads: 0,
             vcpu,
@@ -398,7 +408,13 @@ impl Machine {
         at_random: Option<u64>,
         syscall_path: SyscallPath,
     ) -> Self {
+        let mut mem = mem;
+        let exitless = match Hypervisor::get() {
+            Ok(hv) if syscall_path.exitless(hv.platform) => exitless::Exitless::new(&mut mem),
+            _ => None,
+        };
         Self {
+            exitless,
             syscall_path,
             host_time_reads: 0,
             vcpu,
@@ -427,7 +443,11 @@ impl Machine {
     /// Runs the program until it exits, crashes or times out.
     pub fn run(&mut self) -> Result<Outcome, MachineError> {
         self.mode = Mode::Program;
-        self.run_for(self.timeout)
+        let outcome = self.run_for(self.timeout);
+        if let Some(x) = &self.exitless {
+            tracing::debug!("{} host calls answered without an exit", x.served());
+        }
+        outcome
     }
 
     /// Runs until the program is initialised ([`Outcome::Ready`]), or ends otherwise.
@@ -519,11 +539,15 @@ impl Machine {
                 self.vcpu.set_fs_base(base)?;
                 self.vcpu_fs_base = base;
             }
-            if self.syscall_path == SyscallPath::Fast {
+            if self.syscall_path.in_guest() {
                 self.sync_fast_page()?;
             }
             self.vcpu.sync_slots(&self.mem)?;
-            match self.vcpu.run()? {
+            let exit = match &self.exitless {
+                Some(x) => x.lend(&mut self.proc, &mut self.mem, || self.vcpu.run()),
+                None => self.vcpu.run(),
+            }?;
+            match exit {
                 Exit::Io(port) => {
                     let trap = guest_kernel::decode(port, &self.mem)
                         .map_err(|f| MachineError::Internal(f.to_string()))?;
@@ -579,6 +603,11 @@ impl Machine {
                     }
                 }
                 Exit::Interrupted => {
+                    if self.exitless.is_some() {
+                        // Stopped in the spin loop: finish the posted call's guest side first.
+                        exitless::Exitless::settle(&mut self.vcpu, &mut self.mem)
+                            .map_err(|f| MachineError::Internal(f.to_string()))?;
+                    }
                     if self.debugger.is_some() {
                         // A Ctrl-C from gdb (crate::debug).
                         if let Some(outcome) = self.debug_poll()? {
@@ -725,7 +754,7 @@ impl Machine {
         // (a served request) from the second such call on, so a request that
         // reads the time once pays one exit rather than a page copied on write
         // and restored at reset, and one that reads it often gets the vDSO back.
-        if self.syscall_path == SyscallPath::Fast && matches!(regs.rax, 228 | 96 | 201) {
+        if self.syscall_path.in_guest() && matches!(regs.rax, 228 | 96 | 201) {
             self.host_time_reads = self.host_time_reads.saturating_add(1);
             if self.ready.is_none() || self.host_time_reads >= 2 {
                 self.refresh_time_page()?;

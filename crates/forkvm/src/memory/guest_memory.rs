@@ -10,6 +10,7 @@
 use crate::abi;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
+use std::sync::atomic::AtomicU64;
 
 /// A guest address the guest passed that does not name guest user memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -345,6 +346,26 @@ impl GuestMemory {
         Ok(u64::from_le_bytes(
             b.try_into().map_err(|_| Fault { addr, len: 8 })?,
         ))
+    }
+
+    /// A u64 of guest memory the vCPU may read and write while the host does
+    /// (the exitless call slot), for atomic host access. `None` when `addr`
+    /// is not 8-aligned or not inside guest RAM.
+    pub fn kernel_atomic_u64(&self, addr: u64) -> Option<&AtomicU64> {
+        if !addr.is_multiple_of(8) {
+            return None;
+        }
+        let start = self.check(0, addr, 8).ok()?;
+        // SAFETY: `start + 8` is within the mapping (checked above), so the
+        // offset stays inside one allocation.
+        let ptr = unsafe { self.base.as_ptr().add(start) } as *const AtomicU64;
+        // SAFETY: the 8 bytes are inside the mapping, which lives as long as
+        // `self` (the borrow of the result); they are 8-aligned (the base is
+        // page-aligned and `addr` is a multiple of 8), and AtomicU64 has the
+        // layout of u64. Other writers (the guest, through KVM) use the CPU's
+        // own atomic accesses to the same location, as the host does through
+        // the atomic.
+        Some(unsafe { &*ptr })
     }
 
     /// Host-only u64 write to any guest memory.

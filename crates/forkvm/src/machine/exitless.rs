@@ -1,0 +1,381 @@
+//! Exitless host calls: a host poller thread answers system calls the guest
+//! posts to its call slot, while the vCPU keeps running (see
+//! `forkvm_abi::exitless` for the guest's side and
+//! [`crate::linux::exitless`] for which calls qualify).
+//!
+//! On PVM a VM exit and re-entry costs ~40 µs, while a guest spinning on a
+//! page that a host thread polls gets its answer in ~2.5 µs. So:
+//!
+//! - **One poller thread per host process**, shared by every VM in it. It
+//!   serves the VMs' slots one after another; a call takes it a few µs, so
+//!   one thread keeps up with many VMs and leaves the other cores to vCPUs.
+//! - **Lending.** A machine owns its process state; it lends it to the
+//!   poller only while its vCPU thread is inside `KVM_RUN`
+//!   ([`Exitless::lend`]), and takes it back, waiting for a call being
+//!   served, before it looks at the state again.
+//! - **Sleeping.** The poller spins while there is work: a call served, or a
+//!   VM entered, within the last [`WINDOW`]. Then it tells every VM that no
+//!   one is watching (the slot's `CALL_AWAKE` word, which the guest reads
+//!   before it posts) and sleeps until a VM enters again. An idle or
+//!   compute-bound VM therefore costs at most one window of spinning per
+//!   exit, and a guest never spins when no one will answer.
+//! - **Bounded guest spin.** A guest waits at most `CALL_SPIN` pause rounds
+//!   (calibrated to [`GUEST_SPIN`]) for a claim, then cancels and exits.
+//! - **Backing off.** A cancel means no poller got a CPU in time (more
+//!   runnable threads than cores): that machine then stops posting for
+//!   [`BACKOFF`], so spinning never competes with vCPUs for long.
+//! - **Settling at exits.** When the vCPU leaves the guest while a call is
+//!   posted or answered but not yet picked up (a timer kick during the
+//!   spin), [`Exitless::settle`] finishes the guest's side first: the
+//!   answer goes into RAX, or the call is cancelled to the exit path. No
+//!   call stays in the slot across a thread switch or a signal frame.
+
+use crate::hypervisor::Vcpu;
+use crate::linux::{self, Process};
+use crate::memory::GuestMemory;
+use forkvm_abi::{self as abi, entry, exitless as state, fast};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long the poller keeps spinning after the last sign of work.
+pub const WINDOW: Duration = Duration::from_micros(200);
+/// About how long a guest waits for a poller before it takes the exit.
+pub const GUEST_SPIN: Duration = Duration::from_micros(30);
+/// How long a machine stops posting after its guest waited in vain (no
+/// poller got a CPU in time: the host is oversubscribed).
+pub const BACKOFF: Duration = Duration::from_millis(10);
+
+fn slot(off: u64) -> u64 {
+    abi::FAST_DATA_ADDR + off
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The state a machine lends while its vCPU runs.
+struct Lent {
+    proc: NonNull<Process>,
+    mem: NonNull<GuestMemory>,
+}
+
+// SAFETY: Process and GuestMemory are Send (both are moved between threads
+// by `forkvm serve`); the pointers are only dereferenced by the poller while
+// it holds the link's lock and the lender is inside `Exitless::lend`, which
+// keeps both mutably borrowed and takes the same lock before it returns.
+unsafe impl Send for Lent {}
+
+/// One machine's link to the poller.
+struct Link {
+    lent: Mutex<Option<Lent>>,
+    served: AtomicU64,
+}
+
+impl Link {
+    /// Serves the call posted in the lent VM's slot, if there is one.
+    fn poll(&self) -> bool {
+        let Ok(guard) = self.lent.try_lock() else {
+            return false;
+        };
+        let Some(lent) = guard.as_ref() else {
+            return false;
+        };
+        // SAFETY: see `Lent`: the lender is blocked in `lend` until it gets
+        // this lock, so nothing else uses the state while we hold it.
+        let (proc, mem) = unsafe { (&mut *lent.proc.as_ptr(), &mut *lent.mem.as_ptr()) };
+        let Some(st) = mem.kernel_atomic_u64(slot(fast::CALL_STATE)) else {
+            return false;
+        };
+        if st.load(Ordering::Acquire) & state::POSTED == 0
+            || st.fetch_and(!state::POSTED, Ordering::AcqRel) & state::POSTED == 0
+        {
+            return false;
+        }
+        let call = read_call(mem);
+        let answer = call.and_then(|(nr, args)| linux::exitless::serve(proc, mem, nr, &args));
+        tracing::trace!("poller: call {:?} answered {answer:?}", call.map(|c| c.0));
+        let done = match answer {
+            Some(v) if mem.kernel_write_u64(slot(fast::CALL_RESULT), v).is_ok() => {
+                self.served.fetch_add(1, Ordering::Relaxed);
+                state::DONE
+            }
+            _ => state::DECLINED,
+        };
+        if let Some(st) = mem.kernel_atomic_u64(slot(fast::CALL_STATE)) {
+            st.store(done, Ordering::Release);
+        }
+        true
+    }
+
+    /// Tells the lent VM, if any, whether a poller is watching.
+    fn set_awake(&self, awake: bool) {
+        let Ok(guard) = self.lent.try_lock() else {
+            return;
+        };
+        if let Some(lent) = guard.as_ref() {
+            // SAFETY: as in `poll`.
+            let mem = unsafe { lent.mem.as_ref() };
+            if let Some(w) = mem.kernel_atomic_u64(slot(fast::CALL_AWAKE)) {
+                w.store(u64::from(awake), Ordering::Release);
+            }
+        }
+    }
+}
+
+/// The call number and arguments posted in the slot.
+fn read_call(mem: &GuestMemory) -> Option<(u64, linux::Args)> {
+    let nr = mem.kernel_read_u64(slot(fast::CALL_NR)).ok()?;
+    let mut args = [0u64; 6];
+    for (i, a) in args.iter_mut().enumerate() {
+        *a = mem
+            .kernel_read_u64(slot(fast::CALL_ARGS + 8 * i as u64))
+            .ok()?;
+    }
+    Some((nr, args))
+}
+
+/// The process-wide poller.
+struct Poller {
+    links: Mutex<Vec<Arc<Link>>>,
+    /// Bumped when `links` changes, so the thread refreshes its copy.
+    generation: AtomicU64,
+    /// Bumped by every VM entry: a sign of work.
+    entries: AtomicU64,
+    asleep: AtomicBool,
+    sleep: Mutex<()>,
+    wake: Condvar,
+    /// Guest pause rounds in [`GUEST_SPIN`].
+    spin_rounds: u64,
+}
+
+fn poller() -> Option<&'static Poller> {
+    static POLLER: OnceLock<Option<&'static Poller>> = OnceLock::new();
+    *POLLER.get_or_init(|| {
+        let p: &'static Poller = Box::leak(Box::new(Poller {
+            links: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(0),
+            entries: AtomicU64::new(0),
+            asleep: AtomicBool::new(false),
+            sleep: Mutex::new(()),
+            wake: Condvar::new(),
+            spin_rounds: calibrate_spin(),
+        }));
+        tracing::debug!(
+            "exitless poller: guests spin {} pause rounds",
+            p.spin_rounds
+        );
+        match std::thread::Builder::new()
+            .name("forkvm-poller".into())
+            .spawn(move || p.run())
+        {
+            Ok(_) => Some(p),
+            Err(e) => {
+                tracing::warn!("cannot start the exitless-call poller ({e}); every call exits");
+                None
+            }
+        }
+    })
+}
+
+/// Pause rounds that take about [`GUEST_SPIN`] on this CPU (the guest's
+/// `pause` runs natively, at the host's speed).
+fn calibrate_spin() -> u64 {
+    const ROUNDS: u32 = 20_000;
+    let start = Instant::now();
+    for _ in 0..ROUNDS {
+        std::hint::spin_loop();
+    }
+    let per_round = start.elapsed().as_nanos().max(1) as f64 / f64::from(ROUNDS);
+    ((GUEST_SPIN.as_nanos() as f64 / per_round) as u64).clamp(64, 1 << 20)
+}
+
+impl Poller {
+    fn run(&self) {
+        let mut links: Vec<Arc<Link>> = Vec::new();
+        let mut generation = u64::MAX;
+        let mut entries = 0;
+        let mut last_work = Instant::now();
+        loop {
+            let g = self.generation.load(Ordering::Acquire);
+            if g != generation {
+                generation = g;
+                links = lock(&self.links).clone();
+            }
+            let mut busy = false;
+            for c in &links {
+                busy |= c.poll();
+            }
+            let e = self.entries.load(Ordering::Relaxed);
+            if e != entries {
+                entries = e;
+                busy = true;
+            }
+            if busy {
+                last_work = Instant::now();
+            } else if last_work.elapsed() > WINDOW {
+                let mut guard = lock(&self.sleep);
+                self.asleep.store(true, Ordering::SeqCst);
+                for c in &links {
+                    c.set_awake(false);
+                }
+                while self.asleep.load(Ordering::SeqCst) {
+                    guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(guard);
+                last_work = Instant::now();
+                continue;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// A VM is about to enter: wake the poller if it sleeps.
+    fn entering(&self) {
+        self.entries.fetch_add(1, Ordering::Relaxed);
+        if self.asleep.load(Ordering::SeqCst) {
+            let _guard = lock(&self.sleep);
+            self.asleep.store(false, Ordering::SeqCst);
+            self.wake.notify_one();
+        }
+    }
+
+    fn add(&self, link: Arc<Link>) {
+        lock(&self.links).push(link);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    fn remove(&self, link: &Arc<Link>) {
+        lock(&self.links).retain(|c| !Arc::ptr_eq(c, link));
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// A machine's use of exitless calls.
+pub(crate) struct Exitless {
+    link: Arc<Link>,
+    poller: &'static Poller,
+    /// The guest's cancel count when last looked at.
+    cancels: std::cell::Cell<u64>,
+    /// No posting before this instant.
+    backoff_until: std::cell::Cell<Option<Instant>>,
+}
+
+impl Exitless {
+    /// Joins the poller and writes the slot's constants (the call map and
+    /// the spin budget) into the data page where they differ. `None` when
+    /// no poller can run; calls then exit as before.
+    pub fn new(mem: &mut GuestMemory) -> Option<Self> {
+        let poller = poller()?;
+        let map = linux::exitless::call_map();
+        let at = slot(fast::CALL_MAP);
+        if mem.kernel_read(at, map.len() as u64).ok()? != map {
+            mem.kernel_write(at, &map).ok()?;
+        }
+        let at = slot(fast::CALL_SPIN);
+        if mem.kernel_read_u64(at).ok()? != poller.spin_rounds {
+            mem.kernel_write_u64(at, poller.spin_rounds).ok()?;
+        }
+        let link = Arc::new(Link {
+            lent: Mutex::new(None),
+            served: AtomicU64::new(0),
+        });
+        poller.add(link.clone());
+        let cancels = mem.kernel_read_u64(slot(fast::CALL_CANCELS)).ok()?;
+        Some(Self {
+            link,
+            poller,
+            cancels: std::cell::Cell::new(cancels),
+            backoff_until: std::cell::Cell::new(None),
+        })
+    }
+
+    /// Runs `run` (the vCPU inside `KVM_RUN`) with `proc` and `mem` lent to
+    /// the poller, and takes them back before returning, waiting for a call
+    /// the poller is serving.
+    pub fn lend<R>(&self, proc: &mut Process, mem: &mut GuestMemory, run: impl FnOnce() -> R) -> R {
+        struct Revoke<'a>(&'a Link);
+        impl Drop for Revoke<'_> {
+            fn drop(&mut self) {
+                *lock(&self.0.lent) = None;
+            }
+        }
+        let post = self.may_post(mem);
+        let awake = slot(fast::CALL_AWAKE);
+        if mem.kernel_read_u64(awake).ok() != Some(u64::from(post)) {
+            let _ = mem.kernel_write_u64(awake, u64::from(post));
+        }
+        *lock(&self.link.lent) = Some(Lent {
+            proc: NonNull::from(proc),
+            mem: NonNull::from(mem),
+        });
+        let _revoke = Revoke(&self.link);
+        if post {
+            self.poller.entering();
+        }
+        run()
+    }
+
+    /// Whether the guest should post calls during the coming run: not while
+    /// backing off after it waited in vain (see [`BACKOFF`]).
+    fn may_post(&self, mem: &GuestMemory) -> bool {
+        let cancels = mem.kernel_read_u64(slot(fast::CALL_CANCELS)).unwrap_or(0);
+        if cancels != self.cancels.replace(cancels) {
+            tracing::trace!("exitless: the guest waited in vain; backing off");
+            self.backoff_until.set(Some(Instant::now() + BACKOFF));
+            return false;
+        }
+        match self.backoff_until.get() {
+            Some(until) if Instant::now() < until => false,
+            Some(_) => {
+                self.backoff_until.set(None);
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// Calls the poller answered for this machine.
+    pub fn served(&self) -> u64 {
+        self.link.served.load(Ordering::Relaxed)
+    }
+
+    /// After an exit that may have stopped the vCPU inside the spin loop:
+    /// finishes the guest's side of a call left in the slot, so the program
+    /// resumes with the answer in RAX, or re-issues the call by the exit
+    /// path. Changes nothing when the vCPU is elsewhere or the slot is idle.
+    pub fn settle(vcpu: &mut Vcpu, mem: &mut GuestMemory) -> Result<(), crate::memory::Fault> {
+        let st = mem.kernel_read_u64(slot(fast::CALL_STATE))?;
+        if st == state::IDLE {
+            return Ok(());
+        }
+        let mut regs = vcpu.regs();
+        let Some(block) = [entry::exitless::PVM, entry::exitless::HW]
+            .into_iter()
+            .find(|b| {
+                let spin = b + entry::exitless::SPIN;
+                (spin..spin + entry::exitless::SPIN_SIZE).contains(&regs.rip)
+            })
+        else {
+            return Ok(());
+        };
+        if st & state::POSTED != 0 || st == state::DECLINED {
+            regs.rip = block + entry::exitless::CANCEL;
+        } else if st == state::DONE {
+            regs.rax = mem.kernel_read_u64(slot(fast::CALL_RESULT))?;
+            regs.rip = block + entry::exitless::RETURN;
+        } else {
+            return Ok(());
+        }
+        mem.kernel_write_u64(slot(fast::CALL_STATE), state::IDLE)?;
+        vcpu.set_regs(&regs);
+        Ok(())
+    }
+}
+
+impl Drop for Exitless {
+    fn drop(&mut self) {
+        self.poller.remove(&self.link);
+    }
+}
