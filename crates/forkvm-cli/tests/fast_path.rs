@@ -169,3 +169,79 @@ fn reading_never_mapped_memory_is_sigsegv() {
     assert_eq!(vm.status, 0, "{}", vm.describe());
     assert_eq!(vm.stdout_str(), native.stdout_str(), "{}", vm.describe());
 }
+
+/// Runs exitless_files on a real file and directory with `path`, with the
+/// forkvm debug log on (it counts the calls the poller answered).
+fn exitless_files(path: &str, prog: &str, scribble: bool) -> Run {
+    let exe = guest(prog);
+    let mut cmd = Command::new(common::forkvm_bin());
+    cmd.args(["run", "--syscalls", path, "--allow-read"])
+        .arg(common::forkvm_bin())
+        .arg("--")
+        .arg(&exe)
+        .arg(common::forkvm_bin())
+        .arg("/usr/lib")
+        .args(scribble.then_some("scribble"))
+        .env("FORKVM_LOG", "forkvm=debug");
+    run_cmd(cmd, b"", Duration::from_secs(120))
+}
+
+/// How many host calls the poller answered, from the debug log.
+fn answered_without_exit(r: &Run) -> u64 {
+    r.stderr_str()
+        .lines()
+        .find_map(|l| {
+            let before = l.split_once(" host calls answered without an exit")?.0;
+            before.rsplit(' ').next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// File calls answered by the host poller (exitless) give what Linux gives,
+/// with two threads and a signal handler making calls while others wait on
+/// the poller: every answer is checked against the file's contents.
+#[test]
+fn exitless_file_calls_match_native_under_signals_and_threads() {
+    for prog in ["exitless_files.glibc", "exitless_files.musl"] {
+        let mut native = Command::new(guest(prog));
+        native
+            .arg(common::forkvm_bin())
+            .arg("/usr/lib")
+            .current_dir("/");
+        let native = run_cmd(native, b"", Duration::from_secs(120));
+        assert_eq!(native.status, 0, "{}", native.describe());
+        assert!(native.stdout_str().contains("wrong answers: 0"));
+        for path in ["fast", "guest", "exit"] {
+            let r = exitless_files(path, prog, false);
+            assert_eq!(r.status, 0, "{path}: {}", r.describe());
+            assert_eq!(
+                r.stdout_str(),
+                native.stdout_str(),
+                "{path}: {}",
+                r.describe()
+            );
+            let answered = answered_without_exit(&r);
+            if path != "fast" {
+                assert_eq!(answered, 0, "{path} must not use the poller");
+            } else if std::path::Path::new("/sys/module/kvm_pvm").exists() {
+                assert!(answered > 1000, "the poller answered {answered} calls");
+            }
+        }
+    }
+}
+
+/// A program that tampers with the call slot (posts every call, a tiny spin
+/// budget, a call posted by hand with a bad buffer, a stale answer) still
+/// gets right answers to its real calls, and the host carries on.
+#[test]
+fn scribbling_over_the_call_slot_hurts_only_the_program() {
+    let fast = exitless_files("fast", "exitless_files.glibc", true);
+    let exit = exitless_files("exit", "exitless_files.glibc", true);
+    assert_eq!(fast.status, 0, "{}", fast.describe());
+    assert_eq!(exit.status, 0, "{}", exit.describe());
+    assert_eq!(fast.stdout_str(), exit.stdout_str());
+    let out = fast.stdout_str();
+    assert!(out.contains("mmap with every call posted: ok"), "{out}");
+    assert!(out.contains("hand-posted call: settled"), "{out}");
+    assert!(out.contains("wrong answers: 0"), "{out}");
+}
