@@ -241,16 +241,11 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     let null_write_fast = stats(file_calls(SyscallPath::Fast, 2_000, null, 1, 1, 1)?);
     let null_write_exit = stats(file_calls(SyscallPath::Exit, 200, null, 1, 1, 1)?);
     let native_null_write = stats(floors::native_null_write(n)?);
-    let pread_fast = stats(file_calls(
-        SyscallPath::Fast,
-        2_000,
-        &hello_path,
-        0,
-        17,
-        64,
-    )?);
-    let pread_exit = stats(file_calls(SyscallPath::Exit, 200, &hello_path, 0, 17, 64)?);
-    let native_pread = stats(floors::native_pread(n, &hello_path)?);
+    // The guest starts in /: the file by its absolute path.
+    let file = std::fs::canonicalize(&hello_path)?;
+    let pread_fast = stats(file_calls(SyscallPath::Fast, 2_000, &file, 0, 17, 64)?);
+    let pread_exit = stats(file_calls(SyscallPath::Exit, 200, &file, 0, 17, 64)?);
+    let native_pread = stats(floors::native_pread(n, &file)?);
 
     let life = lifecycle(n, &args, exit.median, create.median)?;
 

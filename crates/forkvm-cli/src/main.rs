@@ -80,8 +80,10 @@ struct RunArgs {
     #[arg(long)]
     trace_syscalls: bool,
     /// How system calls are answered: `fast` answers guest-local calls (getpid, gettid,
-    /// identity, a lone sched_yield) inside the VM; `exit` sends every call to the host
-    #[arg(long, value_name = "fast|exit", default_value = "fast")]
+    /// identity, a lone sched_yield, getrandom) inside the VM and, on PVM, posts simple file
+    /// calls to a host poller without a VM exit; `guest` is `fast` without the poller; `exit`
+    /// sends every call to the host through an exit
+    #[arg(long, value_name = "fast|guest|exit", default_value = "fast")]
     syscalls: forkvm::hypervisor::SyscallPath,
     /// Stop before the program's first instruction and wait for gdb's
     /// `target remote ADDR` (e.g. 127.0.0.1:1234; port 0 picks one, printed on stderr).

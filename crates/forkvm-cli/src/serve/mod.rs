@@ -109,9 +109,10 @@ pub struct ServeArgs {
     /// Print one line per guest syscall (stderr).
     #[arg(long)]
     trace_syscalls: bool,
-    /// How system calls are answered: `fast` answers guest-local calls (getpid, gettid,
-    /// identity, a lone sched_yield) inside the VM; `exit` sends every call to the host
-    #[arg(long, value_name = "fast|exit", default_value = "fast")]
+    /// How system calls are answered (as for `forkvm run`): `fast` answers guest-local
+    /// calls inside the VM and, on PVM, posts simple file calls to a host poller; `guest`
+    /// is `fast` without the poller; `exit` sends every call to the host through an exit
+    #[arg(long, value_name = "fast|guest|exit", default_value = "fast")]
     syscalls: forkvm::hypervisor::SyscallPath,
     /// The program to serve (default: a built-in example), then its arguments.
     #[arg(value_name = "PROGRAM [ARGS]...", num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true)]

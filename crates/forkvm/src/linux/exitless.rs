@@ -3,8 +3,8 @@
 //!
 //! A poller serves a call on its own thread while the vCPU keeps running, so
 //! it may only take calls that finish at once and touch nothing but the
-//! process's files: no blocking, no signals, no scheduling, no change to the
-//! address space or the registers. Those are the calls listed in [`EXITLESS`],
+//! process's files and signal bookkeeping: no blocking, no signal sent, no
+//! scheduling, no change to the address space or the registers. Those are the calls listed in [`EXITLESS`],
 //! on descriptors of the kinds [`fd_ok`] accepts (host files and directories,
 //! /dev/null and friends, the host's standard output and error). Everything
 //! else is declined and takes the exit, where the run loop does what a call
@@ -24,6 +24,9 @@ enum Needs {
     Fd,
     /// fcntl: an accepted descriptor and a command that cannot block.
     Fcntl,
+    /// rt_sigprocmask: no blocked signal is waiting (so unblocking one
+    /// cannot make it due, which only the run loop can deliver).
+    NoWaitingSignal,
 }
 
 /// The calls a poller may answer (x86-64 numbers) and what each needs.
@@ -36,6 +39,8 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (5, "fstat", Needs::Fd),
     (6, "lstat", Needs::Nothing),
     (8, "lseek", Needs::Fd),
+    (13, "rt_sigaction", Needs::Nothing),
+    (14, "rt_sigprocmask", Needs::NoWaitingSignal),
     (16, "ioctl", Needs::Fd),
     (17, "pread64", Needs::Fd),
     (18, "pwrite64", Needs::Fd),
@@ -46,6 +51,8 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (72, "fcntl", Needs::Fcntl),
     (79, "getcwd", Needs::Nothing),
     (89, "readlink", Needs::Nothing),
+    (99, "sysinfo", Needs::Nothing),
+    (131, "sigaltstack", Needs::Nothing),
     (217, "getdents64", Needs::Fd),
     (221, "fadvise64", Needs::Fd),
     (257, "openat", Needs::Nothing),
@@ -108,6 +115,7 @@ pub fn may_serve(p: &Process, nr: u64, args: &Args) -> bool {
         Needs::Nothing => true,
         Needs::Fd => fd_ok(p, args[0]),
         Needs::Fcntl => FCNTL_OK.contains(&args[1]) && fd_ok(p, args[0]),
+        Needs::NoWaitingSignal => p.blocked_pending == 0,
     }
 }
 

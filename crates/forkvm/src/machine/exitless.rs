@@ -23,7 +23,9 @@
 //!   (calibrated to [`GUEST_SPIN`]) for a claim, then cancels and exits.
 //! - **Backing off.** A cancel means no poller got a CPU in time (more
 //!   runnable threads than cores): that machine then stops posting for
-//!   [`BACKOFF`], so spinning never competes with vCPUs for long.
+//!   [`BACKOFF`], twice as long after each further cancel (up to
+//!   [`MAX_BACKOFF`]), so on a busy host spinning soon stops competing with
+//!   vCPUs and calls take the exit as before.
 //! - **Settling at exits.** When the vCPU leaves the guest while a call is
 //!   posted or answered but not yet picked up (a timer kick during the
 //!   spin), [`Exitless::settle`] finishes the guest's side first: the
@@ -41,11 +43,15 @@ use std::time::{Duration, Instant};
 
 /// How long the poller keeps spinning after the last sign of work.
 pub const WINDOW: Duration = Duration::from_micros(200);
-/// About how long a guest waits for a poller before it takes the exit.
-pub const GUEST_SPIN: Duration = Duration::from_micros(30);
-/// How long a machine stops posting after its guest waited in vain (no
-/// poller got a CPU in time: the host is oversubscribed).
+/// About how long a guest waits for a poller before it takes the exit (a
+/// served call takes 2-7 µs; an exit ~40 µs on PVM).
+pub const GUEST_SPIN: Duration = Duration::from_micros(15);
+/// How long a machine first stops posting after its guest waited in vain
+/// (no poller got a CPU in time: the host is oversubscribed). Doubled at
+/// each new vain wait up to [`MAX_BACKOFF`], halved back as calls succeed.
 pub const BACKOFF: Duration = Duration::from_millis(10);
+/// The longest pause in posting.
+pub const MAX_BACKOFF: Duration = Duration::from_millis(640);
 
 fn slot(off: u64) -> u64 {
     abi::FAST_DATA_ADDR + off
@@ -180,15 +186,29 @@ fn poller() -> Option<&'static Poller> {
 }
 
 /// Pause rounds that take about [`GUEST_SPIN`] on this CPU (the guest's
-/// `pause` runs natively, at the host's speed).
+/// `pause` runs natively, at the host's speed), or what
+/// `FORKVM_POLLER_SPIN_US` asks for: 0 makes guests wait for the poller
+/// however long it takes, so a test can count on it on a loaded machine.
 fn calibrate_spin() -> u64 {
     const ROUNDS: u32 = 20_000;
+    let budget = match std::env::var("FORKVM_POLLER_SPIN_US")
+        .ok()
+        .map(|v| v.parse::<u64>())
+    {
+        Some(Ok(0)) => return u64::MAX,
+        Some(Ok(us)) => Duration::from_micros(us),
+        Some(Err(_)) => {
+            tracing::warn!("FORKVM_POLLER_SPIN_US is not a number of µs; using the default");
+            GUEST_SPIN
+        }
+        None => GUEST_SPIN,
+    };
     let start = Instant::now();
     for _ in 0..ROUNDS {
         std::hint::spin_loop();
     }
     let per_round = start.elapsed().as_nanos().max(1) as f64 / f64::from(ROUNDS);
-    ((GUEST_SPIN.as_nanos() as f64 / per_round) as u64).clamp(64, 1 << 20)
+    ((budget.as_nanos() as f64 / per_round) as u64).clamp(64, 1 << 24)
 }
 
 impl Poller {
@@ -260,6 +280,10 @@ pub(crate) struct Exitless {
     cancels: std::cell::Cell<u64>,
     /// No posting before this instant.
     backoff_until: std::cell::Cell<Option<Instant>>,
+    /// The next pause in posting.
+    backoff: std::cell::Cell<Duration>,
+    /// Calls served when last looked at.
+    served_seen: std::cell::Cell<u64>,
 }
 
 impl Exitless {
@@ -288,6 +312,8 @@ impl Exitless {
             poller,
             cancels: std::cell::Cell::new(cancels),
             backoff_until: std::cell::Cell::new(None),
+            backoff: std::cell::Cell::new(BACKOFF),
+            served_seen: std::cell::Cell::new(0),
         })
     }
 
@@ -321,10 +347,16 @@ impl Exitless {
     /// backing off after it waited in vain (see [`BACKOFF`]).
     fn may_post(&self, mem: &GuestMemory) -> bool {
         let cancels = mem.kernel_read_u64(slot(fast::CALL_CANCELS)).unwrap_or(0);
+        let pause = self.backoff.get();
         if cancels != self.cancels.replace(cancels) {
-            tracing::trace!("exitless: the guest waited in vain; backing off");
-            self.backoff_until.set(Some(Instant::now() + BACKOFF));
+            tracing::trace!("exitless: the guest waited in vain; no posting for {pause:?}");
+            self.backoff_until.set(Some(Instant::now() + pause));
+            self.backoff.set((pause * 2).min(MAX_BACKOFF));
             return false;
+        }
+        let served = self.served();
+        if served != self.served_seen.replace(served) && pause > BACKOFF {
+            self.backoff.set((pause / 2).max(BACKOFF));
         }
         match self.backoff_until.get() {
             Some(until) if Instant::now() < until => false,

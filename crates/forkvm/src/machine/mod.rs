@@ -1006,6 +1006,20 @@ mod tests {
     }
 
     #[test]
+    fn file_calls_are_answered_on_every_path() {
+        let img = builtin::file_call_loop(300, "/dev/null", 1, 1, 1).unwrap();
+        for syscalls in [SyscallPath::Fast, SyscallPath::Guest, SyscallPath::Exit] {
+            let cfg = Config {
+                syscalls,
+                allow_read: vec!["/dev/null".into()],
+                ..config()
+            };
+            let mut m = Machine::new(&img, "/prog", cfg).unwrap();
+            assert_eq!(m.run().unwrap().status(), 0, "{syscalls}");
+        }
+    }
+
+    #[test]
     fn timeout_stops_a_spinning_guest() {
         let img = builtin::spin().unwrap();
         let cfg = Config {
