@@ -340,11 +340,16 @@ fn exitless_block(stubs: &mut Vec<u8>, base: u64, ret: FastReturn) -> Result<(),
             let mut claimed = a.create_label();
             let mut declined = a.create_label();
             a.mov(state(), exitless::POSTED as i32)?;
+            let mut no_poller = a.create_label();
             a.set_label(&mut rounds)?;
             a.cmp(state(), exitless::DONE as i32)?;
             a.je(done)?;
             a.cmp(state(), exitless::DECLINED as i32)?;
             a.je(declined)?;
+            // The poller went to sleep after we looked (it clears the word,
+            // then looks at the slot once more): take the call back.
+            a.cmp(data(fast::CALL_AWAKE), 0)?;
+            a.je(no_poller)?;
             a.pause()?;
             a.dec(asm::rax)?;
             a.jnz(rounds)?;
@@ -353,6 +358,9 @@ fn exitless_block(stubs: &mut Vec<u8>, base: u64, ret: FastReturn) -> Result<(),
             a.jnc(claimed)?;
             a.inc(data(fast::CALL_CANCELS))?;
             a.jmp(cancel)?;
+            a.set_label(&mut no_poller)?;
+            a.lock().btr(state(), 0)?;
+            a.jc(cancel)?;
             a.set_label(&mut claimed)?;
             a.cmp(state(), exitless::DONE as i32)?;
             a.je(done)?;

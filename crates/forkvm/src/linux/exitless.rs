@@ -3,15 +3,16 @@
 //!
 //! A poller serves a call on its own thread while the vCPU keeps running, so
 //! it may only take calls that finish at once and touch nothing but the
-//! process's files and signal bookkeeping: no blocking, no signal sent, no
-//! scheduling, no change to the address space or the registers. Those are the calls listed in [`EXITLESS`],
-//! on descriptors of the kinds [`fd_ok`] accepts (host files and directories,
-//! /dev/null and friends, the host's standard output and error). Everything
-//! else is declined and takes the exit, where the run loop does what a call
+//! process's files, sockets and signal bookkeeping: no blocking, no signal
+//! sent, no scheduling, no change to the address space or the registers.
+//! Those are the calls listed in [`EXITLESS`], on descriptors [`classify`]
+//! does not refuse, and a call that finds nothing ready is declined after the
+//! fact. Everything else takes the exit, where the run loop does what a call
 //! may need after it. The answer is the same either way: both paths call
 //! [`super::dispatch`] with the same checks.
 
 use super::fdtable::{lock, FileKind};
+use super::thread::Sched;
 use super::{Args, Process};
 use crate::memory::GuestMemory;
 
@@ -20,8 +21,12 @@ use crate::memory::GuestMemory;
 enum Needs {
     /// Nothing beyond being listed (path calls, fd-less calls).
     Nothing,
-    /// Its first argument is a descriptor of an accepted kind.
+    /// Its first argument is a descriptor a poller may use.
     Fd,
+    /// As `Fd`, and a write to a stream socket must not raise SIGPIPE
+    /// (which only the run loop can deliver): SIGPIPE ignored or blocked,
+    /// or MSG_NOSIGNAL in the argument at this index.
+    Send(Option<usize>),
     /// fcntl: an accepted descriptor and a command that cannot block.
     Fcntl,
     /// rt_sigprocmask: no blocked signal is waiting (so unblocking one
@@ -32,7 +37,7 @@ enum Needs {
 /// The calls a poller may answer (x86-64 numbers) and what each needs.
 const EXITLESS: &[(u64, &str, Needs)] = &[
     (0, "read", Needs::Fd),
-    (1, "write", Needs::Fd),
+    (1, "write", Needs::Send(None)),
     (2, "open", Needs::Nothing),
     (3, "close", Needs::Fd),
     (4, "stat", Needs::Nothing),
@@ -45,8 +50,18 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (17, "pread64", Needs::Fd),
     (18, "pwrite64", Needs::Fd),
     (19, "readv", Needs::Fd),
-    (20, "writev", Needs::Fd),
+    (20, "writev", Needs::Send(None)),
     (21, "access", Needs::Nothing),
+    (43, "accept", Needs::Fd),
+    (44, "sendto", Needs::Send(Some(3))),
+    (45, "recvfrom", Needs::Fd),
+    (46, "sendmsg", Needs::Send(Some(2))),
+    (47, "recvmsg", Needs::Fd),
+    (48, "shutdown", Needs::Fd),
+    (51, "getsockname", Needs::Fd),
+    (52, "getpeername", Needs::Fd),
+    (54, "setsockopt", Needs::Fd),
+    (55, "getsockopt", Needs::Fd),
     (63, "uname", Needs::Nothing),
     (72, "fcntl", Needs::Fcntl),
     (79, "getcwd", Needs::Nothing),
@@ -55,18 +70,29 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (131, "sigaltstack", Needs::Nothing),
     (217, "getdents64", Needs::Fd),
     (221, "fadvise64", Needs::Fd),
+    (232, "epoll_wait", Needs::Fd),
+    (233, "epoll_ctl", Needs::Fd),
     (257, "openat", Needs::Nothing),
     (262, "newfstatat", Needs::Nothing),
     (267, "readlinkat", Needs::Nothing),
     (269, "faccessat", Needs::Nothing),
+    (281, "epoll_pwait", Needs::Fd),
+    (288, "accept4", Needs::Fd),
     (295, "preadv", Needs::Fd),
     (296, "pwritev", Needs::Fd),
     (332, "statx", Needs::Nothing),
     (439, "faccessat2", Needs::Nothing),
 ];
 
-/// fcntl commands that neither block nor touch locks: F_GETFD, F_SETFD, F_GETFL.
-const FCNTL_OK: [u64; 3] = [1, 2, 3];
+/// fcntl commands that neither block nor touch locks: F_GETFD, F_SETFD,
+/// F_GETFL, F_SETFL.
+const FCNTL_OK: [u64; 4] = [1, 2, 3, 4];
+/// SIGPIPE.
+const SIGPIPE: usize = 13;
+/// SIG_IGN.
+const SIG_IGN: u64 = 1;
+/// MSG_NOSIGNAL.
+const MSG_NOSIGNAL: u64 = 0x4000;
 
 /// The bitmap the guest's dispatcher consults before it posts a call
 /// (`forkvm_abi::fast::CALL_MAP`): bit `nr` set for every call in [`EXITLESS`].
@@ -78,30 +104,52 @@ pub fn call_map() -> [u8; forkvm_abi::fast::CALL_MAP_SIZE as usize] {
     map
 }
 
-/// Whether descriptor `fd` is of a kind a poller may use: a host file or
-/// directory, /dev/null, /dev/zero, /dev/urandom, or the host's stdout or
-/// stderr. Pipes, sockets, eventfds and stdin may block or wake others.
-fn fd_ok(p: &Process, fd: u64) -> bool {
+/// What a descriptor is to a poller.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FdClass {
+    /// Not open: EBADF is as quick to give here as by an exit.
+    Bad,
+    /// Host files and directories, /dev/null, /dev/zero, /dev/urandom:
+    /// calls on them finish at once.
+    Plain,
+    /// Pipes, eventfd/timerfd/epoll and sockets (all in-process): a call
+    /// on them may find nothing ready, and is then declined (see [`serve`]).
+    Waitable {
+        /// A stream socket, whose writes may raise SIGPIPE.
+        stream_socket: bool,
+    },
+    /// The host's standard streams: a host read or write may block for
+    /// long, and the poller is shared by every VM in the process.
+    Refused,
+}
+
+fn classify(p: &Process, fd: u64) -> FdClass {
     let Ok(fd) = i32::try_from(fd) else {
-        return false;
+        return FdClass::Bad;
     };
     let Ok(file) = p.fds.get(fd) else {
-        // A bad descriptor: EBADF is as quick to give here as by an exit.
-        return true;
+        return FdClass::Bad;
     };
     let f = lock(&file);
-    matches!(
-        f.kind,
+    match &f.kind {
         FileKind::File { .. }
-            | FileKind::Dir { .. }
-            | FileKind::PathOnly { .. }
-            | FileKind::Null
-            | FileKind::Zero
-            | FileKind::Urandom
-            | FileKind::Stdout
-            | FileKind::Stderr
-    )
+        | FileKind::Dir { .. }
+        | FileKind::PathOnly { .. }
+        | FileKind::Null
+        | FileKind::Zero
+        | FileKind::Urandom => FdClass::Plain,
+        FileKind::Pipe(_) | FileKind::Event(_) => FdClass::Waitable {
+            stream_socket: false,
+        },
+        FileKind::Socket(s) => FdClass::Waitable {
+            stream_socket: s.ty == SOCK_STREAM,
+        },
+        FileKind::Stdin | FileKind::Stdout | FileKind::Stderr => FdClass::Refused,
+    }
 }
+
+/// SOCK_STREAM.
+const SOCK_STREAM: u32 = 1;
 
 /// Whether a poller may answer call `nr` with `args` in `p` now.
 pub fn may_serve(p: &Process, nr: u64, args: &Args) -> bool {
@@ -111,21 +159,53 @@ pub fn may_serve(p: &Process, nr: u64, args: &Args) -> bool {
     if p.exit_status.is_some() || p.pending_signal.is_some() || p.sched.is_some() {
         return false;
     }
+    let usable = || classify(p, args[0]) != FdClass::Refused;
     match needs {
         Needs::Nothing => true,
-        Needs::Fd => fd_ok(p, args[0]),
-        Needs::Fcntl => FCNTL_OK.contains(&args[1]) && fd_ok(p, args[0]),
+        Needs::Fd => usable(),
+        Needs::Send(flags) => match classify(p, args[0]) {
+            FdClass::Refused => false,
+            FdClass::Waitable {
+                stream_socket: true,
+            } => {
+                let ignored = p.sigactions[SIGPIPE - 1].handler == SIG_IGN
+                    || p.sigmask & (1 << (SIGPIPE - 1)) != 0;
+                ignored || flags.is_some_and(|i| args[i] & MSG_NOSIGNAL != 0)
+            }
+            _ => true,
+        },
+        Needs::Fcntl => FCNTL_OK.contains(&args[1]) && usable(),
         Needs::NoWaitingSignal => p.blocked_pending == 0,
     }
 }
 
 /// Serves call `nr` for a poller: `Some(answer)` when it may (see
-/// [`may_serve`]), `None` when the call must take the exit.
+/// [`may_serve`]), `None` when the call must take the exit. A call that
+/// finds nothing ready (it would wait) is declined after the fact, leaving
+/// no trace: waiting calls change nothing but the wait bookkeeping, which is
+/// put back, and the exit path then makes the call again and waits.
 pub fn serve(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> Option<u64> {
     if !may_serve(p, nr, args) {
         return None;
     }
-    Some(super::dispatch(p, mem, nr, args))
+    let waiting = p.waiting;
+    let answer = super::dispatch(p, mem, nr, args);
+    match p.sched {
+        None => {}
+        Some(Sched::Retry(_)) => {
+            p.sched = None;
+            p.waiting = waiting;
+            return None;
+        }
+        Some(other) => {
+            // Not expected of these calls; the run loop acts on it at the next exit.
+            tracing::warn!("exitless call {nr} asked the run loop for {other:?}");
+        }
+    }
+    if p.pending_signal.is_some() {
+        tracing::warn!("exitless call {nr} raised a signal; delivered at the next exit");
+    }
+    Some(answer)
 }
 
 /// The names of the calls a poller may answer, for `forkvm syscalls`.

@@ -124,7 +124,9 @@ impl Link {
             // SAFETY: as in `poll`.
             let mem = unsafe { lent.mem.as_ref() };
             if let Some(w) = mem.kernel_atomic_u64(slot(fast::CALL_AWAKE)) {
-                w.store(u64::from(awake), Ordering::Release);
+                // SeqCst (a locked exchange): ordered before the poller's
+                // last look at the slot; see `Poller::run`.
+                w.store(u64::from(awake), Ordering::SeqCst);
             }
         }
     }
@@ -239,6 +241,20 @@ impl Poller {
                 self.asleep.store(true, Ordering::SeqCst);
                 for c in &links {
                     c.set_awake(false);
+                }
+                // A guest that saw the word set just before it was cleared
+                // may have posted since; it looks at the word again while it
+                // waits, and we look at the slots again here (both after a
+                // full barrier), so one of us sees the other.
+                let mut late = false;
+                for c in &links {
+                    late |= c.poll();
+                }
+                if late {
+                    self.asleep.store(false, Ordering::SeqCst);
+                    drop(guard);
+                    last_work = Instant::now();
+                    continue;
                 }
                 while self.asleep.load(Ordering::SeqCst) {
                     guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
