@@ -6,10 +6,13 @@
 //! writes the host takes. Reads, writes, shutdown, close and readiness
 //! (poll, epoll, select) are those of the stream pair; this file adds the
 //! names (bind, getsockname, getpeername), listen/accept and the TCP/IP
-//! socket options servers set. Outbound connect is refused (ECONNREFUSED).
+//! socket options servers set. Outbound connect is refused (ECONNREFUSED)
+//! unless the address is in `--allow-connect`: then the socket is backed by
+//! a real host connection ([`super::host_socket`]).
 //! UDP and raw sockets stay refused (EACCES).
 
 use super::fdtable::{lock, oflags, FileKind, OpenFile};
+use super::host_socket::{Connect, HostStream};
 use super::thread::{self, Waited};
 use super::unix_socket::{Socket, SOCK_STREAM};
 use super::{Args, Errno, Process, SysResult};
@@ -39,6 +42,9 @@ const SOCKADDR_IN6: usize = 28;
 const POLLIN: i16 = 0x1;
 const POLLRDNORM: i16 = 0x40;
 const EAFNOSUPPORT: Errno = Errno(97);
+const EALREADY: Errno = Errno(114);
+const EINPROGRESS: Errno = Errno(115);
+const TCP_NODELAY: u64 = 1;
 const EADDRINUSE: Errno = Errno(98);
 /// Largest backlog recorded (SOMAXCONN).
 const SOMAXCONN: i32 = 4096;
@@ -67,6 +73,8 @@ pub struct Inet {
     pub listener: Option<Arc<Mutex<Listener>>>,
     /// Options set at levels IPPROTO_IP/TCP/IPV6: (level, name, value).
     pub opts: Vec<(u32, u32, i32)>,
+    /// The host connection behind an allowed outbound connect.
+    pub host: Option<HostStream>,
 }
 
 impl Inet {
@@ -77,6 +85,7 @@ impl Inet {
             peer: None,
             listener: None,
             opts: Vec::new(),
+            host: None,
         }
     }
 
@@ -94,6 +103,12 @@ impl Inet {
                 }))
             }),
             opts: self.opts.clone(),
+            host: self.host.as_ref().map(|h| {
+                tracing::debug!(
+                    "a connection made before the snapshot is reset (ECONNRESET) in every fork"
+                );
+                h.reset_copy()
+            }),
         }
     }
 
@@ -105,6 +120,14 @@ impl Inet {
         } else {
             POLLIN | POLLRDNORM
         })
+    }
+
+    /// The value of an option recorded at `level`, 0 if never set.
+    fn opt(&self, level: u64, name: u64) -> i32 {
+        self.opts
+            .iter()
+            .find(|o| (o.0 as u64, o.1 as u64) == (level, name))
+            .map_or(0, |o| o.2)
     }
 
     fn unspecified(&self) -> SocketAddr {
@@ -361,14 +384,80 @@ pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u6
     Ok(fd as u64)
 }
 
-/// connect(2): no outbound network: ECONNREFUSED (EISCONN when connected).
+/// connect(2): to an address in `--allow-connect`, a host TCP connection
+/// (blocking, or EINPROGRESS and writable readiness when nonblocking);
+/// anything else ECONNREFUSED, as a firewall's REJECT.
 pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let (family, connected) = with_inet(p, a[0], |s, _| Ok((inet_of(s)?.family, s.connected())))?;
-    read_addr(mem, a[1], a[2], family)?;
-    if connected {
+    let retry = p.waiting.is_some();
+    let (family, connected, listening, timeout) = with_inet(p, a[0], |s, _| {
+        let timeout = s.sndtimeo;
+        let connected = s.connected();
+        let i = inet_of(s)?;
+        Ok((i.family, connected, i.listener.is_some(), timeout))
+    })?;
+    let to = read_addr(mem, a[1], a[2], family)?;
+    if listening {
         return Err(Errno::EISCONN);
     }
-    Err(Errno::ECONNREFUSED)
+    // A connect already under way (or done) on a host-backed socket.
+    let state = with_inet(p, a[0], |s, nb| {
+        let Some(h) = inet_of(s)?.host.as_mut() else {
+            return Ok(None);
+        };
+        Ok(Some((h.still_connecting(), nb)))
+    })?;
+    match state {
+        // Our own blocking connect, made again after a wait.
+        Some((true, false)) if retry => return wait_connect(p, timeout),
+        Some((false, _)) => {
+            // Done: a failed connect reports its error once and leaves the
+            // socket unconnected; a good one is 0 for our own wait, else EISCONN.
+            let err = with_inet(p, a[0], |s, _| {
+                Ok(inet_of(s)?.host.as_mut().map_or(0, HostStream::take_error))
+            })?;
+            if err != 0 {
+                with_inet(p, a[0], |s, _| {
+                    let i = inet_of(s)?;
+                    (i.host, i.peer) = (None, None);
+                    Ok(())
+                })?;
+                return Err(Errno(err));
+            }
+            return if retry { Ok(0) } else { Err(Errno::EISCONN) };
+        }
+        Some((true, _)) => return Err(EALREADY),
+        None if connected => return Err(Errno::EISCONN),
+        None => {}
+    }
+    if !p.outbound.check(to) {
+        return Err(Errno::ECONNREFUSED);
+    }
+    let target = super::host_socket::canonical(to);
+    let how = with_inet(p, a[0], |s, nb| {
+        let i = inet_of(s)?;
+        let nodelay = i.opt(IPPROTO_TCP, TCP_NODELAY) != 0;
+        let (h, how) = HostStream::connect(target, nodelay)?;
+        i.local = h.local_addr();
+        i.peer = Some(to);
+        i.host = Some(h);
+        Ok(match how {
+            Connect::Done => None,
+            Connect::Pending => Some(nb),
+        })
+    })?;
+    match how {
+        None => Ok(0),
+        Some(true) => Err(EINPROGRESS),
+        Some(false) => wait_connect(p, timeout),
+    }
+}
+
+/// A blocking connect waits (SO_SNDTIMEO bounds it: then EINPROGRESS, as Linux).
+fn wait_connect(p: &mut Process, timeout: Option<std::time::Duration>) -> SysResult {
+    match thread::wait(p, timeout, None) {
+        Waited::Retry => Ok(0),
+        Waited::TimedOut => Err(EINPROGRESS),
+    }
 }
 
 /// getsockname(2): the bound address (unspecified, port 0, before bind).
@@ -419,6 +508,9 @@ pub(super) fn setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Op
             return Err(Errno::ENOPROTOOPT);
         }
         let key = (level as u32, name as u32);
+        if let (IPPROTO_TCP, TCP_NODELAY, Some(h)) = (level, name as u32 as u64, &i.host) {
+            h.set_nodelay(v != 0);
+        }
         match i.opts.iter_mut().find(|o| (o.0, o.1) == key) {
             Some(o) => o.2 = v,
             None => {
@@ -496,6 +588,18 @@ pub fn listening_addr(p: &Process) -> Option<SocketAddr> {
         }
     }
     None
+}
+
+impl Socket {
+    /// The host connection behind this socket, if an outbound connect made one.
+    pub fn host_stream(&self) -> Option<&HostStream> {
+        self.inet.as_ref()?.host.as_ref()
+    }
+
+    /// The same, to change it.
+    pub fn host_stream_mut(&mut self) -> Option<&mut HostStream> {
+        self.inet.as_mut()?.host.as_mut()
+    }
 }
 
 /// The host's end of a virtual connection.

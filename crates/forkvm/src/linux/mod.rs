@@ -7,6 +7,7 @@ pub mod errno;
 pub mod event;
 pub mod fdtable;
 pub mod fs;
+pub mod host_socket;
 pub mod inet;
 pub mod io;
 pub mod mem;
@@ -124,6 +125,8 @@ pub struct Process {
     pub posix_timers: time::posix::Timers,
     /// The private /tmp and /dev/shm (see `fs::PrivateTmp`).
     pub tmp: fs::PrivateTmp,
+    /// Outbound connections the process may make (`--allow-connect`).
+    pub outbound: host_socket::Outbound,
 }
 
 impl Process {
@@ -162,6 +165,7 @@ impl Process {
             unknown_logged: HashSet::new(),
             posix_timers: time::posix::Timers::default(),
             tmp: fs::PrivateTmp::new(),
+            outbound: host_socket::Outbound::default(),
         }
     }
 }
@@ -197,6 +201,7 @@ impl Process {
             unknown_logged: self.unknown_logged.clone(),
             posix_timers: time::posix::Timers::default(),
             tmp: self.tmp.fork_copy()?,
+            outbound: self.outbound.clone(),
         })
     }
 }

@@ -315,6 +315,7 @@ impl Machine {
                 .others
                 .iter()
                 .any(|t| t.wait == Wait::Runnable)
+            || crate::linux::host_socket::awaiting(&self.proc)
         {
             return Ok(None);
         }
@@ -345,6 +346,12 @@ impl Machine {
     /// The address a server program listens on (its first listening virtual socket).
     pub fn listening_addr(&self) -> Option<std::net::SocketAddr> {
         crate::linux::inet::listening_addr(&self.proc)
+    }
+
+    /// Lets the program connect to these addresses (`--allow-connect`): its
+    /// connections to them are real host TCP connections.
+    pub fn set_allow_connect(&mut self, addrs: Vec<std::net::SocketAddr>) {
+        self.proc.outbound = crate::linux::host_socket::Outbound::new(addrs);
     }
 
     /// Pushes a new connection from `peer` onto the server's listening socket.
