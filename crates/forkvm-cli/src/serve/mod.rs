@@ -103,6 +103,11 @@ pub struct ServeArgs {
     /// Do not confine forkvm itself with its host seccomp allow-list (for debugging only).
     #[arg(long)]
     no_seccomp: bool,
+    /// Let the program open TCP connections to HOST:PORT (repeatable; HOST is resolved
+    /// once at start). Every other address is refused (ECONNREFUSED). A request's
+    /// connections are closed when its VM is reset.
+    #[arg(long = "allow-connect", value_name = "HOST:PORT")]
+    allow_connect: Vec<String>,
     /// Log less (only warnings and errors).
     #[arg(short, long)]
     quiet: bool,
@@ -264,6 +269,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     let mut machine =
         Machine::new(&image, &exe, config).with_context(|| format!("cannot start {name}"))?;
     machine.set_persist(&args.persist);
+    machine.set_allow_connect(crate::launch::resolve_connect(&args.allow_connect)?);
     let mut listen = args.listen;
     match machine.run_until_ready(&ReadyAt::Call)? {
         Outcome::Ready if machine.ready_point().is_some_and(|r| r.handler != 0) => {}
@@ -335,6 +341,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     crate::seccomp::confine(
         crate::seccomp::Mode::Serve,
         args.no_seccomp || args.gdb.is_some(),
+        !args.allow_connect.is_empty(),
     )?;
     let result = rt.block_on(run(state.clone(), &args, listen, &name, workers_n));
     state.workers.close();
