@@ -100,6 +100,8 @@ pub struct HostStream {
     awaiting: bool,
     /// The reset has been reported (SO_ERROR or a receive).
     reset_told: bool,
+    /// connect() has told the guest it is connected (a later one is EISCONN).
+    pub confirmed: bool,
 }
 
 /// How a connect went.
@@ -140,6 +142,7 @@ impl HostStream {
             drains: 0,
             awaiting: true,
             reset_told: false,
+            confirmed: matches!(how, Connect::Done),
         };
         Ok((stream, how))
     }
@@ -153,6 +156,7 @@ impl HostStream {
             drains: 0,
             awaiting: false,
             reset_told: false,
+            confirmed: true,
         }
     }
 
@@ -221,6 +225,7 @@ impl HostStream {
         let fd = self.fd().map_err(|_| Errno::EPIPE)?;
         match rnet::send(fd, data, SendFlags::NOSIGNAL | SendFlags::DONTWAIT) {
             Ok(n) => {
+                self.connecting = false;
                 if n > 0 {
                     self.awaiting = true;
                 }
@@ -250,6 +255,7 @@ impl HostStream {
         }
         match rnet::recv(fd, &mut *buf, flags) {
             Ok((n, _)) => {
+                self.connecting = false;
                 self.awaiting = false;
                 Ok(n)
             }
@@ -276,7 +282,10 @@ impl HostStream {
         if how != Shutdown::Write {
             self.awaiting = false;
         }
-        Ok(rnet::shutdown(self.fd().map_err(|_| Errno::ENOTCONN)?, how)?)
+        Ok(rnet::shutdown(
+            self.fd().map_err(|_| Errno::ENOTCONN)?,
+            how,
+        )?)
     }
 
     /// Bytes a receive could return now (FIONREAD), capped.
@@ -306,7 +315,8 @@ impl HostStream {
 
     /// Whether a reply is due: connecting, or sent to and not read from since.
     pub fn awaiting(&self) -> bool {
-        self.fd.is_some() && (self.connecting || self.awaiting)
+        let connecting = self.connecting && self.host_bits() & (POLLOUT | POLLERR | POLLHUP) == 0;
+        self.fd.is_some() && (connecting || self.awaiting)
     }
 }
 

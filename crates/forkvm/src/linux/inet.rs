@@ -412,8 +412,13 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
         Some((false, _)) => {
             // Done: a failed connect reports its error once and leaves the
             // socket unconnected; a good one is 0 for our own wait, else EISCONN.
-            let err = with_inet(p, a[0], |s, _| {
-                Ok(inet_of(s)?.host.as_mut().map_or(0, HostStream::take_error))
+            // Linux answers 0 to the first connect that finds it connected.
+            let (err, confirmed) = with_inet(p, a[0], |s, _| {
+                let Some(h) = inet_of(s)?.host.as_mut() else {
+                    return Ok((0, true));
+                };
+                let confirmed = std::mem::replace(&mut h.confirmed, true);
+                Ok((h.take_error(), confirmed))
             })?;
             if err != 0 {
                 with_inet(p, a[0], |s, _| {
@@ -423,7 +428,11 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
                 })?;
                 return Err(Errno(err));
             }
-            return if retry { Ok(0) } else { Err(Errno::EISCONN) };
+            return if retry || !confirmed {
+                Ok(0)
+            } else {
+                Err(Errno::EISCONN)
+            };
         }
         Some((true, _)) => return Err(EALREADY),
         None if connected => return Err(Errno::EISCONN),

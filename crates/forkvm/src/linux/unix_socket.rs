@@ -311,7 +311,11 @@ impl Socket {
     pub fn send(&mut self, data: &[u8], fds: Vec<FileRef>) -> Result<usize, Errno> {
         if let Some(h) = self.host_stream_mut() {
             // TCP carries no descriptors.
-            return if fds.is_empty() { h.send(data) } else { Err(Errno::EINVAL) };
+            return if fds.is_empty() {
+                h.send(data)
+            } else {
+                Err(Errno::EINVAL)
+            };
         }
         let Some((pair, side)) = &self.conn else {
             if self.shut & SEND_SHUTDOWN != 0 && !self.connection() {
@@ -378,7 +382,11 @@ impl Socket {
     pub fn recv(&mut self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
         if let Some(h) = self.host_stream_mut() {
             let n = h.recv(buf, peek)?;
-            return Ok(Received { copied: n, full: n, fds: Vec::new() });
+            return Ok(Received {
+                copied: n,
+                full: n,
+                fds: Vec::new(),
+            });
         }
         let Some((pair, side)) = &self.conn else {
             return Err(match self.ty {
