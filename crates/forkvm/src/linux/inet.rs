@@ -791,4 +791,89 @@ mod tests {
         // UDP stays refused.
         assert_eq!(socket(&mut p, &[2, 2, 0, 0, 0, 0]), Err(Errno::EACCES));
     }
+
+    fn poll_of(p: &Process, fd: u64) -> i16 {
+        let file = p.fds.get(fd as i32).unwrap();
+        let of = lock(&file);
+        let FileKind::Socket(s) = &of.kind else {
+            panic!("not a socket")
+        };
+        s.poll()
+    }
+
+    #[test]
+    fn connect_is_refused_unless_allowed_then_a_host_connection() {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let (mut p, mut m) = setup();
+        let sa = USER_BASE;
+        m.write(sa, &encode_addr(addr, AF_INET)).unwrap();
+        let fd = socket(&mut p, &[2, 1 | SOCK_NONBLOCK, 0, 0, 0, 0]).unwrap();
+        let args = [fd, sa, 16, 0, 0, 0];
+        assert_eq!(connect(&mut p, &mut m, &args), Err(Errno::ECONNREFUSED));
+        p.outbound = crate::linux::host_socket::Outbound::new(vec![addr]);
+        let first = connect(&mut p, &mut m, &args);
+        assert!(matches!(first, Ok(0) | Err(EINPROGRESS)), "{first:?}");
+        let (mut peer, _) = l.accept().unwrap();
+        for _ in 0..2000 {
+            if poll_of(&p, fd) & 0x4 != 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if first.is_err() {
+            // As Linux: 0 from the first connect that finds it connected, then EISCONN.
+            assert_eq!(connect(&mut p, &mut m, &args), Ok(0));
+        }
+        assert_eq!(connect(&mut p, &mut m, &args), Err(Errno::EISCONN));
+        let (out, len) = (USER_BASE + 0x100, USER_BASE + 0x200);
+        m.write_u32(len, 16).unwrap();
+        assert_eq!(getpeername(&mut p, &mut m, &[fd, out, len, 0, 0, 0]), Ok(0));
+        assert_eq!(read_addr(&m, out, 16, AF_INET), Ok(addr));
+        // Data both ways through the socket's own operations.
+        let file = p.fds.get(fd as i32).unwrap();
+        {
+            let mut of = lock(&file);
+            let FileKind::Socket(s) = &mut of.kind else {
+                panic!("not a socket")
+            };
+            assert!(s.connected());
+            assert_eq!(s.send(b"hi", Vec::new()), Ok(2));
+        }
+        let mut b = [0u8; 2];
+        peer.read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"hi");
+        peer.write_all(b"yo").unwrap();
+        // A waiting process sleeps until the host socket is readable.
+        {
+            let mut of = lock(&file);
+            let FileKind::Socket(s) = &mut of.kind else {
+                panic!("not a socket")
+            };
+            let mut buf = [0u8; 8];
+            let got = s.recv(&mut buf, false);
+            if got.is_err() {
+                drop(of);
+                assert!(crate::linux::host_socket::sleep(
+                    &p,
+                    std::time::Duration::from_secs(30)
+                ));
+                of = lock(&file);
+            }
+            let FileKind::Socket(s) = &mut of.kind else {
+                panic!("not a socket")
+            };
+            let n = match got {
+                Ok(r) => r.copied,
+                Err(_) => s.recv(&mut buf, false).unwrap().copied,
+            };
+            assert_eq!(&buf[..n], b"yo");
+        }
+        drop(file);
+        // Closing the guest's descriptor closes the host connection.
+        p.fds.close(fd as i32).unwrap();
+        let mut rest = Vec::new();
+        assert_eq!(peer.read_to_end(&mut rest).unwrap(), 0);
+    }
 }
