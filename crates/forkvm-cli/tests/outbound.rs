@@ -276,3 +276,43 @@ fn served_proxy_connects_per_request_and_closes_at_reset() {
         ctx()
     );
 }
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+#[test]
+fn allowed_address_with_nothing_listening_is_refused_as_natively() {
+    let port = closed_port();
+    let allow = format!("127.0.0.1:{port}");
+    for mode in ["block", "poll", "epoll"] {
+        let case = Case::new(guest("fetch.musl"))
+            .args([mode, "127.0.0.1", &port.to_string(), "/"])
+            .flags(["--allow-connect", &allow]);
+        let (_, vm) = check(&case);
+        assert_eq!(vm.stdout_str(), "connect: ECONNREFUSED\n", "{mode}");
+    }
+}
+
+#[test]
+fn served_proxy_with_its_backend_down_answers_its_own_error() {
+    let backend = closed_port();
+    let port = free_port();
+    let mut cmd = Command::new(forkvm_bin());
+    cmd.args(["serve", "--concurrency", "1", "--request-timeout", "20"])
+        .args(["--allow-connect", &format!("127.0.0.1:{backend}")])
+        .arg(guest("go_proxy"))
+        .args([
+            "serve",
+            &port.to_string(),
+            &format!("http://127.0.0.1:{backend}"),
+        ]);
+    let fs = Server::start(cmd, port, "forkvm-proxy-down");
+    for _ in 0..3 {
+        let r = get(port, "/a");
+        assert_eq!(r.status, 502, "{}", fs.output());
+        assert!(r.text().contains("connection refused"), "{}", r.text());
+    }
+}
