@@ -154,6 +154,12 @@ if needs_build "$OUT/fetch.musl" "$SRV/fetch.c" "$HERE/build.sh"; then
     musl-gcc "${CFLAGS[@]}" -o "$OUT/fetch.musl.tmp" "$SRV/fetch.c"
     mv -f "$OUT/fetch.musl.tmp" "$OUT/fetch.musl"
 fi
+if needs_build "$OUT/two_ports.musl" "$SRV/two_ports.c" "$HERE/build.sh"; then
+    ensure_musl_gcc
+    log "musl-gcc servers/two_ports.c -> out/two_ports.musl"
+    musl-gcc "${CFLAGS[@]}" -o "$OUT/two_ports.musl.tmp" "$SRV/two_ports.c"
+    mv -f "$OUT/two_ports.musl.tmp" "$OUT/two_ports.musl"
+fi
 if command -v go >/dev/null 2>&1; then
     if needs_build "$OUT/go_proxy" "$SRV/go_proxy/main.go" "$SRV/go_proxy/go.mod" "$HERE/build.sh"; then
         log "go build servers/go_proxy -> out/go_proxy"

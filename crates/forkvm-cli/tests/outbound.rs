@@ -316,3 +316,34 @@ fn served_proxy_with_its_backend_down_answers_its_own_error() {
         assert!(r.text().contains("connection refused"), "{}", r.text());
     }
 }
+
+#[test]
+fn a_server_with_two_listening_sockets_is_served_on_both() {
+    let (n1, n2) = (free_port(), free_port());
+    let mut ncmd = Command::new(guest("two_ports.musl"));
+    ncmd.args([n1.to_string(), n2.to_string()]);
+    let native = Server::start(ncmd, n2, "native-two-ports");
+    // Natively one process counts every request (the start-up probe included).
+    let (a, b) = (get(n1, "/").text(), get(n2, "/").text());
+    assert!(a.starts_with(&format!("port={n1} count=")), "{a}");
+    assert!(b.starts_with(&format!("port={n2} count=")), "{b}");
+    assert_ne!(
+        a[a.len() - 2..],
+        b[b.len() - 2..],
+        "the native counter counts"
+    );
+    drop(native);
+
+    let (p1, p2) = (free_port(), free_port());
+    let mut cmd = Command::new(forkvm_bin());
+    cmd.args(["serve", "--concurrency", "1", "--request-timeout", "20"])
+        .arg(guest("two_ports.musl"))
+        .args([p1.to_string(), p2.to_string()]);
+    let fs = Server::start(cmd, p2, "forkvm-two-ports");
+    for _ in 0..2 {
+        for p in [p1, p2, p2, p1] {
+            let r = get(p, "/");
+            assert_eq!(r.text(), format!("port={p} count=1\n"), "{}", fs.output());
+        }
+    }
+}

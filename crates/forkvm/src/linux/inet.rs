@@ -611,6 +611,25 @@ impl Socket {
     }
 }
 
+/// Every address the program listens on (its listening virtual sockets, in fd order).
+pub fn listening_addrs(p: &Process) -> Vec<SocketAddr> {
+    let mut out = Vec::new();
+    for fd in p.fds.open_fds() {
+        let Ok(f) = p.fds.get(fd) else { continue };
+        let of = lock(&f);
+        if let FileKind::Socket(s) = &of.kind {
+            if let Some(i) = &s.inet {
+                if let (Some(_), Some(a)) = (&i.listener, i.local) {
+                    if !out.contains(&a) {
+                        out.push(a);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The host's end of a virtual connection.
 pub struct HostConn {
     end: Socket,
@@ -684,6 +703,18 @@ impl HostConn {
 /// Pushes a new connection from `peer` onto the program's listening socket;
 /// the host keeps the other end. ECONNREFUSED if nothing listens.
 pub fn connect_to_listener(p: &Process, peer: SocketAddr) -> Result<HostConn, Errno> {
+    connect_to_listener_on(p, peer, None)
+}
+
+/// The same, onto the listening socket bound to `port` when given (a server
+/// with several listeners), else the first.
+pub fn connect_to_listener_on(
+    p: &Process,
+    peer: SocketAddr,
+    port: Option<u16>,
+) -> Result<HostConn, Errno> {
+    let listeners = listening_addrs(p);
+    let port = port.filter(|want| listeners.iter().any(|a| a.port() == *want));
     for fd in p.fds.open_fds() {
         let Ok(f) = p.fds.get(fd) else { continue };
         let of = lock(&f);
@@ -692,6 +723,9 @@ pub fn connect_to_listener(p: &Process, peer: SocketAddr) -> Result<HostConn, Er
         };
         let Some(i) = &s.inet else { continue };
         let Some(l) = &i.listener else { continue };
+        if port.is_some_and(|want| i.local.map(|a| a.port()) != Some(want)) {
+            continue;
+        }
         let mut listener = lock(l);
         // A program that does not accept: its queue is full, as on Linux
         // (plus some slack: the host pushes one connection per request).

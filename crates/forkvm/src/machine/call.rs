@@ -348,6 +348,21 @@ impl Machine {
         crate::linux::inet::listening_addr(&self.proc)
     }
 
+    /// Every address a server program listens on.
+    pub fn listening_addrs(&self) -> Vec<std::net::SocketAddr> {
+        crate::linux::inet::listening_addrs(&self.proc)
+    }
+
+    /// Pushes a connection onto the listener bound to `port` (the first if none is).
+    pub fn connect_on(
+        &mut self,
+        peer: std::net::SocketAddr,
+        port: Option<u16>,
+    ) -> Result<crate::linux::inet::HostConn, CallError> {
+        crate::linux::inet::connect_to_listener_on(&self.proc, peer, port)
+            .map_err(|_| CallError::NotCallable("the program listens on no socket"))
+    }
+
     /// Lets the program connect to these addresses (`--allow-connect`): its
     /// connections to them are real host TCP connections.
     pub fn set_allow_connect(&mut self, addrs: Vec<std::net::SocketAddr>) {
