@@ -146,6 +146,28 @@ if needs_build "$OUT/rust_server" "$SRV/rust/src/main.rs" "$SRV/rust/Cargo.toml"
     mv -f "$OUT/rust_server.tmp" "$OUT/rust_server"
 fi
 
+# Outbound connections (crates/forkvm-cli/tests/outbound.rs): a C client, and a Go
+# server whose handler fetches from a backend.
+if needs_build "$OUT/fetch.musl" "$SRV/fetch.c" "$HERE/build.sh"; then
+    ensure_musl_gcc
+    log "musl-gcc servers/fetch.c -> out/fetch.musl"
+    musl-gcc "${CFLAGS[@]}" -o "$OUT/fetch.musl.tmp" "$SRV/fetch.c"
+    mv -f "$OUT/fetch.musl.tmp" "$OUT/fetch.musl"
+fi
+if needs_build "$OUT/two_ports.musl" "$SRV/two_ports.c" "$HERE/build.sh"; then
+    ensure_musl_gcc
+    log "musl-gcc servers/two_ports.c -> out/two_ports.musl"
+    musl-gcc "${CFLAGS[@]}" -o "$OUT/two_ports.musl.tmp" "$SRV/two_ports.c"
+    mv -f "$OUT/two_ports.musl.tmp" "$OUT/two_ports.musl"
+fi
+if command -v go >/dev/null 2>&1; then
+    if needs_build "$OUT/go_proxy" "$SRV/go_proxy/main.go" "$SRV/go_proxy/go.mod" "$HERE/build.sh"; then
+        log "go build servers/go_proxy -> out/go_proxy"
+        (cd "$SRV/go_proxy" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -o "$OUT/go_proxy.tmp" .)
+        mv -f "$OUT/go_proxy.tmp" "$OUT/go_proxy"
+    fi
+fi
+
 RUST_DIR="$HERE/rust"
 RUST_DEPS=("$RUST_DIR/Cargo.toml" "$HERE/build.sh")
 while IFS= read -r -d '' f; do

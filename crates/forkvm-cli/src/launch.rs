@@ -32,6 +32,27 @@ pub const DEFAULT_ALLOW_READ: &[&str] = &[
     "/etc/localtime",
 ];
 
+/// Resolves `--allow-connect HOST:PORT` values once, at start-up: every
+/// address HOST has (IPv4 and IPv6; `localhost` through the host's resolver).
+pub fn resolve_connect(specs: &[String]) -> anyhow::Result<Vec<std::net::SocketAddr>> {
+    use std::net::ToSocketAddrs;
+    let mut out = Vec::new();
+    for spec in specs {
+        let addrs = spec
+            .to_socket_addrs()
+            .with_context(|| format!("--allow-connect {spec}: expected HOST:PORT that resolves"))?;
+        for a in addrs {
+            if !out.contains(&a) {
+                out.push(a);
+            }
+        }
+    }
+    for a in &out {
+        tracing::debug!("--allow-connect: the guest may connect to {a}");
+    }
+    Ok(out)
+}
+
 /// Interpreters nested this deep are refused (as Linux does beyond 4 levels).
 const MAX_SCRIPT_DEPTH: usize = 4;
 

@@ -79,6 +79,10 @@ struct RunArgs {
     /// Print one line per syscall, as strace does: name, decoded arguments, result.
     #[arg(long)]
     trace_syscalls: bool,
+    /// Let the guest open TCP connections to HOST:PORT (repeatable; HOST is resolved
+    /// once at start, IPv4 and IPv6). Every other address is refused (ECONNREFUSED).
+    #[arg(long = "allow-connect", value_name = "HOST:PORT")]
+    allow_connect: Vec<String>,
     /// How system calls are answered: `fast` answers guest-local calls (getpid, gettid,
     /// identity, a lone sched_yield, getrandom) inside the VM and, on PVM, posts simple file
     /// calls to a host poller without a VM exit; `guest` is `fast` without the poller; `exit`
@@ -166,11 +170,14 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         trace_syscalls: args.trace_syscalls,
         syscalls: args.syscalls,
     };
+    let allow_connect = launch::resolve_connect(&args.allow_connect)?;
     let mut machine =
         Machine::from_file(&program, config).with_context(|| format!("cannot start {program}"))?;
+    let outbound = !allow_connect.is_empty();
+    machine.set_allow_connect(allow_connect);
     let outcome = match args.gdb.as_deref() {
         None => {
-            seccomp::confine(seccomp::Mode::Run, args.no_seccomp)?;
+            seccomp::confine(seccomp::Mode::Run, args.no_seccomp, outbound)?;
             machine.run().context("the VM failed")?
         }
         // The stub needs the network calls `run`'s allow-list leaves out, and a

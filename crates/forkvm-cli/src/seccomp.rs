@@ -131,6 +131,18 @@ const SERVE_ALLOWED: &[i64] = &[
     libc::SYS_eventfd2,
 ];
 
+/// What outbound connections need (`--allow-connect`), in `run` and `serve`:
+/// nonblocking TCP sockets, connect, send/recv, SO_ERROR and TCP_NODELAY.
+const OUTBOUND_ALLOWED: &[i64] = &[
+    libc::SYS_connect,
+    libc::SYS_getsockname,
+    libc::SYS_setsockopt,
+    libc::SYS_getsockopt,
+    libc::SYS_shutdown,
+    libc::SYS_sendto,
+    libc::SYS_recvfrom,
+];
+
 /// Calls allowed only with one of the given first arguments:
 /// prctl for thread names (std), naming mappings (glibc) and reading our own auxv.
 const BY_FIRST_ARG: &[(i64, &[u64])] = &[(
@@ -151,6 +163,12 @@ const SERVE_BY_FIRST_ARG: &[(i64, &[u64])] = &[
     ),
     (libc::SYS_socketpair, &[libc::AF_UNIX as u64]),
 ];
+
+/// `run --allow-connect`: the sockets of outbound connections.
+const OUTBOUND_BY_FIRST_ARG: &[(i64, &[u64])] = &[(
+    libc::SYS_socket,
+    &[libc::AF_INET as u64, libc::AF_INET6 as u64],
+)];
 
 /// ioctl requests forkvm makes (the request argument is compared, 32 bits).
 const IOCTLS: &[u64] = &[
@@ -193,33 +211,42 @@ pub enum Mode {
     Serve,
 }
 
-/// Confines the process for `mode`, or says loudly that it is not confined.
-pub fn confine(mode: Mode, disabled: bool) -> anyhow::Result<()> {
+/// Confines the process for `mode` (with the calls of outbound connections
+/// when `outbound`), or says loudly that it is not confined.
+pub fn confine(mode: Mode, disabled: bool, outbound: bool) -> anyhow::Result<()> {
     if disabled {
         tracing::warn!(
             "--no-seccomp: forkvm runs without its host seccomp allow-list; for debugging only"
         );
         return Ok(());
     }
-    install(mode)
+    install(mode, outbound)
 }
 
 /// Installs the allow-list on every thread of the process.
-fn install(mode: Mode) -> anyhow::Result<()> {
+fn install(mode: Mode, outbound: bool) -> anyhow::Result<()> {
     install_sigsys_handler()?;
-    let program = compile(mode).context("building the seccomp filter")?;
+    let program = compile(mode, outbound).context("building the seccomp filter")?;
     seccompiler::apply_filter_all_threads(&program).context("installing the seccomp filter")?;
     Ok(())
 }
 
-fn compile(mode: Mode) -> anyhow::Result<BpfProgram> {
+fn compile(mode: Mode, outbound: bool) -> anyhow::Result<BpfProgram> {
     let (extra, extra_by_arg): (&[i64], &[(i64, &[u64])]) = match mode {
         Mode::Run => (&[], &[]),
         Mode::Serve => (SERVE_ALLOWED, SERVE_BY_FIRST_ARG),
     };
+    // Outbound connections add their calls and AF_INET/AF_INET6 sockets
+    // (which `serve` allows already); `run` without them has no network at all.
+    let (out, out_by_arg): (&[i64], &[(i64, &[u64])]) = match (outbound, mode) {
+        (false, _) => (&[], &[]),
+        (true, Mode::Run) => (OUTBOUND_ALLOWED, OUTBOUND_BY_FIRST_ARG),
+        (true, Mode::Serve) => (OUTBOUND_ALLOWED, &[]),
+    };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = ALLOWED
         .iter()
         .chain(extra)
+        .chain(out)
         .map(|&nr| (nr, Vec::new()))
         .collect();
     // One rule per allowed value of the argument (rules are alternatives).
@@ -236,7 +263,7 @@ fn compile(mode: Mode) -> anyhow::Result<BpfProgram> {
             })
             .collect::<Result<Vec<_>, _>>()
     };
-    for &(nr, values) in BY_FIRST_ARG.iter().chain(extra_by_arg) {
+    for &(nr, values) in BY_FIRST_ARG.iter().chain(extra_by_arg).chain(out_by_arg) {
         rules.insert(nr, one_of(0, values)?);
     }
     rules.insert(libc::SYS_ioctl, one_of(1, IOCTLS)?);
@@ -332,7 +359,9 @@ mod tests {
     #[test]
     fn the_filter_compiles() {
         for mode in [Mode::Run, Mode::Serve] {
-            assert!(!compile(mode).unwrap().is_empty());
+            for outbound in [false, true] {
+                assert!(!compile(mode, outbound).unwrap().is_empty());
+            }
         }
     }
 

@@ -149,6 +149,15 @@ impl Fork {
         self.machine()?.connect(peer)
     }
 
+    /// The same, onto the listener bound to `port` (see [`Machine::connect_on`]).
+    pub fn connect_on(
+        &mut self,
+        peer: std::net::SocketAddr,
+        port: Option<u16>,
+    ) -> Result<crate::linux::inet::HostConn, CallError> {
+        self.machine()?.connect_on(peer, port)
+    }
+
     /// Runs a server until it waits again (see [`Machine::run_until_idle`]).
     pub fn run_until_idle(
         &mut self,

@@ -103,6 +103,11 @@ pub struct ServeArgs {
     /// Do not confine forkvm itself with its host seccomp allow-list (for debugging only).
     #[arg(long)]
     no_seccomp: bool,
+    /// Let the program open TCP connections to HOST:PORT (repeatable; HOST is resolved
+    /// once at start). Every other address is refused (ECONNREFUSED). A request's
+    /// connections are closed when its VM is reset.
+    #[arg(long = "allow-connect", value_name = "HOST:PORT")]
+    allow_connect: Vec<String>,
     /// Log less (only warnings and errors).
     #[arg(short, long)]
     quiet: bool,
@@ -265,7 +270,10 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     let mut machine =
         Machine::new(&image, &exe, config).with_context(|| format!("cannot start {name}"))?;
     machine.set_persist(&args.persist);
+    machine.set_allow_connect(crate::launch::resolve_connect(&args.allow_connect)?);
     let mut listen = args.listen;
+    // A server program's other listening sockets (without --listen): one host listener each.
+    let mut also_listen = Vec::new();
     match machine.run_until_ready(&ReadyAt::Call)? {
         Outcome::Ready if machine.ready_point().is_some_and(|r| r.handler != 0) => {}
         Outcome::Ready if machine.ready_point().is_some_and(|r| r.server) => {
@@ -281,6 +289,12 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
                     }
                     a
                 });
+                for mut a in machine.listening_addrs().into_iter().skip(1) {
+                    if a.ip().is_unspecified() {
+                        a.set_ip(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+                    }
+                    also_listen.push(a);
+                }
             }
         }
         Outcome::Ready => {
@@ -336,23 +350,58 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     crate::seccomp::confine(
         crate::seccomp::Mode::Serve,
         args.no_seccomp || args.gdb.is_some(),
+        !args.allow_connect.is_empty(),
     )?;
-    let result = rt.block_on(run(state.clone(), &args, listen, &name, workers_n));
+    let result = rt.block_on(run(
+        state.clone(),
+        &args,
+        listen,
+        also_listen,
+        &name,
+        workers_n,
+    ));
     state.workers.close();
     drop(rt);
     result
+}
+
+/// The host port a connection came in on (a request extension).
+#[derive(Clone, Copy)]
+struct LocalPort(Option<u16>);
+
+/// The next connection on the main listener or on one of the others.
+async fn accept_any(
+    main: &tokio::net::TcpListener,
+    extra: &mut tokio::sync::mpsc::Receiver<std::io::Result<(tokio::net::TcpStream, SocketAddr)>>,
+) -> std::io::Result<(tokio::net::TcpStream, SocketAddr)> {
+    tokio::select! {
+        a = main.accept() => a,
+        Some(a) = extra.recv() => a,
+    }
 }
 
 async fn run(
     state: Arc<State>,
     args: &ServeArgs,
     listen: SocketAddr,
+    also_listen: Vec<SocketAddr>,
     name: &str,
     workers: usize,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
+    // Connections to the program's other listening sockets arrive through this channel.
+    let (extra_tx, mut extra) = tokio::sync::mpsc::channel(64);
+    for addr in also_listen {
+        let l = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        tracing::info!("also serving {name} on http://{}", l.local_addr()?);
+        let tx = extra_tx.clone();
+        tokio::spawn(async move { while tx.send(l.accept().await).await.is_ok() {} });
+    }
+    drop(extra_tx);
     tracing::info!(
         "serving {name} on http://{} with {workers} worker VM(s), {}",
         listener.local_addr()?,
@@ -372,7 +421,7 @@ async fn run(
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
+            accepted = accept_any(&listener, &mut extra) => {
                 let Ok((stream, _)) = accepted else {
                     // Out of fds (or another passing error): let others close first.
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -384,6 +433,7 @@ async fn run(
                 };
                 let _ = stream.set_nodelay(true);
                 let peer = stream.peer_addr().ok();
+                let local_port = LocalPort(stream.local_addr().ok().map(|a| a.port()));
                 if args.reset == ResetMode::PerConnection {
                     let workers = state.workers.clone();
                     tokio::spawn(async move {
@@ -406,6 +456,7 @@ async fn run(
                         TokioIo::new(Shared(stream.clone())),
                         service_fn(move |mut req: Request<Incoming>| {
                             req.extensions_mut().insert(peer);
+                            req.extensions_mut().insert(local_port);
                             handle(st.clone(), req)
                         }),
                     );
@@ -736,6 +787,7 @@ async fn answer(
             .get::<Option<SocketAddr>>()
             .copied()
             .flatten(),
+        local_port: parts.extensions.get::<LocalPort>().and_then(|p| p.0),
     };
     let out = match state.workers.serve(job).await {
         Ok(out) => out,

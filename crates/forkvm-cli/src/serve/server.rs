@@ -175,7 +175,7 @@ fn dechunk(mut b: &[u8]) -> Option<std::result::Result<Vec<u8>, String>> {
 
 /// Serves `job` in `fork`: one connection, run until the response is whole.
 pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
-    let mut conn = match fork.connect(job.peer.unwrap_or(PEER)) {
+    let mut conn = match fork.connect_on(job.peer.unwrap_or(PEER), job.local_port) {
         Ok(c) => c,
         Err(e) => return Result::Failed(e.to_string()),
     };
@@ -263,7 +263,8 @@ pub async fn pump(
     timeout: Duration,
 ) -> std::result::Result<u64, String> {
     let peer = stream.peer_addr().unwrap_or(PEER);
-    let mut conn = fork.connect(peer).map_err(|e| e.to_string())?;
+    let port = stream.local_addr().ok().map(|a| a.port());
+    let mut conn = fork.connect_on(peer, port).map_err(|e| e.to_string())?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut out = Vec::new();
     let mut sent = 0u64;
@@ -364,6 +365,7 @@ mod tests {
             ),
             body: Bytes::from_static(b"hi"),
             peer: None,
+            local_port: None,
         };
         let s = serialise(&job);
         assert_eq!(

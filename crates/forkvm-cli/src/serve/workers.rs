@@ -25,6 +25,9 @@ pub struct Job {
     pub body: Bytes,
     /// The client's address (a server program's accept/getpeername).
     pub peer: Option<std::net::SocketAddr>,
+    /// The host port the client connected to: which of a server program's
+    /// listening sockets gets the connection (the first if none matches).
+    pub local_port: Option<u16>,
 }
 
 /// How serving a job went.
@@ -110,6 +113,7 @@ impl Workers {
                     headers: Bytes::from_static(b"host: forkvm-warmup\n"),
                     body: Bytes::new(),
                     peer: None,
+                    local_port: None,
                 };
                 if let Result::Crashed(report) = serve_one(&mut fork, &job, settings.timeout) {
                     tracing::warn!("the guest crashed on a warm-up request:\n{report}");

@@ -322,6 +322,7 @@ fn epoll_wait(
         let r = super::poll::readiness_of(&mut f, now);
         let token = match &f.kind {
             FileKind::Event(EventObj::EventFd { count, .. }) => *count,
+            FileKind::Socket(s) => s.host_stream().map_or(0, |h| h.edge_token()),
             _ => 0,
         };
         if let FileKind::Event(obj) = &f.kind {
@@ -352,7 +353,12 @@ fn epoll_wait(
             let now_set = bits;
             bits &= !i.seen;
             if token != i.token {
-                bits |= now_set & EPOLLIN;
+                // A host socket's token counts drains of either direction.
+                let rearm = match &f.kind {
+                    FileKind::Socket(_) => EPOLLIN | EPOLLOUT,
+                    _ => EPOLLIN,
+                };
+                bits |= now_set & rearm;
             }
             if bits == 0 || (ready.len() as u64) < max {
                 edges.push((fd, now_set, token));

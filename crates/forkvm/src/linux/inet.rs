@@ -6,10 +6,13 @@
 //! writes the host takes. Reads, writes, shutdown, close and readiness
 //! (poll, epoll, select) are those of the stream pair; this file adds the
 //! names (bind, getsockname, getpeername), listen/accept and the TCP/IP
-//! socket options servers set. Outbound connect is refused (ECONNREFUSED).
+//! socket options servers set. Outbound connect is refused (ECONNREFUSED)
+//! unless the address is in `--allow-connect`: then the socket is backed by
+//! a real host connection ([`super::host_socket`]).
 //! UDP and raw sockets stay refused (EACCES).
 
 use super::fdtable::{lock, oflags, FileKind, OpenFile};
+use super::host_socket::{Connect, HostStream};
 use super::thread::{self, Waited};
 use super::unix_socket::{Socket, SOCK_STREAM};
 use super::{Args, Errno, Process, SysResult};
@@ -39,6 +42,9 @@ const SOCKADDR_IN6: usize = 28;
 const POLLIN: i16 = 0x1;
 const POLLRDNORM: i16 = 0x40;
 const EAFNOSUPPORT: Errno = Errno(97);
+const EALREADY: Errno = Errno(114);
+const EINPROGRESS: Errno = Errno(115);
+const TCP_NODELAY: u64 = 1;
 const EADDRINUSE: Errno = Errno(98);
 /// Largest backlog recorded (SOMAXCONN).
 const SOMAXCONN: i32 = 4096;
@@ -67,6 +73,8 @@ pub struct Inet {
     pub listener: Option<Arc<Mutex<Listener>>>,
     /// Options set at levels IPPROTO_IP/TCP/IPV6: (level, name, value).
     pub opts: Vec<(u32, u32, i32)>,
+    /// The host connection behind an allowed outbound connect.
+    pub host: Option<HostStream>,
 }
 
 impl Inet {
@@ -77,6 +85,7 @@ impl Inet {
             peer: None,
             listener: None,
             opts: Vec::new(),
+            host: None,
         }
     }
 
@@ -94,6 +103,12 @@ impl Inet {
                 }))
             }),
             opts: self.opts.clone(),
+            host: self.host.as_ref().map(|h| {
+                tracing::debug!(
+                    "a connection made before the snapshot is reset (ECONNRESET) in every fork"
+                );
+                h.reset_copy()
+            }),
         }
     }
 
@@ -105,6 +120,14 @@ impl Inet {
         } else {
             POLLIN | POLLRDNORM
         })
+    }
+
+    /// The value of an option recorded at `level`, 0 if never set.
+    fn opt(&self, level: u64, name: u64) -> i32 {
+        self.opts
+            .iter()
+            .find(|o| (o.0 as u64, o.1 as u64) == (level, name))
+            .map_or(0, |o| o.2)
     }
 
     fn unspecified(&self) -> SocketAddr {
@@ -361,14 +384,89 @@ pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u6
     Ok(fd as u64)
 }
 
-/// connect(2): no outbound network: ECONNREFUSED (EISCONN when connected).
+/// connect(2): to an address in `--allow-connect`, a host TCP connection
+/// (blocking, or EINPROGRESS and writable readiness when nonblocking);
+/// anything else ECONNREFUSED, as a firewall's REJECT.
 pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let (family, connected) = with_inet(p, a[0], |s, _| Ok((inet_of(s)?.family, s.connected())))?;
-    read_addr(mem, a[1], a[2], family)?;
-    if connected {
+    let retry = p.waiting.is_some();
+    let (family, connected, listening, timeout) = with_inet(p, a[0], |s, _| {
+        let timeout = s.sndtimeo;
+        let connected = s.connected();
+        let i = inet_of(s)?;
+        Ok((i.family, connected, i.listener.is_some(), timeout))
+    })?;
+    let to = read_addr(mem, a[1], a[2], family)?;
+    if listening {
         return Err(Errno::EISCONN);
     }
-    Err(Errno::ECONNREFUSED)
+    // A connect already under way (or done) on a host-backed socket.
+    let state = with_inet(p, a[0], |s, nb| {
+        let Some(h) = inet_of(s)?.host.as_mut() else {
+            return Ok(None);
+        };
+        Ok(Some((h.still_connecting(), nb)))
+    })?;
+    match state {
+        // Our own blocking connect, made again after a wait.
+        Some((true, false)) if retry => return wait_connect(p, timeout),
+        Some((false, _)) => {
+            // Done: a failed connect reports its error once and leaves the
+            // socket unconnected; a good one is 0 for our own wait, else EISCONN.
+            // Linux answers 0 to the first connect that finds it connected.
+            let (err, confirmed) = with_inet(p, a[0], |s, _| {
+                let Some(h) = inet_of(s)?.host.as_mut() else {
+                    return Ok((0, true));
+                };
+                let confirmed = std::mem::replace(&mut h.confirmed, true);
+                Ok((h.take_error(), confirmed))
+            })?;
+            if err != 0 {
+                with_inet(p, a[0], |s, _| {
+                    let i = inet_of(s)?;
+                    (i.host, i.peer) = (None, None);
+                    Ok(())
+                })?;
+                return Err(Errno(err));
+            }
+            return if retry || !confirmed {
+                Ok(0)
+            } else {
+                Err(Errno::EISCONN)
+            };
+        }
+        Some((true, _)) => return Err(EALREADY),
+        None if connected => return Err(Errno::EISCONN),
+        None => {}
+    }
+    if !p.outbound.check(to) {
+        return Err(Errno::ECONNREFUSED);
+    }
+    let target = super::host_socket::canonical(to);
+    let how = with_inet(p, a[0], |s, nb| {
+        let i = inet_of(s)?;
+        let nodelay = i.opt(IPPROTO_TCP, TCP_NODELAY) != 0;
+        let (h, how) = HostStream::connect(target, nodelay)?;
+        i.local = h.local_addr();
+        i.peer = Some(to);
+        i.host = Some(h);
+        Ok(match how {
+            Connect::Done => None,
+            Connect::Pending => Some(nb),
+        })
+    })?;
+    match how {
+        None => Ok(0),
+        Some(true) => Err(EINPROGRESS),
+        Some(false) => wait_connect(p, timeout),
+    }
+}
+
+/// A blocking connect waits (SO_SNDTIMEO bounds it: then EINPROGRESS, as Linux).
+fn wait_connect(p: &mut Process, timeout: Option<std::time::Duration>) -> SysResult {
+    match thread::wait(p, timeout, None) {
+        Waited::Retry => Ok(0),
+        Waited::TimedOut => Err(EINPROGRESS),
+    }
 }
 
 /// getsockname(2): the bound address (unspecified, port 0, before bind).
@@ -419,6 +517,9 @@ pub(super) fn setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Op
             return Err(Errno::ENOPROTOOPT);
         }
         let key = (level as u32, name as u32);
+        if let (IPPROTO_TCP, TCP_NODELAY, Some(h)) = (level, name as u32 as u64, &i.host) {
+            h.set_nodelay(v != 0);
+        }
         match i.opts.iter_mut().find(|o| (o.0, o.1) == key) {
             Some(o) => o.2 = v,
             None => {
@@ -498,6 +599,37 @@ pub fn listening_addr(p: &Process) -> Option<SocketAddr> {
     None
 }
 
+impl Socket {
+    /// The host connection behind this socket, if an outbound connect made one.
+    pub fn host_stream(&self) -> Option<&HostStream> {
+        self.inet.as_ref()?.host.as_ref()
+    }
+
+    /// The same, to change it.
+    pub fn host_stream_mut(&mut self) -> Option<&mut HostStream> {
+        self.inet.as_mut()?.host.as_mut()
+    }
+}
+
+/// Every address the program listens on (its listening virtual sockets, in fd order).
+pub fn listening_addrs(p: &Process) -> Vec<SocketAddr> {
+    let mut out = Vec::new();
+    for fd in p.fds.open_fds() {
+        let Ok(f) = p.fds.get(fd) else { continue };
+        let of = lock(&f);
+        if let FileKind::Socket(s) = &of.kind {
+            if let Some(i) = &s.inet {
+                if let (Some(_), Some(a)) = (&i.listener, i.local) {
+                    if !out.contains(&a) {
+                        out.push(a);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The host's end of a virtual connection.
 pub struct HostConn {
     end: Socket,
@@ -571,6 +703,18 @@ impl HostConn {
 /// Pushes a new connection from `peer` onto the program's listening socket;
 /// the host keeps the other end. ECONNREFUSED if nothing listens.
 pub fn connect_to_listener(p: &Process, peer: SocketAddr) -> Result<HostConn, Errno> {
+    connect_to_listener_on(p, peer, None)
+}
+
+/// The same, onto the listening socket bound to `port` when given (a server
+/// with several listeners), else the first.
+pub fn connect_to_listener_on(
+    p: &Process,
+    peer: SocketAddr,
+    port: Option<u16>,
+) -> Result<HostConn, Errno> {
+    let listeners = listening_addrs(p);
+    let port = port.filter(|want| listeners.iter().any(|a| a.port() == *want));
     for fd in p.fds.open_fds() {
         let Ok(f) = p.fds.get(fd) else { continue };
         let of = lock(&f);
@@ -579,6 +723,9 @@ pub fn connect_to_listener(p: &Process, peer: SocketAddr) -> Result<HostConn, Er
         };
         let Some(i) = &s.inet else { continue };
         let Some(l) = &i.listener else { continue };
+        if port.is_some_and(|want| i.local.map(|a| a.port()) != Some(want)) {
+            continue;
+        }
         let mut listener = lock(l);
         // A program that does not accept: its queue is full, as on Linux
         // (plus some slack: the host pushes one connection per request).
@@ -677,5 +824,90 @@ mod tests {
         );
         // UDP stays refused.
         assert_eq!(socket(&mut p, &[2, 2, 0, 0, 0, 0]), Err(Errno::EACCES));
+    }
+
+    fn poll_of(p: &Process, fd: u64) -> i16 {
+        let file = p.fds.get(fd as i32).unwrap();
+        let of = lock(&file);
+        let FileKind::Socket(s) = &of.kind else {
+            panic!("not a socket")
+        };
+        s.poll()
+    }
+
+    #[test]
+    fn connect_is_refused_unless_allowed_then_a_host_connection() {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let (mut p, mut m) = setup();
+        let sa = USER_BASE;
+        m.write(sa, &encode_addr(addr, AF_INET)).unwrap();
+        let fd = socket(&mut p, &[2, 1 | SOCK_NONBLOCK, 0, 0, 0, 0]).unwrap();
+        let args = [fd, sa, 16, 0, 0, 0];
+        assert_eq!(connect(&mut p, &mut m, &args), Err(Errno::ECONNREFUSED));
+        p.outbound = crate::linux::host_socket::Outbound::new(vec![addr]);
+        let first = connect(&mut p, &mut m, &args);
+        assert!(matches!(first, Ok(0) | Err(EINPROGRESS)), "{first:?}");
+        let (mut peer, _) = l.accept().unwrap();
+        for _ in 0..2000 {
+            if poll_of(&p, fd) & 0x4 != 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if first.is_err() {
+            // As Linux: 0 from the first connect that finds it connected, then EISCONN.
+            assert_eq!(connect(&mut p, &mut m, &args), Ok(0));
+        }
+        assert_eq!(connect(&mut p, &mut m, &args), Err(Errno::EISCONN));
+        let (out, len) = (USER_BASE + 0x100, USER_BASE + 0x200);
+        m.write_u32(len, 16).unwrap();
+        assert_eq!(getpeername(&mut p, &mut m, &[fd, out, len, 0, 0, 0]), Ok(0));
+        assert_eq!(read_addr(&m, out, 16, AF_INET), Ok(addr));
+        // Data both ways through the socket's own operations.
+        let file = p.fds.get(fd as i32).unwrap();
+        {
+            let mut of = lock(&file);
+            let FileKind::Socket(s) = &mut of.kind else {
+                panic!("not a socket")
+            };
+            assert!(s.connected());
+            assert_eq!(s.send(b"hi", Vec::new()), Ok(2));
+        }
+        let mut b = [0u8; 2];
+        peer.read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"hi");
+        peer.write_all(b"yo").unwrap();
+        // A waiting process sleeps until the host socket is readable.
+        {
+            let mut of = lock(&file);
+            let FileKind::Socket(s) = &mut of.kind else {
+                panic!("not a socket")
+            };
+            let mut buf = [0u8; 8];
+            let got = s.recv(&mut buf, false);
+            if got.is_err() {
+                drop(of);
+                assert!(crate::linux::host_socket::sleep(
+                    &p,
+                    std::time::Duration::from_secs(30)
+                ));
+                of = lock(&file);
+            }
+            let FileKind::Socket(s) = &mut of.kind else {
+                panic!("not a socket")
+            };
+            let n = match got {
+                Ok(r) => r.copied,
+                Err(_) => s.recv(&mut buf, false).unwrap().copied,
+            };
+            assert_eq!(&buf[..n], b"yo");
+        }
+        drop(file);
+        // Closing the guest's descriptor closes the host connection.
+        p.fds.close(fd as i32).unwrap();
+        let mut rest = Vec::new();
+        assert_eq!(peer.read_to_end(&mut rest).unwrap(), 0);
     }
 }

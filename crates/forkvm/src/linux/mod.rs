@@ -8,6 +8,7 @@ pub mod event;
 pub mod exitless;
 pub mod fdtable;
 pub mod fs;
+pub mod host_socket;
 pub mod inet;
 pub mod io;
 pub mod mem;
@@ -125,6 +126,8 @@ pub struct Process {
     pub posix_timers: time::posix::Timers,
     /// The private /tmp and /dev/shm (see `fs::PrivateTmp`).
     pub tmp: fs::PrivateTmp,
+    /// Outbound connections the process may make (`--allow-connect`).
+    pub outbound: host_socket::Outbound,
 }
 
 impl Process {
@@ -163,6 +166,7 @@ impl Process {
             unknown_logged: HashSet::new(),
             posix_timers: time::posix::Timers::default(),
             tmp: fs::PrivateTmp::new(),
+            outbound: host_socket::Outbound::default(),
         }
     }
 }
@@ -198,6 +202,7 @@ impl Process {
             unknown_logged: self.unknown_logged.clone(),
             posix_timers: time::posix::Timers::default(),
             tmp: self.tmp.fork_copy()?,
+            outbound: self.outbound.clone(),
         })
     }
 }

@@ -882,7 +882,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 41, name: "socket", handler: sys_socket, support: Support::Partial,
         note: "AF_UNIX (unnamed: it cannot be bound or connected); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); UDP, raw and other families are refused (no network): EACCES" },
     SyscallEntry { nr: 42, name: "connect", handler: sys_connect, support: Support::Partial,
-        note: "nothing listens inside the VM and there is no outbound network: ECONNREFUSED" },
+        note: "virtual TCP: addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address, and AF_UNIX names, ECONNREFUSED" },
     SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,
         note: "virtual TCP: connections the host pushed; AF_UNIX: no socket can listen: EINVAL" },
     SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,

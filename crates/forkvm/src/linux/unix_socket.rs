@@ -146,7 +146,7 @@ impl Socket {
 
     /// Whether the socket is connected (a peer exists, even if closed since).
     pub fn connected(&self) -> bool {
-        self.conn.is_some()
+        self.conn.is_some() || self.host_stream().is_some()
     }
 
     /// A copy for a forked process: same state and queued bytes, a new pair
@@ -204,6 +204,9 @@ impl Socket {
             2 => RCV_SHUTDOWN | SEND_SHUTDOWN,
             _ => return Err(Errno::EINVAL),
         };
+        if let Some(h) = self.host_stream_mut() {
+            return h.shutdown(how);
+        }
         let Some((pair, side)) = &self.conn else {
             // Linux accepts it and only records it.
             self.shut |= mask;
@@ -227,6 +230,9 @@ impl Socket {
 
     /// Bytes the next read could return (stream: all queued; otherwise the next message).
     pub fn available(&self) -> usize {
+        if let Some(h) = self.host_stream() {
+            return h.available();
+        }
         let Some((pair, side)) = &self.conn else {
             return 0;
         };
@@ -241,6 +247,9 @@ impl Socket {
 
     /// Takes the pending error (SO_ERROR), 0 if none.
     pub fn take_error(&mut self) -> i32 {
+        if let Some(h) = self.host_stream_mut() {
+            return h.take_error();
+        }
         match &self.conn {
             Some((pair, side)) => std::mem::take(&mut lock(pair).error[*side]),
             None => 0,
@@ -256,6 +265,9 @@ impl Socket {
     pub fn poll(&self) -> i16 {
         if let Some(r) = self.inet.as_ref().and_then(|i| i.listen_poll()) {
             return r;
+        }
+        if let Some(h) = self.host_stream() {
+            return h.poll();
         }
         let shut_bits = |shut: u8| {
             let mut r = 0;
@@ -297,6 +309,14 @@ impl Socket {
     /// EAGAIN when there is no room; EPIPE when the peer is gone or shut
     /// down (the caller raises SIGPIPE).
     pub fn send(&mut self, data: &[u8], fds: Vec<FileRef>) -> Result<usize, Errno> {
+        if let Some(h) = self.host_stream_mut() {
+            // TCP carries no descriptors.
+            return if fds.is_empty() {
+                h.send(data)
+            } else {
+                Err(Errno::EINVAL)
+            };
+        }
         let Some((pair, side)) = &self.conn else {
             if self.shut & SEND_SHUTDOWN != 0 && !self.connection() {
                 return Err(Errno::EPIPE);
@@ -360,6 +380,14 @@ impl Socket {
     /// descriptors that came with it. Ok with 0 bytes is end of file;
     /// EAGAIN when nothing is there yet.
     pub fn recv(&mut self, buf: &mut [u8], peek: bool) -> Result<Received, Errno> {
+        if let Some(h) = self.host_stream_mut() {
+            let n = h.recv(buf, peek)?;
+            return Ok(Received {
+                copied: n,
+                full: n,
+                fds: Vec::new(),
+            });
+        }
         let Some((pair, side)) = &self.conn else {
             return Err(match self.ty {
                 SOCK_STREAM => Errno::EINVAL,

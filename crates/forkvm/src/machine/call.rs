@@ -315,6 +315,7 @@ impl Machine {
                 .others
                 .iter()
                 .any(|t| t.wait == Wait::Runnable)
+            || crate::linux::host_socket::awaiting(&self.proc)
         {
             return Ok(None);
         }
@@ -345,6 +346,27 @@ impl Machine {
     /// The address a server program listens on (its first listening virtual socket).
     pub fn listening_addr(&self) -> Option<std::net::SocketAddr> {
         crate::linux::inet::listening_addr(&self.proc)
+    }
+
+    /// Every address a server program listens on.
+    pub fn listening_addrs(&self) -> Vec<std::net::SocketAddr> {
+        crate::linux::inet::listening_addrs(&self.proc)
+    }
+
+    /// Pushes a connection onto the listener bound to `port` (the first if none is).
+    pub fn connect_on(
+        &mut self,
+        peer: std::net::SocketAddr,
+        port: Option<u16>,
+    ) -> Result<crate::linux::inet::HostConn, CallError> {
+        crate::linux::inet::connect_to_listener_on(&self.proc, peer, port)
+            .map_err(|_| CallError::NotCallable("the program listens on no socket"))
+    }
+
+    /// Lets the program connect to these addresses (`--allow-connect`): its
+    /// connections to them are real host TCP connections.
+    pub fn set_allow_connect(&mut self, addrs: Vec<std::net::SocketAddr>) {
+        self.proc.outbound = crate::linux::host_socket::Outbound::new(addrs);
     }
 
     /// Pushes a new connection from `peer` onto the server's listening socket.

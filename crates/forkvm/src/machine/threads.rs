@@ -137,7 +137,14 @@ impl Machine {
                 d.saturating_duration_since(Instant::now())
             })
             .min(Duration::from_millis(10));
-        std::thread::sleep(wait);
+        // Host sockets a waiting call waits for can end the sleep early.
+        if linux::host_socket::sleep(&self.proc, wait) {
+            for t in self.proc.threads.others.iter_mut() {
+                if matches!(t.wait, Wait::Retry(_)) {
+                    t.wait = Wait::Runnable;
+                }
+            }
+        }
         Ok(false)
     }
 

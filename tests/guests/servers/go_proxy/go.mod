@@ -1,0 +1,3 @@
+module forkvm/goproxy
+
+go 1.21
