@@ -14,12 +14,15 @@
 #   SERVERS="epoll go rust"   which servers
 #   CONCURRENCY=$(nproc) forkvm serve --concurrency
 #   FORKVM=path          use this forkvm binary instead of building target/release
+#   MODES="native no-reset reset"  which rows; "reset-guest" adds reset with --syscalls guest
+#                        (no exitless poller), for an A/B of the poller in one run
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$(pwd)
 DURATION=${DURATION:-5}
 SERVERS=${SERVERS:-epoll go rust}
+MODES=${MODES:-native no-reset reset}
 CONCURRENCY=${CONCURRENCY:-$(nproc)}
 
 log() { echo "bench/servers.sh: $*" >&2; }
@@ -74,12 +77,14 @@ for s in $SERVERS; do
     prog=$(program "$s")
     [[ -x $prog ]] || { log "skipped $s: $prog was not built"; continue; }
     native_mean=""
-    for mode in native no-reset reset; do
+    for mode in $MODES; do
         port=$(free_port)
         case $mode in
             native) "$prog" "$port" >/dev/null 2>&1 & ;;
             no-reset) "$FORKVM" serve -q --concurrency "$CONCURRENCY" --ephemeral false "$prog" "$port" >/dev/null 2>&1 & ;;
             reset) "$FORKVM" serve -q --concurrency "$CONCURRENCY" "$prog" "$port" >/dev/null 2>&1 & ;;
+            reset-guest) "$FORKVM" serve -q --concurrency "$CONCURRENCY" --syscalls guest "$prog" "$port" >/dev/null 2>&1 & ;;
+            *) log "unknown mode $mode"; exit 1 ;;
         esac
         PIDS+=($!)
         pid=$!
