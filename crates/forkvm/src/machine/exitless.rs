@@ -65,6 +65,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Lent {
     proc: NonNull<Process>,
     mem: NonNull<GuestMemory>,
+    /// The machine wants its calls posted (it is not backing off).
+    post: bool,
 }
 
 // SAFETY: Process and GuestMemory are Send (both are moved between threads
@@ -91,6 +93,14 @@ impl Link {
         // SAFETY: see `Lent`: the lender is blocked in `lend` until it gets
         // this lock, so nothing else uses the state while we hold it.
         let (proc, mem) = unsafe { (&mut *lent.proc.as_ptr(), &mut *lent.mem.as_ptr()) };
+        if lent.post {
+            // A running poller tells the guest it watches (see `Exitless::lend`).
+            if let Some(w) = mem.kernel_atomic_u64(slot(fast::CALL_AWAKE)) {
+                if w.load(Ordering::Relaxed) == 0 {
+                    w.store(1, Ordering::SeqCst);
+                }
+            }
+        }
         let Some(st) = mem.kernel_atomic_u64(slot(fast::CALL_STATE)) else {
             return false;
         };
@@ -344,13 +354,18 @@ impl Exitless {
             }
         }
         let post = self.may_post(mem);
-        let awake = slot(fast::CALL_AWAKE);
-        if mem.kernel_read_u64(awake).ok() != Some(u64::from(post)) {
-            let _ = mem.kernel_write_u64(awake, u64::from(post));
+        // A sleeping poller takes a while to run again: the guest's first
+        // calls would wait for it in vain. It sets the word itself once it
+        // runs; until then calls exit.
+        let awake = u64::from(post && !self.poller.asleep.load(Ordering::SeqCst));
+        let at = slot(fast::CALL_AWAKE);
+        if mem.kernel_read_u64(at).ok() != Some(awake) {
+            let _ = mem.kernel_write_u64(at, awake);
         }
         *lock(&self.link.lent) = Some(Lent {
             proc: NonNull::from(proc),
             mem: NonNull::from(mem),
+            post,
         });
         let _revoke = Revoke(&self.link);
         if post {
@@ -364,7 +379,9 @@ impl Exitless {
     fn may_post(&self, mem: &GuestMemory) -> bool {
         let cancels = mem.kernel_read_u64(slot(fast::CALL_CANCELS)).unwrap_or(0);
         let pause = self.backoff.get();
-        if cancels != self.cancels.replace(cancels) {
+        // The count only grows while the program runs; a reset puts back the
+        // snapshot's (lower) count, which is no sign of anything.
+        if cancels > self.cancels.replace(cancels) {
             tracing::trace!("exitless: the guest waited in vain; no posting for {pause:?}");
             self.backoff_until.set(Some(Instant::now() + pause));
             self.backoff.set((pause * 2).min(MAX_BACKOFF));
