@@ -82,8 +82,9 @@ struct Link {
 }
 
 impl Link {
-    /// Serves the call posted in the lent VM's slot, if there is one.
-    fn poll(&self) -> bool {
+    /// Serves the call posted in the lent VM's slot, if there is one;
+    /// `watching`: the poller goes on running (it tells the guest so).
+    fn poll(&self, watching: bool) -> bool {
         let Ok(guard) = self.lent.try_lock() else {
             return false;
         };
@@ -93,7 +94,7 @@ impl Link {
         // SAFETY: see `Lent`: the lender is blocked in `lend` until it gets
         // this lock, so nothing else uses the state while we hold it.
         let (proc, mem) = unsafe { (&mut *lent.proc.as_ptr(), &mut *lent.mem.as_ptr()) };
-        if lent.post {
+        if lent.post && watching {
             // A running poller tells the guest it watches (see `Exitless::lend`).
             if let Some(w) = mem.kernel_atomic_u64(slot(fast::CALL_AWAKE)) {
                 if w.load(Ordering::Relaxed) == 0 {
@@ -237,7 +238,7 @@ impl Poller {
             }
             let mut busy = false;
             for c in &links {
-                busy |= c.poll();
+                busy |= c.poll(true);
             }
             let e = self.entries.load(Ordering::Relaxed);
             if e != entries {
@@ -258,7 +259,7 @@ impl Poller {
                 // full barrier), so one of us sees the other.
                 let mut late = false;
                 for c in &links {
-                    late |= c.poll();
+                    late |= c.poll(false);
                 }
                 if late {
                     self.asleep.store(false, Ordering::SeqCst);
