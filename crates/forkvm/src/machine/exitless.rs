@@ -203,7 +203,7 @@ fn poller() -> Option<&'static Poller> {
 /// `FORKVM_POLLER_SPIN_US` asks for: 0 makes guests wait for the poller
 /// however long it takes, so a test can count on it on a loaded machine.
 fn calibrate_spin() -> u64 {
-    const ROUNDS: u32 = 20_000;
+    const ROUNDS: u32 = 2_000;
     let budget = match std::env::var("FORKVM_POLLER_SPIN_US")
         .ok()
         .map(|v| v.parse::<u64>())
