@@ -92,6 +92,12 @@ pub fn render_markdown() -> String {
         count(Support::Partial),
         count(Support::Refused)
     ));
+    out.push_str(
+        "With `--syscalls fast` on PVM, a host poller may answer these without a VM exit \
+         (docs/design.md, \"Exitless host calls\"): ",
+    );
+    out.push_str(&super::exitless::names().collect::<Vec<_>>().join(", "));
+    out.push_str(".\n\n");
     out.push_str("| nr | name | support | note |\n| ---: | --- | --- | --- |\n");
     for e in rows {
         let s = match e.support {
