@@ -3,8 +3,10 @@
 //! same signature and is pure host code over [`Process`] and
 //! [`GuestMemory`], so it can be tested without a VM.
 
+pub mod child;
 pub mod errno;
 pub mod event;
+pub mod exec;
 pub mod fdtable;
 pub mod fs;
 pub mod inet;
@@ -124,6 +126,8 @@ pub struct Process {
     pub posix_timers: time::posix::Timers,
     /// The private /tmp and /dev/shm (see `fs::PrivateTmp`).
     pub tmp: fs::PrivateTmp,
+    /// Its place in the run's process tree (None: no child processes, as in serve).
+    pub family: Option<child::Family>,
 }
 
 impl Process {
@@ -162,6 +166,7 @@ impl Process {
             unknown_logged: HashSet::new(),
             posix_timers: time::posix::Timers::default(),
             tmp: fs::PrivateTmp::new(),
+            family: None,
         }
     }
 }
@@ -197,6 +202,7 @@ impl Process {
             unknown_logged: self.unknown_logged.clone(),
             posix_timers: time::posix::Timers::default(),
             tmp: self.tmp.fork_copy()?,
+            family: None,
         })
     }
 }
@@ -243,7 +249,10 @@ pub(crate) fn test_call(p: &mut Process, m: &mut GuestMemory, h: Handler, a: &[u
 /// Runs syscall `nr` with `args`; returns the value for RAX (negative errno on failure).
 pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> u64 {
     let entry = table::lookup(nr);
+    child::take_signals(p);
     let result = match entry {
+        // A signal from another process ended this one.
+        _ if p.exit_status.is_some() => Ok(0),
         Some(e) => (e.handler)(p, mem, args),
         // forkvm's "ready" outside a run that waits for it (plain `forkvm run`): a no-op.
         None if nr == crate::abi::hypercall::READY => Ok(0),

@@ -3,6 +3,7 @@
 //! system calls on the host.
 
 mod call;
+mod children;
 mod fault;
 mod threads;
 
@@ -350,7 +351,9 @@ impl Machine {
                 .collect(),
             trace_syscalls: config.trace_syscalls,
         };
-        let proc = Process::new(policy, mm, config.cwd.clone(), exe_path.to_string());
+        let mut proc = Process::new(policy, mm, config.cwd.clone(), exe_path.to_string());
+        // The first process of a run: child processes it makes share this tree.
+        proc.family = Some(linux::child::Tree::root(config.clone()));
 
         let mut vcpu = Vcpu::new(hv, &mem)?;
         vcpu.reset(hv, &mut mem, cr3, Frame::user(entry, rsp, 0), 0)?;
