@@ -79,7 +79,12 @@ fn absolute(p: &Process, path: &[u8]) -> Vec<u8> {
 
 /// Checks that the guest may read and execute `path`; returns its host path.
 fn executable(p: &Process, path: &[u8]) -> Result<String, Errno> {
-    let abs = absolute(p, path);
+    let mut abs = absolute(p, path);
+    let pid = super::child::pid_of(p).to_string();
+    if abs == b"/proc/self/exe" || abs == format!("/proc/{pid}/exe").as_bytes() {
+        // The running program itself (the host's link would name forkvm).
+        abs = p.exe_path.as_bytes().to_vec();
+    }
     check_path(p, &abs, true)?;
     let text = String::from_utf8(abs).map_err(|_| Errno::ENOENT)?;
     // Guest paths are host paths inside the read roots; resolve links and
