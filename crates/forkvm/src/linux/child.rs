@@ -207,6 +207,14 @@ impl Family {
             .map_or(super::process::PPID, |e| e.ppid)
     }
 
+    /// Called when this process's run ended: if it is the first process,
+    /// every other process stops at its next system call (SIGKILL).
+    pub fn run_over(&self) {
+        if self.pid == super::process::PID {
+            self.tree.ended.store(true, Ordering::SeqCst);
+        }
+    }
+
     /// A child that could not be started: forget it.
     pub fn abandon(&self) {
         let mut t = lock(&self.tree.inner);
@@ -257,12 +265,23 @@ pub fn take_signals(p: &mut Process) {
     let Some(f) = p.family.as_ref() else {
         return;
     };
+    if f.signals.load(Ordering::Relaxed) == 0
+        && (f.pid == super::process::PID || !f.tree.ended.load(Ordering::Relaxed))
+    {
+        return;
+    }
     let mut bits = f.signals.swap(0, Ordering::SeqCst);
+    let signals = f.signals.clone();
     if f.pid != super::process::PID && f.tree.ended.load(Ordering::Relaxed) {
         // The run is over: children end with it.
         bits |= 1 << (SIGKILL - 1);
     }
     while bits != 0 {
+        if p.pending_signal.is_some() {
+            // One handler at a time: the rest wait for the next call.
+            signals.fetch_or(bits, Ordering::SeqCst);
+            return;
+        }
         let sig = u64::from(bits.trailing_zeros()) + 1;
         bits &= bits - 1;
         let _ = super::signal::send_self(p, sig);

@@ -3,11 +3,11 @@
 //! host thread; an exec builds the new program with the loader and moves
 //! the surviving process state into it.
 //!
-//! Copying a running parent: its populated pages are written into a memfd
-//! ([`Snapshot::capture`], the same capture a master makes) and the child
-//! maps that memfd privately, so the parent keeps its own mapping untouched
-//! and pays only the copy; the child pays a copy-on-write fault for each
-//! page it writes. docs/design.md has the measured cost.
+//! Copying a running parent: the child's memory is anonymous memory holding
+//! a copy of every page the parent has populated (`GuestMemory::copy_from`),
+//! so the parent's own mapping is untouched and a child can fork in turn.
+//! A finished child's VM returns to the pool, emptied, for the next fork.
+//! docs/design.md has the measured cost.
 
 use super::{Machine, MachineError, Outcome};
 use crate::abi;
@@ -17,8 +17,8 @@ use crate::linux::child::{exit_status, killed_status, Family, ForkReq};
 use crate::linux::exec::ExecReq;
 use crate::linux::fdtable::FdTable;
 use crate::linux::Errno;
-use crate::memory::{GuestMemory, Snapshot};
-use std::time::Instant;
+use crate::memory::GuestMemory;
+use std::time::{Duration, Instant};
 
 /// A syscall's result register for errno `e`.
 fn neg(e: Errno) -> u64 {
@@ -91,13 +91,13 @@ impl Machine {
         ctx: kvm_bindings::kvm_regs,
     ) -> Result<Machine, MachineError> {
         let hv = Hypervisor::get()?;
-        let snap = Snapshot::capture(&self.mem)?;
-        let mut slot = match VmPool::global().take(snap.size()) {
+        // A VM a finished child left (its memory already empty), or a new one.
+        let mut slot = match VmPool::global().take(self.mem.size()) {
             Some(mut slot) => {
-                slot.mem.remap(&snap)?;
+                slot.mem.copy_from(&self.mem)?;
                 slot
             }
-            None => Slot::create(GuestMemory::fork_of(&snap)?, abi::PAGE_TABLES_ADDR)?,
+            None => Slot::create(GuestMemory::copy_of(&self.mem)?, abi::PAGE_TABLES_ADDR)?,
         };
         slot.vcpu.set_syscall_path(hv, self.syscall_path)?;
         // The process state: a copy, except open files, which are shared
@@ -214,7 +214,9 @@ impl Machine {
 /// status for the parent. Its VM and open files go before the parent can
 /// see the status, so a pipe's reader sees EOF no later than the exit.
 fn run_child(mut m: Machine, family: Family) {
-    m.timeout = family.tree.remaining();
+    // A little past the run's deadline: the first process times out first
+    // and the run ends with its status (124), not with a child's.
+    m.timeout = family.tree.remaining().saturating_add(Duration::from_secs(1));
     let status = match m.run() {
         Ok(Outcome::Exited(code)) => match m.proc.killed_by {
             Some(sig) => killed_status(sig),
@@ -235,6 +237,13 @@ fn run_child(mut m: Machine, family: Family) {
             killed_status(9)
         }
     };
-    drop(m);
+    // The VM goes back to the pool, emptied, for the next fork; the process
+    // state (open files: pipe ends) is dropped here.
+    let Machine {
+        mut vcpu, mut mem, ..
+    } = m;
+    if vcpu.restore_kernel_mode().is_ok() && mem.empty_all().is_ok() {
+        VmPool::global().give(Slot { vcpu, mem });
+    }
     family.exited(status);
 }

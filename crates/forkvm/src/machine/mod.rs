@@ -430,7 +430,10 @@ impl Machine {
     /// Runs the program until it exits, crashes or times out.
     pub fn run(&mut self) -> Result<Outcome, MachineError> {
         self.mode = Mode::Program;
-        self.run_for(self.timeout)
+        let outcome = self.run_for(self.timeout);
+        // The first process's end is the run's: its children end too.
+        self.proc.family.as_ref().map(linux::child::Family::run_over);
+        outcome
     }
 
     /// Runs until the program is initialised ([`Outcome::Ready`]), or ends otherwise.
