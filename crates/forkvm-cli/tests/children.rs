@@ -28,7 +28,11 @@ fn c_fork_exec_waitpid_glibc_and_musl() {
         let out = vm.stdout_str();
         assert!(out.contains("child 1: exited 3"), "{}", vm.describe());
         assert!(out.contains("exec child: exited 42"), "{}", vm.describe());
-        assert!(out.contains("spawned child: exited 42"), "{}", vm.describe());
+        assert!(
+            out.contains("spawned child: exited 42"),
+            "{}",
+            vm.describe()
+        );
     }
 }
 
@@ -117,9 +121,7 @@ fn fork_bomb_is_refused_with_eagain() {
         vm.describe()
     );
     // The default limit (64) holds as well.
-    let vm = Case::new(&prog)
-        .limit(Duration::from_secs(60))
-        .run_forkvm();
+    let vm = Case::new(&prog).limit(Duration::from_secs(60)).run_forkvm();
     assert_eq!(
         vm.stdout_str(),
         "forked 63, then EAGAIN; reaped 63\n",

@@ -99,8 +99,11 @@ fn executable(p: &Process, path: &[u8]) -> Result<String, Errno> {
     Ok(host)
 }
 
+/// A `#!` line: the interpreter and its optional argument.
+type Shebang = (Vec<u8>, Option<Vec<u8>>);
+
 /// The `#!` line of `host`, if it has one: (interpreter, optional argument).
-fn shebang(host: &str) -> Result<Option<(Vec<u8>, Option<Vec<u8>>)>, Errno> {
+fn shebang(host: &str) -> Result<Option<Shebang>, Errno> {
     let mut head = [0u8; SHEBANG_MAX];
     let mut f = std::fs::File::open(host).map_err(|e| Errno(e.raw_os_error().unwrap_or(5)))?;
     let mut n = 0;
@@ -262,6 +265,9 @@ mod tests {
         );
         // With an empty allow-list the file is not there for the guest.
         let r = resolve(&p, b"/bin/true", vec!["true".into()], vec![]);
-        assert!(matches!(r, Err(Errno::EACCES) | Err(Errno::ENOENT)), "{r:?}");
+        assert!(
+            matches!(r, Err(Errno::EACCES) | Err(Errno::ENOENT)),
+            "{r:?}"
+        );
     }
 }

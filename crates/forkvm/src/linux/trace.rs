@@ -464,7 +464,7 @@ fn note(p: &mut Process, mem: &GuestMemory, nr: u64, args: &Args, e: Errno) {
     };
     if clone_process {
         p.notes.once(format!(
-            "refused by policy: {name} of a new process (one process per VM): {}",
+            "refused by policy: {name} of a new process (--max-processes reached, or under serve): {}",
             e.name()
         ));
         return;

@@ -105,7 +105,8 @@ impl Machine {
         let files = std::mem::replace(&mut self.proc.fds, FdTable::with_stdio());
         let copy = self.proc.fork_copy();
         self.proc.fds = files;
-        let mut proc = copy.map_err(|e| MachineError::Internal(format!("copying the process: {}", e.name())))?;
+        let mut proc =
+            copy.map_err(|e| MachineError::Internal(format!("copying the process: {}", e.name())))?;
         proc.fds = self.proc.fds.share_copy();
         let pid = req.family.pid;
         proc.family = Some(req.family.clone());
@@ -152,7 +153,7 @@ impl Machine {
     /// with an errno when it could not be built.
     pub(super) fn exec_program(
         &mut self,
-        req: Box<ExecReq>,
+        req: ExecReq,
         ctx: kvm_bindings::kvm_regs,
     ) -> Result<bool, MachineError> {
         let Some(family) = self.proc.family.clone() else {
@@ -162,7 +163,7 @@ impl Machine {
             })?;
             return Ok(true);
         };
-        let ExecReq { program, argv, env } = *req;
+        let ExecReq { program, argv, env } = req;
         let mut config = family.tree.config.clone();
         config.argv = argv;
         config.env = env;
@@ -216,18 +217,17 @@ impl Machine {
 fn run_child(mut m: Machine, family: Family) {
     // A little past the run's deadline: the first process times out first
     // and the run ends with its status (124), not with a child's.
-    m.timeout = family.tree.remaining().saturating_add(Duration::from_secs(1));
+    m.timeout = family
+        .tree
+        .remaining()
+        .saturating_add(Duration::from_secs(1));
     let status = match m.run() {
         Ok(Outcome::Exited(code)) => match m.proc.killed_by {
             Some(sig) => killed_status(sig),
             None => exit_status(code),
         },
         Ok(Outcome::Crashed(info)) => {
-            tracing::debug!(
-                "process {} crashed: {}",
-                family.pid,
-                m.crash_report(&info)
-            );
+            tracing::debug!("process {} crashed: {}", family.pid, m.crash_report(&info));
             killed_status(info.signal)
         }
         Ok(Outcome::TimedOut(_)) => killed_status(9),

@@ -432,7 +432,10 @@ impl Machine {
         self.mode = Mode::Program;
         let outcome = self.run_for(self.timeout);
         // The first process's end is the run's: its children end too.
-        self.proc.family.as_ref().map(linux::child::Family::run_over);
+        self.proc
+            .family
+            .as_ref()
+            .map(linux::child::Family::run_over);
         outcome
     }
 

@@ -29,12 +29,15 @@ impl GuestMemory {
     pub fn copy_from(&mut self, src: &GuestMemory) -> Result<(), MapError> {
         let size = src.size;
         if self.size != size || src.snapshot.is_some() {
-            return Err(map_err(size, std::io::Error::from_raw_os_error(libc::EINVAL)));
+            return Err(map_err(
+                size,
+                std::io::Error::from_raw_os_error(libc::EINVAL),
+            ));
         }
         self.empty_all()?;
         let base = src.base.as_ptr() as u64;
-        let mut ranges = pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0)
-            .map_err(|e| map_err(size, e))?;
+        let mut ranges =
+            pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0).map_err(|e| map_err(size, e))?;
         ranges.extend(src.file_mapped.iter().map(|(&s, &e)| (base + s, base + e)));
         let fault = |_| map_err(size, std::io::Error::from_raw_os_error(libc::EFAULT));
         for (s, e) in ranges {
@@ -93,16 +96,24 @@ mod tests {
     fn a_copy_has_the_bytes_and_is_independent() {
         let size = 4 * crate::abi::HUGE_PAGE_SIZE;
         let mut a = GuestMemory::new(size).unwrap();
-        a.kernel_slice_mut(0x20_1000, 5).unwrap().copy_from_slice(b"hello");
-        a.kernel_slice_mut(size - 8, 8).unwrap().copy_from_slice(b"the end!");
+        a.kernel_slice_mut(0x20_1000, 5)
+            .unwrap()
+            .copy_from_slice(b"hello");
+        a.kernel_slice_mut(size - 8, 8)
+            .unwrap()
+            .copy_from_slice(b"the end!");
         let mut b = GuestMemory::copy_of(&a).unwrap();
         assert_eq!(b.kernel_read(0x20_1000, 5).unwrap(), b"hello");
         assert_eq!(b.kernel_read(size - 8, 8).unwrap(), b"the end!");
-        b.kernel_slice_mut(0x20_1000, 5).unwrap().copy_from_slice(b"HELLO");
+        b.kernel_slice_mut(0x20_1000, 5)
+            .unwrap()
+            .copy_from_slice(b"HELLO");
         assert_eq!(a.kernel_read(0x20_1000, 5).unwrap(), b"hello");
         // A copy of the copy, into reused memory that held something else.
         let mut c = GuestMemory::new(size).unwrap();
-        c.kernel_slice_mut(0x40_0000, 3).unwrap().copy_from_slice(b"old");
+        c.kernel_slice_mut(0x40_0000, 3)
+            .unwrap()
+            .copy_from_slice(b"old");
         c.copy_from(&b).unwrap();
         assert_eq!(c.kernel_read(0x20_1000, 5).unwrap(), b"HELLO");
         assert_eq!(c.kernel_read(0x40_0000, 3).unwrap(), [0, 0, 0]);
