@@ -28,8 +28,11 @@ pub const MAX_PROCESSES_LIMIT: usize = 4096;
 /// The first pid handed to a child (threads of the first process take the
 /// small numbers after its pid).
 const FIRST_CHILD_PID: u64 = 1000;
-/// How often a blocked wait4/waitid looks at the tree again.
-const WAIT_RECHECK: Duration = Duration::from_millis(2);
+/// How often a blocked wait4/waitid/sigsuspend looks at the tree again:
+/// at first often (most children are short-lived), then backing off to the
+/// longest interval as the wait goes on (a quarter of the time waited).
+const WAIT_RECHECK_MIN: Duration = Duration::from_micros(50);
+const WAIT_RECHECK_MAX: Duration = Duration::from_millis(5);
 
 const SIGCHLD: u64 = 17;
 const SIGKILL: u64 = 9;
@@ -101,6 +104,8 @@ pub struct Family {
     pub pid: u64,
     /// Signals other processes sent to this one.
     signals: Arc<AtomicU64>,
+    /// When the current blocking wait for a child or signal began.
+    wait_started: Option<Instant>,
 }
 
 fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
@@ -140,6 +145,7 @@ impl Tree {
             tree: Arc::new(tree),
             pid,
             signals,
+            wait_started: None,
         }
     }
 
@@ -189,6 +195,7 @@ impl Tree {
             tree: self.clone(),
             pid,
             signals,
+            wait_started: None,
         })
     }
 }
@@ -251,6 +258,33 @@ impl Family {
                 .signals
                 .fetch_or(1 << (SIGCHLD - 1), Ordering::SeqCst);
         }
+    }
+}
+
+/// Whether other processes of the run are alive (a pipe's other end, a
+/// child to wait for may then change by itself at any moment).
+pub fn others_alive(p: &Process) -> bool {
+    p.family
+        .as_ref()
+        .is_some_and(|f| lock(&f.tree.inner).alive > 1)
+}
+
+/// The calling thread blocks in wait4/waitid/sigsuspend: retried soon at
+/// first, less often as the wait goes on.
+fn wait_for_tree(p: &mut Process) {
+    let now = Instant::now();
+    let since = match p.family.as_mut() {
+        Some(f) => *f.wait_started.get_or_insert(now),
+        None => now,
+    };
+    let step = (now.duration_since(since) / 4).clamp(WAIT_RECHECK_MIN, WAIT_RECHECK_MAX);
+    let _ = super::thread::wait(p, None, Some(now + step));
+}
+
+/// A wait ended (with a result or an error).
+fn wait_done(p: &mut Process) {
+    if let Some(f) = p.family.as_mut() {
+        f.wait_started = None;
     }
 }
 
@@ -453,6 +487,14 @@ fn my_pgid(p: &Process) -> u64 {
 
 /// Implements wait4(2).
 fn sys_wait4(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let r = wait4_once(p, mem, a);
+    if !matches!(p.sched, Some(Sched::Retry(_))) {
+        wait_done(p);
+    }
+    r
+}
+
+fn wait4_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [pid, status, options, rusage, ..] = *a;
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL_FLAGS) != 0 {
         return Err(Errno::EINVAL);
@@ -476,7 +518,7 @@ fn sys_wait4(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         }
         None if options & WNOHANG != 0 => Ok(0),
         None => {
-            let _ = super::thread::wait(p, None, Some(Instant::now() + WAIT_RECHECK));
+            wait_for_tree(p);
             Ok(0)
         }
     }
@@ -484,6 +526,14 @@ fn sys_wait4(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Implements waitid(2) (P_ALL, P_PID, P_PGID; WEXITED).
 fn sys_waitid(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let r = waitid_once(p, mem, a);
+    if !matches!(p.sched, Some(Sched::Retry(_))) {
+        wait_done(p);
+    }
+    r
+}
+
+fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [idtype, id, infop, options, rusage, ..] = *a;
     if options & !(WNOHANG | WEXITED | WNOWAIT | 2 | WCONTINUED | WALL_FLAGS) != 0
         || options & (WEXITED | 2 | WCONTINUED) == 0
@@ -533,7 +583,7 @@ fn sys_waitid(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             Ok(0)
         }
         None => {
-            let _ = super::thread::wait(p, None, Some(Instant::now() + WAIT_RECHECK));
+            wait_for_tree(p);
             Ok(0)
         }
     }
@@ -693,6 +743,14 @@ fn sys_setsid(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 /// While it waits the call is made again every few milliseconds, taking
 /// the signals other processes sent (`take_signals`) each time.
 fn sys_rt_sigsuspend(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let r = rt_sigsuspend_once(p, mem, a);
+    if !matches!(p.sched, Some(Sched::Retry(_))) {
+        wait_done(p);
+    }
+    r
+}
+
+fn rt_sigsuspend_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if a[1] != 8 {
         return Err(Errno::EINVAL);
     }
@@ -712,7 +770,7 @@ fn sys_rt_sigsuspend(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRes
         p.sigmask = mask;
         return Err(Errno::EINTR);
     }
-    let _ = super::thread::wait(p, None, Some(Instant::now() + WAIT_RECHECK));
+    wait_for_tree(p);
     Ok(0)
 }
 

@@ -151,7 +151,8 @@ pub fn wait(p: &mut Process, timeout: Option<Duration>, wake: Option<Instant>) -
         p.waiting = None;
         return Waited::TimedOut;
     }
-    let step = if p.threads.others.is_empty() {
+    // Another process (a pipe's other end) may make it ready as well.
+    let step = if p.threads.others.is_empty() && !super::child::others_alive(p) {
         RECHECK_ALONE
     } else {
         RECHECK
