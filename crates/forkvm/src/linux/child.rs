@@ -805,6 +805,24 @@ mod tests {
     }
 
     #[test]
+    fn without_a_tree_fork_is_enosys_and_with_one_it_asks_the_run_loop() {
+        let (mut p, mut m, _) = test_process();
+        assert_eq!(test_call(&mut p, &mut m, sys_fork, &[]), Err(Errno::ENOSYS));
+        assert!(p.sched.is_none());
+        let (mut p, mut m, _) = with_family();
+        let pid = test_call(&mut p, &mut m, sys_fork, &[]).unwrap();
+        match p.sched.take() {
+            Some(Sched::Fork(req)) => assert_eq!(req.family.pid, pid),
+            other => panic!("{other:?}"),
+        }
+        // CLONE_VM without CLONE_VFORK would share memory across VMs.
+        assert_eq!(
+            fork(&mut p, &mut m, CLONE_VM | SIGCHLD, 0, 0, 0, 0),
+            Err(Errno::ENOSYS)
+        );
+    }
+
+    #[test]
     fn the_limit_counts_live_processes() {
         let (p, _, _) = with_family();
         let f = family(&p);

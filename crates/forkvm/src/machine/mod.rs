@@ -441,6 +441,9 @@ impl Machine {
 
     /// Runs until the program is initialised ([`Outcome::Ready`]), or ends otherwise.
     pub fn run_until_ready(&mut self, at: &ReadyAt) -> Result<Outcome, MachineError> {
+        // A master (and so every fork of it) makes no child processes: they
+        // would outlive the request (see `linux::child`).
+        self.proc.family = None;
         if let ReadyAt::Symbol(name) = at {
             let addr = self
                 .symbols
