@@ -282,7 +282,7 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
     if !f.readable() {
         return Err(Errno::EBADF);
     }
-    if let FileKind::Pipe(end) = &f.kind {
+    if let (FileKind::Pipe(end), None) = (&f.kind, at) {
         // An empty pipe with a writer (maybe another process, on another
         // thread): wait now rather than size the read by an emptiness that
         // may be gone by the time it copies (which read 1 byte of 7).

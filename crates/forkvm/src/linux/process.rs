@@ -502,13 +502,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "",
     },
     SyscallEntry {
-        nr: 322,
-        name: "execveat",
-        handler: sys_enosys,
-        support: Support::Refused,
-        note: "ENOSYS: as execve",
-    },
-    SyscallEntry {
         nr: 63,
         name: "uname",
         handler: sys_uname,
