@@ -58,6 +58,8 @@ trap 'echo trapped USR1' USR1
 $0 sh -c "kill -USR1 $$"
 n=0; for i in 1 2 3 4 5; do n=$(( n + $(echo $i | $0 wc -c) )); done; echo "sum: $n"
 printf 'b\na\nc\n' | $0 sort | $0 head -n 2 | $0 tail -n 1
+$0 sh -c 'while :; do :; done' & spinner=$!
+$0 sleep 0.1; kill $spinner; wait $spinner; echo "spinner: $?"
 echo done
 "#;
     check(

@@ -20,6 +20,9 @@ use crate::linux::Errno;
 use crate::memory::GuestMemory;
 use std::time::{Duration, Instant};
 
+/// How often a child process's vCPU is interrupted to take signals.
+const CHILD_TICK: Duration = Duration::from_millis(10);
+
 /// A syscall's result register for errno `e`.
 fn neg(e: Errno) -> u64 {
     (-(e.0 as i64)) as u64
@@ -221,6 +224,9 @@ fn run_child(mut m: Machine, family: Family) {
         .tree
         .remaining()
         .saturating_add(Duration::from_secs(1));
+    // A child that computes without system calls still looks at the
+    // signals sent to it (a kill, the run's end) this often.
+    let _tick = crate::hypervisor::Deadline::tick(CHILD_TICK);
     let status = match m.run() {
         Ok(Outcome::Exited(code)) => match m.proc.killed_by {
             Some(sig) => killed_status(sig),

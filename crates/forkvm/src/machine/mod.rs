@@ -598,6 +598,8 @@ impl Machine {
                         }
                     }
                     if !deadline.expired() {
+                        // A kill from another process (linux::child).
+                        linux::child::take_signals(&mut self.proc);
                         self.deliver_timer()?;
                         if let Some(status) = self.proc.exit_status {
                             return Ok(Outcome::Exited(status));
