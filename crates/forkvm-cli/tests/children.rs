@@ -169,3 +169,37 @@ fn timeout_ends_every_process() {
     assert_eq!(vm.status, 124, "{}", vm.describe());
     assert!(!vm.stdout_str().contains("never"), "{}", vm.describe());
 }
+
+/// Files are the same for every process of a run: a child's write to /tmp
+/// (the run's private one) is the parent's and the next child's, and a
+/// child's write under --allow-write lands on the host.
+#[test]
+fn children_share_tmp_and_write_roots() {
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let dir = common::scratch_dir("children-write");
+    let out = dir.join("from-child.txt");
+    let _ = std::fs::remove_file(&out);
+    let script = format!(
+        "$0 sh -c 'echo deep > /tmp/y'; $0 cat /tmp/y; read line < /tmp/y; echo \"parent: $line\"; \
+         $0 sh -c 'echo host > {}'",
+        out.display()
+    );
+    let vm = Case::new(BUSYBOX)
+        .args(["sh", "-c", &script, BUSYBOX])
+        .flags([
+            "--allow-read",
+            BUSYBOX,
+            "--allow-write",
+            dir.to_str().expect("utf-8 path"),
+        ])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
+    assert_eq!(vm.status, 0, "{}", vm.describe());
+    assert_eq!(vm.stdout_str(), "deep\nparent: deep\n", "{}", vm.describe());
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("the child's file"),
+        "host\n"
+    );
+}

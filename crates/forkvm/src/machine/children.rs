@@ -105,12 +105,16 @@ impl Machine {
         slot.vcpu.set_syscall_path(hv, self.syscall_path)?;
         // The process state: a copy, except open files, which are shared
         // (the same open file descriptions, as fork(2) makes).
+        // (and /tmp, which is the parent's too: `PrivateTmp::share`).
         let files = std::mem::replace(&mut self.proc.fds, FdTable::with_stdio());
+        let tmp = std::mem::take(&mut self.proc.tmp);
         let copy = self.proc.fork_copy();
         self.proc.fds = files;
+        self.proc.tmp = tmp;
         let mut proc =
             copy.map_err(|e| MachineError::Internal(format!("copying the process: {}", e.name())))?;
         proc.fds = self.proc.fds.share_copy();
+        proc.tmp = self.proc.tmp.share();
         let pid = req.family.pid;
         proc.family = Some(req.family.clone());
         proc.tid = pid;
