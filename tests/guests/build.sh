@@ -85,6 +85,17 @@ if [[ $need_musl == 1 ]]; then
     done
 fi
 
+# Child processes (fork, exec, wait): tests/guests/children/*.c.
+for p in forkexec forkbomb forkloop; do
+    if needs_build "$OUT/$p.glibc" "$HERE/children/$p.c" "${COMMON_DEPS[@]}"; then
+        compile gcc "$OUT/$p.glibc" "$HERE/children/$p.c"
+    fi
+    if needs_build "$OUT/$p.musl" "$HERE/children/$p.c" "${COMMON_DEPS[@]}"; then
+        ensure_musl_gcc
+        compile musl-gcc "$OUT/$p.musl" "$HERE/children/$p.c"
+    fi
+done
+
 for p in "${CPP_PROGRAMS[@]}"; do
     if needs_build "$OUT/$p.glibc" "$HERE/$p.cpp" "${COMMON_DEPS[@]}"; then
         compile g++ "$OUT/$p.glibc" "$HERE/$p.cpp"

@@ -120,6 +120,35 @@ fn python_rows(me: &std::path::Path, n: usize) -> anyhow::Result<Option<(Stats, 
     Ok(Some((vm, native)))
 }
 
+/// The guest's own measure of fork + _exit + waitpid, one mean of 20 rounds
+/// per `forkvm run tests/guests/out/forkloop.musl` (None when not built).
+fn guest_fork_rows(me: &std::path::Path, samples: usize) -> anyhow::Result<Option<Stats>> {
+    let prog = std::path::Path::new("tests/guests/out/forkloop.musl");
+    if !prog.exists() {
+        return Ok(None);
+    }
+    let mut v = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let out = Command::new(me)
+            .arg("run")
+            .arg(prog)
+            .arg("20")
+            .stderr(Stdio::null())
+            .output()
+            .context("spawning forkloop")?;
+        anyhow::ensure!(out.status.success(), "forkloop failed: {}", out.status);
+        let text = String::from_utf8_lossy(&out.stdout);
+        // "fork+exit+wait N us, fork+exec+wait M us"
+        let us = text
+            .strip_prefix("fork+exit+wait ")
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|t| t.parse::<f64>().ok())
+            .with_context(|| format!("forkloop said {text:?}"))?;
+        v.push(Duration::from_secs_f64(us / 1e6));
+    }
+    Ok(Some(stats(v)))
+}
+
 /// Per-syscall cost: (run of N getppid calls - run of 0) / N, per sample,
 /// with the calls answered by `path` (the host, or the in-guest dispatcher).
 fn syscall_cost(samples: usize, path: SyscallPath, n: u32) -> anyhow::Result<Vec<Duration>> {
@@ -369,6 +398,15 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             s: vm.clone(),
             floor_name: "native_python",
             floor: native.median,
+        });
+    }
+    if let Some(s) = guest_fork_rows(&me, (n / 10).max(5))? {
+        rows.push(Row {
+            name: "guest_fork_wait",
+            what: "fork + _exit + waitpid inside `forkvm run` (forkloop.musl)".into(),
+            s,
+            floor_name: "native_fork",
+            floor: native_fork.median,
         });
     }
     let mut floor_rows = vec![

@@ -89,6 +89,11 @@ struct RunArgs {
     /// sends every call to the host through an exit
     #[arg(long, value_name = "fast|guest|exit", default_value = "fast")]
     syscalls: forkvm::hypervisor::SyscallPath,
+    /// Most processes the run may have alive at once (the program included):
+    /// fork beyond it fails with EAGAIN.
+    #[arg(long, value_name = "N", default_value_t = forkvm::linux::child::DEFAULT_MAX_PROCESSES as u64,
+          value_parser = clap::value_parser!(u64).range(1..=forkvm::linux::child::MAX_PROCESSES_LIMIT as u64))]
+    max_processes: u64,
     /// Stop before the program's first instruction and wait for gdb's
     /// `target remote ADDR` (e.g. 127.0.0.1:1234; port 0 picks one, printed on stderr).
     #[arg(long, value_name = "ADDR")]
@@ -175,6 +180,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         Machine::from_file(&program, config).with_context(|| format!("cannot start {program}"))?;
     let outbound = !allow_connect.is_empty();
     machine.set_allow_connect(allow_connect);
+    machine.set_max_processes(usize::try_from(args.max_processes).unwrap_or(usize::MAX));
     let outcome = match args.gdb.as_deref() {
         None => {
             seccomp::confine(seccomp::Mode::Run, args.no_seccomp, outbound)?;

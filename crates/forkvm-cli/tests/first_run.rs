@@ -237,7 +237,16 @@ fn verbose_names_policy_refusals_once() {
          \x20   try: open('/etc/passwd')\n\
          \x20   except OSError as e: print('read', e.errno)\n"
     );
-    let r = forkvm(&["run", "-v", "/usr/bin/python3", "-c", &code]);
+    // --max-processes 1: fork is refused (EAGAIN), as a policy refusal.
+    let r = forkvm(&[
+        "run",
+        "-v",
+        "--max-processes",
+        "1",
+        "/usr/bin/python3",
+        "-c",
+        &code,
+    ]);
     assert_eq!(r.status, 0, "{}", r.describe());
     assert_eq!(count(&r.stdout, "socket "), 2, "{}", r.describe());
     for note in [
@@ -249,7 +258,14 @@ fn verbose_names_policy_refusals_once() {
         assert_eq!(count(&r.stderr, note), 1, "`{note}` once\n{}", r.describe());
     }
     // Without -v: silent (the program succeeded).
-    let r = forkvm(&["run", "/usr/bin/python3", "-c", &code]);
+    let r = forkvm(&[
+        "run",
+        "--max-processes",
+        "1",
+        "/usr/bin/python3",
+        "-c",
+        &code,
+    ]);
     assert_eq!(r.status, 0, "{}", r.describe());
     assert!(r.stderr.is_empty(), "{}", r.describe());
 }

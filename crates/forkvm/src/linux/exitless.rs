@@ -156,7 +156,11 @@ pub fn may_serve(p: &Process, nr: u64, args: &Args) -> bool {
     let Some(&(_, _, needs)) = EXITLESS.iter().find(|(n, _, _)| *n == nr) else {
         return false;
     };
-    if p.exit_status.is_some() || p.pending_signal.is_some() || p.sched.is_some() {
+    if p.exit_status.is_some()
+        || p.pending_signal.is_some()
+        || p.sched.is_some()
+        || super::child::signals_waiting(p)
+    {
         return false;
     }
     let usable = || classify(p, args[0]) != FdClass::Refused;
@@ -190,17 +194,14 @@ pub fn serve(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> Op
     }
     let waiting = p.waiting;
     let answer = super::dispatch(p, mem, nr, args);
-    match p.sched {
-        None => {}
-        Some(Sched::Retry(_)) => {
-            p.sched = None;
-            p.waiting = waiting;
-            return None;
-        }
-        Some(other) => {
-            // Not expected of these calls; the run loop acts on it at the next exit.
-            tracing::warn!("exitless call {nr} asked the run loop for {other:?}");
-        }
+    if matches!(p.sched, Some(Sched::Retry(_))) {
+        p.sched = None;
+        p.waiting = waiting;
+        return None;
+    }
+    if let Some(other) = &p.sched {
+        // Not expected of these calls; the run loop acts on it at the next exit.
+        tracing::warn!("exitless call {nr} asked the run loop for {other:?}");
     }
     if p.pending_signal.is_some() {
         tracing::warn!("exitless call {nr} raised a signal; delivered at the next exit");

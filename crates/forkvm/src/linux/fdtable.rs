@@ -343,6 +343,15 @@ impl FdTable {
             .collect()
     }
 
+    /// A copy for a child process: the same open file descriptions (shared
+    /// offsets, pipe ends, sockets), as fork(2) makes.
+    pub fn share_copy(&self) -> FdTable {
+        FdTable {
+            slots: self.slots.clone(),
+            umask: self.umask,
+        }
+    }
+
     /// Closes every fd marked FD_CLOEXEC (for execve).
     pub fn close_on_exec(&mut self) {
         for s in &mut self.slots {

@@ -282,6 +282,20 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
     if !f.readable() {
         return Err(Errno::EBADF);
     }
+    if let (FileKind::Pipe(end), None) = (&f.kind, at) {
+        // An empty pipe with a writer (maybe another process, on another
+        // thread): wait now rather than size the read by an emptiness that
+        // may be gone by the time it copies (which read 1 byte of 7).
+        let empty = {
+            let pipe = lock(&end.pipe);
+            pipe.buf.is_empty() && pipe.writers > 0
+        };
+        if empty && !end.write && a[2] > 0 {
+            let nonblocking = f.nonblocking();
+            drop(f);
+            return or_wait(p, nonblocking, Err(Errno::EAGAIN));
+        }
+    }
     let need = read_need(&f, a[2].min(MAX_RW), at);
     let buf = guest_buf_mut(mem, a[1], need)?;
     let nonblocking = f.nonblocking();

@@ -3,8 +3,10 @@
 //! same signature and is pure host code over [`Process`] and
 //! [`GuestMemory`], so it can be tested without a VM.
 
+pub mod child;
 pub mod errno;
 pub mod event;
+pub mod exec;
 pub mod exitless;
 pub mod fdtable;
 pub mod fs;
@@ -128,6 +130,8 @@ pub struct Process {
     pub tmp: fs::PrivateTmp,
     /// Outbound connections the process may make (`--allow-connect`).
     pub outbound: host_socket::Outbound,
+    /// Its place in the run's process tree (None: no child processes, as in serve).
+    pub family: Option<child::Family>,
 }
 
 impl Process {
@@ -167,6 +171,7 @@ impl Process {
             posix_timers: time::posix::Timers::default(),
             tmp: fs::PrivateTmp::new(),
             outbound: host_socket::Outbound::default(),
+            family: None,
         }
     }
 }
@@ -203,6 +208,7 @@ impl Process {
             posix_timers: time::posix::Timers::default(),
             tmp: self.tmp.fork_copy()?,
             outbound: self.outbound.clone(),
+            family: None,
         })
     }
 }
@@ -249,7 +255,10 @@ pub(crate) fn test_call(p: &mut Process, m: &mut GuestMemory, h: Handler, a: &[u
 /// Runs syscall `nr` with `args`; returns the value for RAX (negative errno on failure).
 pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> u64 {
     let entry = table::lookup(nr);
+    child::take_signals(p);
     let result = match entry {
+        // A signal from another process ended this one.
+        _ if p.exit_status.is_some() => Ok(0),
         Some(e) => (e.handler)(p, mem, args),
         // forkvm's "ready" outside a run that waits for it (plain `forkvm run`): a no-op.
         None if nr == crate::abi::hypercall::READY => Ok(0),

@@ -18,14 +18,14 @@ fn sys_exit(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(0)
 }
 
-/// Implements getpid(2), gettid(2) and getpgrp-style calls.
-fn sys_getpid(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
-    Ok(PID)
+/// Implements getpid(2).
+fn sys_getpid(p: &mut Process, m: &mut GuestMemory, a: &Args) -> SysResult {
+    super::child::sys_getpid(p, m, a)
 }
 
 /// Implements getppid(2).
-fn sys_getppid(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
-    Ok(PPID)
+fn sys_getppid(p: &mut Process, m: &mut GuestMemory, a: &Args) -> SysResult {
+    super::child::sys_getppid(p, m, a)
 }
 
 /// Implements getuid/geteuid/getgid/getegid(2).
@@ -33,13 +33,9 @@ fn sys_getuid(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
     Ok(UID)
 }
 
-/// Implements getpgid(2)/getsid(2) for the process itself.
-fn sys_getpgid(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[0] == 0 || a[0] == PID {
-        Ok(PID)
-    } else {
-        Err(Errno::ESRCH)
-    }
+/// Implements getpgid(2).
+fn sys_getpgid(p: &mut Process, m: &mut GuestMemory, a: &Args) -> SysResult {
+    super::child::sys_getpgid(p, m, a)
 }
 
 /// Implements getresuid(2)/getresgid(2).
@@ -365,7 +361,8 @@ fn sys_personality(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult 
     }
 }
 
-/// Implements wait4(2) and waitid(2): there are no children.
+/// Implements wait4(2) and waitid(2) where there are no children.
+#[cfg(test)]
 fn sys_no_children(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
     Err(Errno::ECHILD)
 }
@@ -375,34 +372,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         nr: 39,
         name: "getpid",
         handler: sys_getpid,
-        support: Support::Full,
-        note: "",
-    },
-    SyscallEntry {
-        nr: 57,
-        name: "fork",
-        handler: sys_enosys,
-        support: Support::Refused,
-        note: "ENOSYS: one process per VM; a second would need a second address space",
-    },
-    SyscallEntry {
-        nr: 58,
-        name: "vfork",
-        handler: sys_enosys,
-        support: Support::Refused,
-        note: "ENOSYS: as fork",
-    },
-    SyscallEntry {
-        nr: 59,
-        name: "execve",
-        handler: sys_enosys,
-        support: Support::Refused,
-        note: "ENOSYS: the VM runs the program it was built for",
-    },
-    SyscallEntry {
-        nr: 61,
-        name: "wait4",
-        handler: sys_no_children,
         support: Support::Full,
         note: "",
     },
@@ -533,20 +502,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "",
     },
     SyscallEntry {
-        nr: 247,
-        name: "waitid",
-        handler: sys_no_children,
-        support: Support::Full,
-        note: "",
-    },
-    SyscallEntry {
-        nr: 322,
-        name: "execveat",
-        handler: sys_enosys,
-        support: Support::Refused,
-        note: "ENOSYS: as execve",
-    },
-    SyscallEntry {
         nr: 63,
         name: "uname",
         handler: sys_uname,
@@ -605,7 +560,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry {
         nr: 111,
         name: "getpgrp",
-        handler: sys_getpid,
+        handler: super::child::sys_getpgrp,
         support: Support::Full,
         note: "",
     },
@@ -633,7 +588,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry {
         nr: 124,
         name: "getsid",
-        handler: sys_getpgid,
+        handler: super::child::sys_getsid,
         support: Support::Full,
         note: "",
     },

@@ -395,19 +395,14 @@ fn sys_pause(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
     Ok(0)
 }
 
-/// Implements kill(2) for the process itself.
+/// Implements kill(2): to itself, and to other processes of the run (see `child::kill`).
 fn sys_kill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    let pid = a[0] as i64;
-    if pid == PID as i64 || pid == 0 || pid == -1 || pid == -(PID as i64) {
-        send_self(p, a[1])
-    } else {
-        Err(Errno::ESRCH)
-    }
+    super::child::kill(p, a[0] as i32 as i64, a[1])
 }
 
 /// Implements tgkill(2) for the process itself.
 fn sys_tgkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[0] != PID {
+    if a[0] != super::child::pid_of(p) {
         return Err(Errno::ESRCH);
     }
     send_to_thread(p, a[1], a[2])

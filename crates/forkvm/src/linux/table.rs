@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 12] {
+fn families() -> [&'static [SyscallEntry]; 14] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -48,6 +48,8 @@ fn families() -> [&'static [SyscallEntry]; 12] {
         super::event::SYSCALLS,
         super::net::SYSCALLS,
         super::xattr::SYSCALLS,
+        super::child::SYSCALLS,
+        super::exec::SYSCALLS,
     ]
 }
 

@@ -99,7 +99,7 @@ pub struct ThreadCtx {
 }
 
 /// What the run loop must do after a syscall returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Sched {
     /// Create a thread from the caller's context (clone).
     Spawn {
@@ -121,6 +121,10 @@ pub enum Sched {
     /// The caller found nothing ready: run its syscall again at this time
     /// (or when other threads have had their turn).
     Retry(Instant),
+    /// Start a child process, a copy of the caller (fork, see `linux::child`).
+    Fork(Box<super::child::ForkReq>),
+    /// Replace the program (execve, see `linux::exec`).
+    Exec(Box<super::exec::ExecReq>),
 }
 
 /// What [`wait`] decided.
@@ -147,7 +151,8 @@ pub fn wait(p: &mut Process, timeout: Option<Duration>, wake: Option<Instant>) -
         p.waiting = None;
         return Waited::TimedOut;
     }
-    let step = if p.threads.others.is_empty() {
+    // Another process (a pipe's other end) may make it ready as well.
+    let step = if p.threads.others.is_empty() && !super::child::others_alive(p) {
         RECHECK_ALONE
     } else {
         RECHECK
@@ -419,9 +424,12 @@ fn spawn(
     ctid: u64,
     tls: u64,
 ) -> SysResult {
-    if flags & CLONE_THREAD == 0 || flags & CLONE_VM == 0 {
-        // A new process would need a second address space: not supported.
-        return Err(Errno::ENOSYS);
+    if flags & CLONE_THREAD == 0 {
+        // A new process: a new VM (linux::child).
+        return super::child::fork(p, mem, flags, stack, ptid, ctid, tls);
+    }
+    if flags & CLONE_VM == 0 {
+        return Err(Errno::EINVAL);
     }
     if flags & !(THREAD_FLAGS | 0xff) != 0 {
         return Err(Errno::EINVAL);
@@ -508,11 +516,11 @@ fn sys_gettid(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 24, name: "sched_yield", handler: sys_sched_yield, support: Support::Full, note: "" },
     SyscallEntry { nr: 56, name: "clone", handler: sys_clone, support: Support::Partial,
-        note: "threads (CLONE_VM|CLONE_THREAD) only, scheduled on one vCPU; new processes are ENOSYS" },
+        note: "threads (CLONE_VM|CLONE_THREAD) scheduled on one vCPU; without CLONE_THREAD a new process as fork" },
     SyscallEntry { nr: 60, name: "exit", handler: sys_exit_thread, support: Support::Full, note: "" },
     SyscallEntry { nr: 186, name: "gettid", handler: sys_gettid, support: Support::Full, note: "" },
     SyscallEntry { nr: 202, name: "futex", handler: sys_futex, support: Support::Partial,
         note: "WAIT, WAKE, WAIT_BITSET, WAKE_BITSET, REQUEUE, CMP_REQUEUE, WAKE_OP; PI futexes are ENOSYS" },
     SyscallEntry { nr: 435, name: "clone3", handler: sys_clone3, support: Support::Partial,
-        note: "threads only, as clone" },
+        note: "as clone" },
 ];

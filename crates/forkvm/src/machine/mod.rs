@@ -3,6 +3,7 @@
 //! system calls on the host.
 
 mod call;
+mod children;
 pub(crate) mod exitless;
 mod fault;
 mod threads;
@@ -354,7 +355,9 @@ impl Machine {
                 .collect(),
             trace_syscalls: config.trace_syscalls,
         };
-        let proc = Process::new(policy, mm, config.cwd.clone(), exe_path.to_string());
+        let mut proc = Process::new(policy, mm, config.cwd.clone(), exe_path.to_string());
+        // The first process of a run: child processes it makes share this tree.
+        proc.family = Some(linux::child::Tree::root(config.clone()));
 
         let mut vcpu = Vcpu::new(hv, &mem)?;
         vcpu.reset(hv, &mut mem, cr3, Frame::user(entry, rsp, 0), 0)?;
@@ -447,11 +450,19 @@ impl Machine {
         if let Some(x) = &self.exitless {
             tracing::debug!("{} host calls answered without an exit", x.served());
         }
+        // The first process's end is the run's: its children end too.
+        self.proc
+            .family
+            .as_ref()
+            .map(linux::child::Family::run_over);
         outcome
     }
 
     /// Runs until the program is initialised ([`Outcome::Ready`]), or ends otherwise.
     pub fn run_until_ready(&mut self, at: &ReadyAt) -> Result<Outcome, MachineError> {
+        // A master (and so every fork of it) makes no child processes: they
+        // would outlive the request (see `linux::child`).
+        self.proc.family = None;
         if let ReadyAt::Symbol(name) = at {
             let addr = self
                 .symbols
@@ -615,6 +626,8 @@ impl Machine {
                         }
                     }
                     if !deadline.expired() {
+                        // A kill from another process (linux::child).
+                        linux::child::take_signals(&mut self.proc);
                         self.deliver_timer()?;
                         if let Some(status) = self.proc.exit_status {
                             return Ok(Outcome::Exited(status));

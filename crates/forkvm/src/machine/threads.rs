@@ -103,6 +103,8 @@ impl Machine {
                 self.stalled = !self.switch_thread()?;
                 Ok(true)
             }
+            Sched::Fork(req) => self.fork_child(req, ctx),
+            Sched::Exec(req) => self.exec_program(*req, ctx),
             Sched::Retry(until) => {
                 // Put the thread back before its `syscall` instruction (2 bytes),
                 // with the syscall number, so it asks again when it next runs.

@@ -2,6 +2,7 @@
 //! builds before the first run, and the guest address-space bookkeeping.
 
 mod address_space;
+mod copy;
 mod guest_memory;
 pub mod page_tables;
 mod pagemap;

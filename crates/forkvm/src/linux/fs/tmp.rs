@@ -25,6 +25,9 @@ pub struct PrivateTmp {
     pub(super) grown: AtomicU64,
     /// The copies of the write roots in a fork (see `overlay`).
     pub(super) overlay: Overlay,
+    /// Another process's trees, seen by a child process of the same run
+    /// (see [`PrivateTmp::share`]): not removed when this view is dropped.
+    shared: bool,
 }
 
 impl std::fmt::Debug for PrivateTmp {
@@ -69,6 +72,23 @@ impl PrivateTmp {
             base,
             grown: AtomicU64::new(0),
             overlay: Overlay::default(),
+            shared: false,
+        }
+    }
+
+    /// The same trees, for a child process of the run (fork(2)): its files
+    /// are the parent's, as one /tmp is on Linux, and its write roots are
+    /// what the parent's are. The first process's drop removes the trees.
+    pub fn share(&self) -> Self {
+        Self {
+            base: self.base.clone(),
+            grown: AtomicU64::new(self.grown.load(Ordering::Relaxed)),
+            overlay: Overlay {
+                isolate: self.overlay.isolate,
+                persist: self.overlay.persist.clone(),
+                copied: self.overlay.copied.load(Ordering::Relaxed).into(),
+            },
+            shared: true,
         }
     }
 
@@ -126,7 +146,7 @@ impl PrivateTmp {
 
 impl Drop for PrivateTmp {
     fn drop(&mut self) {
-        if self.base.is_dir() {
+        if !self.shared && self.base.is_dir() {
             // Does not follow symlinks: only the trees themselves go.
             remove_tree(&self.base);
         }

@@ -1,0 +1,205 @@
+//! Child processes (issue 13): fork/vfork/clone without CLONE_VM make a new
+//! VM, execve replaces the program, wait4/waitid report statuses, pipes work
+//! across VMs. Differential against native runs wherever the output can be
+//! the same.
+
+mod common;
+
+use common::{check, guest, guests_out, installed, Case, LIBS};
+use std::time::Duration;
+
+const BUSYBOX: &str = "/usr/bin/busybox";
+
+fn out_dir() -> String {
+    guests_out().to_str().expect("utf-8 path").to_string()
+}
+
+/// A C program doing fork, exec (of itself, with an inherited pipe and a
+/// close-on-exec fd), waitpid, kill, posix_spawn, setpgid, SIGCHLD.
+#[test]
+fn c_fork_exec_waitpid_glibc_and_musl() {
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("forkexec.{libc}"));
+        let (_, vm) = check(
+            &Case::new(&prog)
+                .flags(["--cwd", &out_dir(), "--allow-read", &out_dir()])
+                .limit(Duration::from_secs(60)),
+        );
+        let out = vm.stdout_str();
+        assert!(out.contains("child 1: exited 3"), "{}", vm.describe());
+        assert!(out.contains("exec child: exited 42"), "{}", vm.describe());
+        assert!(
+            out.contains("spawned child: exited 42"),
+            "{}",
+            vm.describe()
+        );
+    }
+}
+
+/// busybox sh: pipelines, subshells, command substitution, `$?`, a
+/// background job and `wait`, a child killed by a signal, `trap`.
+#[test]
+fn busybox_sh_scripts() {
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let script = r#"
+echo one two three | $0 tr a-z A-Z | $0 wc -w
+x=$(echo sub; echo shell)
+echo "got: $x"
+( exit 3 ); echo "subshell: $?"
+$0 sh -c 'exit 7'; echo "child: $?"
+$0 false || echo "false failed"
+$0 sh -c 'kill -9 $$'; echo "killed: $?"
+$0 sleep 0.05 & bg=$!
+wait $bg; echo "waited: $?"
+$0 sh -c 'exit 5' & wait $!; echo "bg status: $?"
+trap 'echo trapped USR1' USR1
+$0 sh -c "kill -USR1 $$"
+n=0; for i in 1 2 3 4 5; do n=$(( n + $(echo $i | $0 wc -c) )); done; echo "sum: $n"
+printf 'b\na\nc\n' | $0 sort | $0 head -n 2 | $0 tail -n 1
+$0 sh -c 'while :; do :; done' & spinner=$!
+$0 sleep 0.1; kill $spinner; wait $spinner; echo "spinner: $?"
+echo done
+"#;
+    check(
+        &Case::new(BUSYBOX)
+            .args(["sh", "-c", script, BUSYBOX])
+            .flags(["--allow-read", BUSYBOX])
+            .limit(Duration::from_secs(60)),
+    );
+}
+
+/// Python's subprocess: run with captured output, check_output, Popen with
+/// pipes both ways, a failing status, a missing program.
+#[test]
+fn python_subprocess() {
+    if !installed("/usr/bin/python3") || !installed(BUSYBOX) {
+        return;
+    }
+    let script = r#"
+import subprocess
+r = subprocess.run(["/usr/bin/busybox", "echo", "hi"], capture_output=True)
+print(r.returncode, r.stdout, r.stderr)
+print(subprocess.check_output(["/usr/bin/busybox", "sh", "-c", "echo $((6 * 7))"]))
+p = subprocess.Popen(["/usr/bin/busybox", "tr", "a-z", "A-Z"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+out, _ = p.communicate(b"hello pipes\n" * 1000)
+print(p.returncode, len(out), out[:12])
+print(subprocess.run(["/usr/bin/busybox", "sh", "-c", "exit 5"]).returncode)
+try:
+    subprocess.check_call(["/usr/bin/busybox", "false"])
+except subprocess.CalledProcessError as e:
+    print("CalledProcessError", e.returncode)
+try:
+    subprocess.run(["/nonexistent/program"])
+except FileNotFoundError as e:
+    print("FileNotFoundError", e.errno)
+"#;
+    let mut flags: Vec<String> = LIBS.iter().map(|s| s.to_string()).collect();
+    flags.extend(["--allow-read".into(), BUSYBOX.into()]);
+    check(
+        &Case::new("/usr/bin/python3")
+            .args(["-S", "-c", script])
+            .flags(flags)
+            .limit(Duration::from_secs(60)),
+    );
+}
+
+/// A fork bomb meets --max-processes: fork fails with EAGAIN, the program
+/// reaps what it made, and forkvm exits normally.
+#[test]
+fn fork_bomb_is_refused_with_eagain() {
+    let prog = guest("forkbomb.musl");
+    let vm = Case::new(&prog)
+        .flags(["--max-processes", "8"])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
+    assert_eq!(vm.status, 0, "{}", vm.describe());
+    assert_eq!(
+        vm.stdout_str(),
+        "forked 7, then EAGAIN; reaped 7\n",
+        "{}",
+        vm.describe()
+    );
+    // The default limit (64) holds as well.
+    let vm = Case::new(&prog).limit(Duration::from_secs(60)).run_forkvm();
+    assert_eq!(
+        vm.stdout_str(),
+        "forked 63, then EAGAIN; reaped 63\n",
+        "{}",
+        vm.describe()
+    );
+}
+
+/// A program outside --allow-read cannot be executed; one inside can.
+#[test]
+fn exec_follows_the_read_policy() {
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let vm = Case::new(BUSYBOX)
+        .args([
+            "sh",
+            "-c",
+            "/usr/bin/env; echo \"env: $?\"; /usr/bin/busybox echo allowed",
+        ])
+        .flags(["--no-default-allow", "--allow-read", BUSYBOX])
+        .run_forkvm();
+    assert_eq!(vm.status, 0, "{}", vm.describe());
+    assert_eq!(vm.stdout_str(), "env: 127\nallowed\n", "{}", vm.describe());
+}
+
+/// --timeout ends the whole tree: children sleeping in the background do
+/// not keep the run alive.
+#[test]
+fn timeout_ends_every_process() {
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let vm = Case::new(BUSYBOX)
+        .args([
+            "sh",
+            "-c",
+            "/usr/bin/busybox sleep 100 & /usr/bin/busybox sleep 100; echo never",
+        ])
+        .flags(["--timeout", "1", "--allow-read", BUSYBOX])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
+    assert_eq!(vm.status, 124, "{}", vm.describe());
+    assert!(!vm.stdout_str().contains("never"), "{}", vm.describe());
+}
+
+/// Files are the same for every process of a run: a child's write to /tmp
+/// (the run's private one) is the parent's and the next child's, and a
+/// child's write under --allow-write lands on the host.
+#[test]
+fn children_share_tmp_and_write_roots() {
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let dir = common::scratch_dir("children-write");
+    let out = dir.join("from-child.txt");
+    let _ = std::fs::remove_file(&out);
+    let script = format!(
+        "$0 sh -c 'echo deep > /tmp/y'; $0 cat /tmp/y; read line < /tmp/y; echo \"parent: $line\"; \
+         $0 sh -c 'echo host > {}'",
+        out.display()
+    );
+    let vm = Case::new(BUSYBOX)
+        .args(["sh", "-c", &script, BUSYBOX])
+        .flags([
+            "--allow-read",
+            BUSYBOX,
+            "--allow-write",
+            dir.to_str().expect("utf-8 path"),
+        ])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
+    assert_eq!(vm.status, 0, "{}", vm.describe());
+    assert_eq!(vm.stdout_str(), "deep\nparent: deep\n", "{}", vm.describe());
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("the child's file"),
+        "host\n"
+    );
+}

@@ -1,0 +1,985 @@
+//! Child processes: the process tree of one run, fork/vfork/clone without
+//! CLONE_VM (each child is its own VM on its own host thread, see
+//! `machine::children`), wait4/waitid, signals between processes, process
+//! groups and sessions.
+//!
+//! Every process of a run holds a [`Family`]: its pid and the shared
+//! [`Tree`]. The tree records, per pid, the parent, group, session, the exit
+//! status once the process ended (a zombie until reaped) and a word of
+//! signals other processes sent it. A process takes its signals at its next
+//! system call ([`take_signals`], from `linux::dispatch`), so a process that
+//! spins in user mode without system calls sees them only at the end of the
+//! run (its timeout).
+
+use super::table::{Support, SyscallEntry};
+use super::thread::Sched;
+use super::{Args, Errno, Process, SysResult};
+use crate::machine::Config;
+use crate::memory::GuestMemory;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Processes one run may have alive at once (`forkvm run --max-processes`).
+pub const DEFAULT_MAX_PROCESSES: usize = 64;
+/// The most `--max-processes` may say.
+pub const MAX_PROCESSES_LIMIT: usize = 4096;
+/// The first pid handed to a child (threads of the first process take the
+/// small numbers after its pid).
+const FIRST_CHILD_PID: u64 = 1000;
+/// How often a blocked wait4/waitid/sigsuspend looks at the tree again:
+/// at first often (most children are short-lived), then backing off to the
+/// longest interval as the wait goes on (a quarter of the time waited).
+const WAIT_RECHECK_MIN: Duration = Duration::from_micros(50);
+const WAIT_RECHECK_MAX: Duration = Duration::from_millis(5);
+
+const SIGCHLD: u64 = 17;
+const SIGKILL: u64 = 9;
+const WNOHANG: u64 = 1;
+const WUNTRACED: u64 = 2;
+const WEXITED: u64 = 4;
+const WCONTINUED: u64 = 8;
+const WNOWAIT: u64 = 0x0100_0000;
+const WALL_FLAGS: u64 = 0x4000_0000 | 0x8000_0000 | 0x2000_0000; // __WNOTHREAD, __WCLONE, __WALL
+
+const CLONE_VM: u64 = 0x100;
+const CLONE_VFORK: u64 = 0x4000;
+const CLONE_SETTLS: u64 = 0x8_0000;
+const CLONE_PARENT_SETTID: u64 = 0x10_0000;
+const CLONE_CHILD_CLEARTID: u64 = 0x20_0000;
+const CLONE_CHILD_SETTID: u64 = 0x100_0000;
+const CLONE_THREAD: u64 = 0x1_0000;
+/// Flags a new process may carry (others are refused with EINVAL): the
+/// exit signal in the low byte, the tid reports, TLS and vfork, and the
+/// sharing flags glibc and musl pass that change nothing for a copy.
+const PROCESS_FLAGS: u64 = 0xff
+    | CLONE_VM
+    | CLONE_VFORK
+    | CLONE_SETTLS
+    | CLONE_PARENT_SETTID
+    | CLONE_CHILD_CLEARTID
+    | CLONE_CHILD_SETTID;
+
+/// One process as the tree knows it.
+#[derive(Debug)]
+struct Entry {
+    ppid: u64,
+    pgid: u64,
+    sid: u64,
+    /// The wait status once it ended (a zombie until reaped).
+    status: Option<i32>,
+    /// Signals sent to it by other processes (bit n-1 for signal n).
+    signals: Arc<AtomicU64>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    next_pid: u64,
+    /// Processes running (not yet ended), including the first.
+    alive: usize,
+    procs: BTreeMap<u64, Entry>,
+}
+
+/// The processes of one run.
+#[derive(Debug)]
+pub struct Tree {
+    inner: Mutex<Inner>,
+    /// Most processes alive at once.
+    max: AtomicU64,
+    /// What every process of the run was started with (for execve).
+    pub config: Config,
+    /// When the whole run ends (its --timeout), if ever.
+    pub deadline: Option<Instant>,
+    /// Set when the first process ended: children stop at their next syscall.
+    pub ended: AtomicBool,
+}
+
+/// A process's place in its run's tree.
+#[derive(Debug, Clone)]
+pub struct Family {
+    /// The tree of the run.
+    pub tree: Arc<Tree>,
+    /// This process's id.
+    pub pid: u64,
+    /// Signals other processes sent to this one.
+    signals: Arc<AtomicU64>,
+    /// When the current blocking wait for a child or signal began.
+    wait_started: Option<Instant>,
+}
+
+fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Tree {
+    /// The tree of a new run whose first process has pid `PID` and the
+    /// configuration `config`; `None` as the limit means the default.
+    pub fn root(config: Config) -> Family {
+        let deadline = Instant::now().checked_add(config.timeout);
+        let signals = Arc::new(AtomicU64::new(0));
+        let pid = super::process::PID;
+        let mut inner = Inner {
+            next_pid: FIRST_CHILD_PID,
+            alive: 1,
+            procs: BTreeMap::new(),
+        };
+        inner.procs.insert(
+            pid,
+            Entry {
+                ppid: super::process::PPID,
+                pgid: pid,
+                sid: pid,
+                status: None,
+                signals: signals.clone(),
+            },
+        );
+        let tree = Tree {
+            inner: Mutex::new(inner),
+            max: AtomicU64::new(DEFAULT_MAX_PROCESSES as u64),
+            config,
+            deadline,
+            ended: AtomicBool::new(false),
+        };
+        Family {
+            tree: Arc::new(tree),
+            pid,
+            signals,
+            wait_started: None,
+        }
+    }
+
+    /// Sets the most processes alive at once (1 forbids children).
+    pub fn set_max(&self, n: usize) {
+        let n = n.clamp(1, MAX_PROCESSES_LIMIT) as u64;
+        self.max.store(n, Ordering::Relaxed);
+    }
+
+    /// Time left before the run's deadline.
+    pub fn remaining(&self) -> Duration {
+        match self.deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => Duration::MAX,
+        }
+    }
+
+    /// Records a new child of `parent`; EAGAIN beyond the limit.
+    fn add_child(self: &Arc<Self>, parent: u64) -> Result<Family, Errno> {
+        let mut t = lock(&self.inner);
+        if t.alive as u64 >= self.max.load(Ordering::Relaxed) {
+            return Err(Errno::EAGAIN);
+        }
+        let (pgid, sid) = t
+            .procs
+            .get(&parent)
+            .map_or((parent, parent), |e| (e.pgid, e.sid));
+        let mut pid = t.next_pid;
+        while t.procs.contains_key(&pid) {
+            pid += 1;
+        }
+        t.next_pid = pid + 1;
+        t.alive += 1;
+        let signals = Arc::new(AtomicU64::new(0));
+        t.procs.insert(
+            pid,
+            Entry {
+                ppid: parent,
+                pgid,
+                sid,
+                status: None,
+                signals: signals.clone(),
+            },
+        );
+        drop(t);
+        Ok(Family {
+            tree: self.clone(),
+            pid,
+            signals,
+            wait_started: None,
+        })
+    }
+}
+
+impl Family {
+    /// Adds a child of this process to the tree (EAGAIN beyond the limit).
+    pub fn new_child(&self) -> Result<Family, Errno> {
+        self.tree.add_child(self.pid)
+    }
+
+    /// The parent's pid.
+    pub fn ppid(&self) -> u64 {
+        lock(&self.tree.inner)
+            .procs
+            .get(&self.pid)
+            .map_or(super::process::PPID, |e| e.ppid)
+    }
+
+    /// Called when this process's run ended: if it is the first process,
+    /// every other process stops at its next system call (SIGKILL).
+    pub fn run_over(&self) {
+        if self.pid == super::process::PID {
+            self.tree.ended.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A child that could not be started: forget it.
+    pub fn abandon(&self) {
+        let mut t = lock(&self.tree.inner);
+        if t.procs.remove(&self.pid).is_some() {
+            t.alive = t.alive.saturating_sub(1);
+        }
+    }
+
+    /// The process ended with wait status `status`: it becomes a zombie for
+    /// its parent (which gets SIGCHLD); its own children go to the first
+    /// process, as orphans go to init.
+    pub fn exited(&self, status: i32) {
+        tracing::debug!("process {} ended with wait status {status:#x}", self.pid);
+        let mut t = lock(&self.tree.inner);
+        t.alive = t.alive.saturating_sub(1);
+        let Some(e) = t.procs.get_mut(&self.pid) else {
+            return;
+        };
+        e.status = Some(status);
+        let ppid = e.ppid;
+        let root = super::process::PID;
+        let mut orphans = Vec::new();
+        for (&pid, e) in t.procs.iter_mut() {
+            if e.ppid == self.pid {
+                e.ppid = root;
+                orphans.push(pid);
+            }
+        }
+        if ppid == super::process::PPID {
+            // The first process: nobody waits for it; the run is over.
+            self.tree.ended.store(true, Ordering::SeqCst);
+        } else if let Some(parent) = t.procs.get(&ppid) {
+            parent
+                .signals
+                .fetch_or(1 << (SIGCHLD - 1), Ordering::SeqCst);
+        }
+    }
+}
+
+/// Whether other processes of the run are alive (a pipe's other end, a
+/// child to wait for may then change by itself at any moment).
+pub fn others_alive(p: &Process) -> bool {
+    p.family
+        .as_ref()
+        .is_some_and(|f| lock(&f.tree.inner).alive > 1)
+}
+
+/// The calling thread blocks in wait4/waitid/sigsuspend: retried soon at
+/// first, less often as the wait goes on.
+fn wait_for_tree(p: &mut Process) {
+    let now = Instant::now();
+    let since = match p.family.as_mut() {
+        Some(f) => *f.wait_started.get_or_insert(now),
+        None => now,
+    };
+    let step = (now.duration_since(since) / 4).clamp(WAIT_RECHECK_MIN, WAIT_RECHECK_MAX);
+    let _ = super::thread::wait(p, None, Some(now + step));
+}
+
+/// A wait ended (with a result or an error).
+fn wait_done(p: &mut Process) {
+    if let Some(f) = p.family.as_mut() {
+        f.wait_started = None;
+    }
+}
+
+/// The calling process's pid.
+pub fn pid_of(p: &Process) -> u64 {
+    p.family.as_ref().map_or(super::process::PID, |f| f.pid)
+}
+
+/// Whether other processes sent signals [`take_signals`] has not moved in
+/// yet (or the run is over for a child): the host's poller then leaves the
+/// call to the exit path, which delivers them.
+pub fn signals_waiting(p: &Process) -> bool {
+    p.family.as_ref().is_some_and(|f| {
+        f.signals.load(Ordering::Relaxed) != 0
+            || (f.pid != super::process::PID && f.tree.ended.load(Ordering::Relaxed))
+    })
+}
+
+/// Moves the signals other processes sent into the process (see
+/// `signal::send_self`); called before every system call the host serves.
+pub fn take_signals(p: &mut Process) {
+    let Some(f) = p.family.as_ref() else {
+        return;
+    };
+    if f.signals.load(Ordering::Relaxed) == 0
+        && (f.pid == super::process::PID || !f.tree.ended.load(Ordering::Relaxed))
+    {
+        return;
+    }
+    let mut bits = f.signals.swap(0, Ordering::SeqCst);
+    let signals = f.signals.clone();
+    if f.pid != super::process::PID && f.tree.ended.load(Ordering::Relaxed) {
+        // The run is over: children end with it.
+        bits |= 1 << (SIGKILL - 1);
+    }
+    while bits != 0 {
+        if p.pending_signal.is_some() {
+            // One handler at a time: the rest wait for the next call.
+            signals.fetch_or(bits, Ordering::SeqCst);
+            return;
+        }
+        let sig = u64::from(bits.trailing_zeros()) + 1;
+        bits &= bits - 1;
+        let _ = super::signal::send_self(p, sig);
+        if p.exit_status.is_some() {
+            return;
+        }
+    }
+}
+
+/// The wait status of a process that exited with `code` (0..=255).
+pub fn exit_status(code: i32) -> i32 {
+    (code & 0xff) << 8
+}
+
+/// The wait status of a process killed by `sig`.
+pub fn killed_status(sig: i32) -> i32 {
+    sig & 0x7f
+}
+
+/// What the run loop needs to start a child (see `machine::children`).
+#[derive(Debug)]
+pub struct ForkReq {
+    /// The child's place in the tree (its pid is already the parent's result).
+    pub family: Family,
+    /// Its stack pointer (0: the parent's).
+    pub stack: u64,
+    /// Its TLS base, if CLONE_SETTLS.
+    pub tls: Option<u64>,
+    /// CLONE_CHILD_SETTID: where the child's memory gets its tid.
+    pub set_tid: Option<u64>,
+    /// CLONE_CHILD_CLEARTID address.
+    pub clear_tid: u64,
+}
+
+static NOTE_SHARED_VM: AtomicBool = AtomicBool::new(false);
+static NOTE_NO_TREE: AtomicBool = AtomicBool::new(false);
+static NOTE_LIMIT: AtomicBool = AtomicBool::new(false);
+
+/// Logs `msg` (shown by `-v`) the first time only.
+fn note(said: &AtomicBool, msg: &str) {
+    if !said.swap(true, Ordering::Relaxed) {
+        tracing::debug!("{msg}");
+    }
+}
+
+/// fork, vfork and clone/clone3 without CLONE_THREAD: a new process.
+/// `flags` are clone's. The child is a copy of the caller (memory included,
+/// even with CLONE_VM|CLONE_VFORK, which posix_spawn and vfork use: the
+/// child only execs or exits, so a copy behaves the same), and the caller
+/// does not wait for it to exec.
+pub(super) fn fork(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    flags: u64,
+    stack: u64,
+    ptid: u64,
+    ctid: u64,
+    tls: u64,
+) -> SysResult {
+    if flags & !PROCESS_FLAGS != 0 || flags & CLONE_THREAD != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & CLONE_VM != 0 && flags & CLONE_VFORK == 0 {
+        // Two processes sharing one memory would need one VM for both.
+        note(&NOTE_SHARED_VM, "clone with CLONE_VM but neither CLONE_VFORK nor CLONE_THREAD is not supported (ENOSYS)");
+        return Err(Errno::ENOSYS);
+    }
+    let Some(family) = p.family.as_ref() else {
+        note(
+            &NOTE_NO_TREE,
+            "fork: child processes are not supported under forkvm serve; the call returns ENOSYS",
+        );
+        return Err(Errno::ENOSYS);
+    };
+    let child = match family.new_child() {
+        Ok(c) => c,
+        Err(e) => {
+            note(
+                &NOTE_LIMIT,
+                "fork refused: --max-processes reached (the call returns EAGAIN)",
+            );
+            return Err(e);
+        }
+    };
+    let pid = child.pid;
+    if flags & CLONE_PARENT_SETTID != 0 {
+        if let Err(f) = mem.write_u32(ptid, pid as u32) {
+            child.abandon();
+            return Err(f.into());
+        }
+    }
+    p.sched = Some(Sched::Fork(Box::new(ForkReq {
+        family: child,
+        stack,
+        tls: (flags & CLONE_SETTLS != 0).then_some(tls),
+        set_tid: (flags & CLONE_CHILD_SETTID != 0).then_some(ctid),
+        clear_tid: if flags & CLONE_CHILD_CLEARTID != 0 {
+            ctid
+        } else {
+            0
+        },
+    })));
+    Ok(pid)
+}
+
+/// Implements fork(2).
+fn sys_fork(p: &mut Process, mem: &mut GuestMemory, _: &Args) -> SysResult {
+    fork(p, mem, SIGCHLD, 0, 0, 0, 0)
+}
+
+/// Implements vfork(2) (as fork: the child gets a copy; the parent goes on).
+fn sys_vfork(p: &mut Process, mem: &mut GuestMemory, _: &Args) -> SysResult {
+    fork(p, mem, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0)
+}
+
+/// Which children a wait selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Select {
+    Any,
+    Pid(u64),
+    Group(u64),
+}
+
+/// A child that `sel` selects and that has ended: (pid, status); removed
+/// unless `keep`. ECHILD when no child matches at all.
+fn reap(p: &Process, sel: Select, keep: bool) -> Result<Option<(u64, i32)>, Errno> {
+    let Some(f) = p.family.as_ref() else {
+        return Err(Errno::ECHILD);
+    };
+    let mut t = lock(&f.tree.inner);
+    let mut any = false;
+    let mut found = None;
+    for (&pid, e) in &t.procs {
+        if e.ppid != f.pid {
+            continue;
+        }
+        let hit = match sel {
+            Select::Any => true,
+            Select::Pid(x) => pid == x,
+            Select::Group(g) => e.pgid == g,
+        };
+        if !hit {
+            continue;
+        }
+        any = true;
+        if let Some(s) = e.status {
+            found = Some((pid, s));
+            break;
+        }
+    }
+    if !any {
+        return Err(Errno::ECHILD);
+    }
+    if let (Some((pid, _)), false) = (found, keep) {
+        t.procs.remove(&pid);
+    }
+    Ok(found)
+}
+
+fn my_pgid(p: &Process) -> u64 {
+    let Some(f) = p.family.as_ref() else {
+        return super::process::PID;
+    };
+    lock(&f.tree.inner)
+        .procs
+        .get(&f.pid)
+        .map_or(f.pid, |e| e.pgid)
+}
+
+/// Implements wait4(2).
+fn sys_wait4(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let r = wait4_once(p, mem, a);
+    if !matches!(p.sched, Some(Sched::Retry(_))) {
+        wait_done(p);
+    }
+    r
+}
+
+fn wait4_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [pid, status, options, rusage, ..] = *a;
+    if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL_FLAGS) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let pid = pid as i32 as i64;
+    let sel = match pid {
+        -1 => Select::Any,
+        0 => Select::Group(my_pgid(p)),
+        x if x < 0 => Select::Group(x.unsigned_abs()),
+        x => Select::Pid(x as u64),
+    };
+    match reap(p, sel, false)? {
+        Some((child, st)) => {
+            if status != 0 {
+                mem.write_u32(status, st as u32)?;
+            }
+            if rusage != 0 {
+                mem.write(rusage, &[0u8; 144])?;
+            }
+            Ok(child)
+        }
+        None if options & WNOHANG != 0 => Ok(0),
+        None => {
+            wait_for_tree(p);
+            Ok(0)
+        }
+    }
+}
+
+/// Implements waitid(2) (P_ALL, P_PID, P_PGID; WEXITED).
+fn sys_waitid(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let r = waitid_once(p, mem, a);
+    if !matches!(p.sched, Some(Sched::Retry(_))) {
+        wait_done(p);
+    }
+    r
+}
+
+fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [idtype, id, infop, options, rusage, ..] = *a;
+    if options & !(WNOHANG | WEXITED | WNOWAIT | 2 | WCONTINUED | WALL_FLAGS) != 0
+        || options & (WEXITED | 2 | WCONTINUED) == 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let sel = match idtype {
+        0 => Select::Any,
+        1 => Select::Pid(id),
+        2 if id == 0 => Select::Group(my_pgid(p)),
+        2 => Select::Group(id),
+        _ => return Err(Errno::EINVAL),
+    };
+    if options & WEXITED == 0 {
+        // Only stops and continues asked for: no child ever stops here.
+        return if options & WNOHANG != 0 {
+            Ok(0)
+        } else {
+            reap(p, sel, true).map(|_| 0)
+        };
+    }
+    match reap(p, sel, options & WNOWAIT != 0)? {
+        Some((child, st)) => {
+            if infop != 0 {
+                let mut info = [0u8; 128];
+                let (code, value) = if st & 0x7f == 0 {
+                    (1i32, (st >> 8) & 0xff) // CLD_EXITED
+                } else {
+                    (2i32, st & 0x7f) // CLD_KILLED
+                };
+                info[0..4].copy_from_slice(&(SIGCHLD as i32).to_le_bytes());
+                info[8..12].copy_from_slice(&code.to_le_bytes());
+                info[16..20].copy_from_slice(&(child as i32).to_le_bytes());
+                info[20..24].copy_from_slice(&(super::process::UID as u32).to_le_bytes());
+                info[24..28].copy_from_slice(&value.to_le_bytes());
+                mem.write(infop, &info)?;
+            }
+            if rusage != 0 {
+                mem.write(rusage, &[0u8; 144])?;
+            }
+            Ok(0)
+        }
+        None if options & WNOHANG != 0 => {
+            if infop != 0 {
+                mem.write(infop, &[0u8; 128])?;
+            }
+            Ok(0)
+        }
+        None => {
+            wait_for_tree(p);
+            Ok(0)
+        }
+    }
+}
+
+/// Sends `sig` to the processes `pid` selects as kill(2) does; the caller
+/// (if selected) through `send_self`. ESRCH when none.
+pub(super) fn kill(p: &mut Process, pid: i64, sig: u64) -> SysResult {
+    let me = pid_of(p);
+    let mut targets = Vec::new();
+    let mut self_too = false;
+    match p.family.as_ref() {
+        None => self_too = pid == me as i64 || pid == 0 || pid == -1 || pid == -(me as i64),
+        Some(f) => {
+            let t = lock(&f.tree.inner);
+            let group = t.procs.get(&me).map_or(me, |e| e.pgid);
+            for (&q, e) in &t.procs {
+                if e.status.is_some() {
+                    continue;
+                }
+                let hit = match pid {
+                    -1 => true,
+                    0 => e.pgid == group,
+                    x if x < 0 => e.pgid == x.unsigned_abs(),
+                    x => q == x as u64,
+                };
+                if !hit {
+                    continue;
+                }
+                if q == me {
+                    self_too = true;
+                } else {
+                    targets.push(e.signals.clone());
+                }
+            }
+        }
+    }
+    if !self_too && targets.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    if !(0..=64).contains(&sig) {
+        return Err(Errno::EINVAL);
+    }
+    if sig != 0 {
+        for t in targets {
+            t.fetch_or(1 << (sig - 1), Ordering::SeqCst);
+        }
+    }
+    if self_too {
+        super::signal::send_self(p, sig)?;
+    }
+    Ok(0)
+}
+
+/// Implements getpid(2).
+pub(super) fn sys_getpid(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Ok(pid_of(p))
+}
+
+/// Implements getppid(2).
+pub(super) fn sys_getppid(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    Ok(p.family.as_ref().map_or(super::process::PPID, Family::ppid))
+}
+
+/// The (pgid, sid) of process `pid` (0: the caller), ESRCH if unknown.
+fn ids_of(p: &Process, pid: u64) -> Result<(u64, u64), Errno> {
+    let me = pid_of(p);
+    let pid = if pid == 0 { me } else { pid };
+    match p.family.as_ref() {
+        None if pid == me => Ok((me, me)),
+        None => Err(Errno::ESRCH),
+        Some(f) => lock(&f.tree.inner)
+            .procs
+            .get(&pid)
+            .filter(|e| e.status.is_none() || pid == me)
+            .map(|e| (e.pgid, e.sid))
+            .ok_or(Errno::ESRCH),
+    }
+}
+
+/// Implements getpgid(2).
+pub(super) fn sys_getpgid(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    ids_of(p, a[0]).map(|(g, _)| g)
+}
+
+/// Implements getpgrp(2).
+pub(super) fn sys_getpgrp(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    ids_of(p, 0).map(|(g, _)| g)
+}
+
+/// Implements getsid(2).
+pub(super) fn sys_getsid(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    ids_of(p, a[0]).map(|(_, s)| s)
+}
+
+/// Implements setpgid(2): the caller or one of its children, within its session.
+fn sys_setpgid(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    let me = pid_of(p);
+    let pid = if a[0] == 0 { me } else { a[0] };
+    if a[1] > i32::MAX as u64 {
+        return Err(Errno::EINVAL);
+    }
+    let pgid = if a[1] == 0 { pid } else { a[1] };
+    let Some(f) = p.family.as_ref() else {
+        return if pid == me && pgid == me {
+            Ok(0)
+        } else {
+            Err(Errno::ESRCH)
+        };
+    };
+    let mut t = lock(&f.tree.inner);
+    let my_sid = t.procs.get(&me).map_or(me, |e| e.sid);
+    let Some(target) = t.procs.get(&pid) else {
+        return Err(Errno::ESRCH);
+    };
+    if pid != me && target.ppid != me {
+        return Err(Errno::ESRCH);
+    }
+    if target.sid != my_sid {
+        return Err(Errno::EPERM);
+    }
+    if target.sid == pid {
+        // A session leader cannot move.
+        return Err(Errno::EPERM);
+    }
+    if pgid != pid && !t.procs.values().any(|e| e.pgid == pgid && e.sid == my_sid) {
+        return Err(Errno::EPERM);
+    }
+    if let Some(e) = t.procs.get_mut(&pid) {
+        e.pgid = pgid;
+    }
+    Ok(0)
+}
+
+/// Implements setsid(2).
+fn sys_setsid(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
+    let me = pid_of(p);
+    let Some(f) = p.family.as_ref() else {
+        return Err(Errno::EPERM);
+    };
+    let mut t = lock(&f.tree.inner);
+    if t.procs.iter().any(|(&q, e)| q != me && e.pgid == me)
+        || t.procs.get(&me).is_some_and(|e| e.pgid == me)
+    {
+        // Already a group leader.
+        return Err(Errno::EPERM);
+    }
+    if let Some(e) = t.procs.get_mut(&me) {
+        e.pgid = me;
+        e.sid = me;
+    }
+    Ok(me)
+}
+
+/// Implements rt_sigsuspend(2): waits, with `mask` as the signal mask,
+/// until a signal with a handler arrives (then EINTR and the handler runs).
+/// While it waits the call is made again every few milliseconds, taking
+/// the signals other processes sent (`take_signals`) each time.
+fn sys_rt_sigsuspend(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let r = rt_sigsuspend_once(p, mem, a);
+    if !matches!(p.sched, Some(Sched::Retry(_))) {
+        wait_done(p);
+    }
+    r
+}
+
+fn rt_sigsuspend_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[1] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    // SIGKILL and SIGSTOP cannot be blocked.
+    let mask = mem.read_u64(a[0])? & !((1 << (SIGKILL - 1)) | (1 << 18));
+    if p.exit_status.is_some() || p.pending_signal.is_some() {
+        return Err(Errno::EINTR);
+    }
+    let ready = p.blocked_pending & !mask;
+    if ready != 0 {
+        let sig = ready.trailing_zeros() as i32 + 1;
+        p.blocked_pending &= !(1 << (sig - 1));
+        p.pending_signal = Some(sig);
+        // The handler runs under the suspend mask. (Linux's sigreturn then
+        // restores the mask from before the call; here the frame holds this
+        // one: programs set their mask again after sigsuspend.)
+        p.sigmask = mask;
+        return Err(Errno::EINTR);
+    }
+    wait_for_tree(p);
+    Ok(0)
+}
+
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 130, name: "rt_sigsuspend", handler: sys_rt_sigsuspend, support: Support::Partial,
+        note: "wakes for signals from other processes and itself, looked at every 2 ms" },
+    SyscallEntry { nr: 57, name: "fork", handler: sys_fork, support: Support::Partial,
+        note: "the child is a copy-on-write copy of the VM on its own host thread (not under forkvm serve); --max-processes limits them (EAGAIN)" },
+    SyscallEntry { nr: 58, name: "vfork", handler: sys_vfork, support: Support::Partial,
+        note: "as fork: the child gets a copy of memory and the parent does not wait for its exec" },
+    SyscallEntry { nr: 61, name: "wait4", handler: sys_wait4, support: Support::Partial,
+        note: "exit and kill statuses; no stopped/continued children; rusage is zero" },
+    SyscallEntry { nr: 109, name: "setpgid", handler: sys_setpgid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 112, name: "setsid", handler: sys_setsid, support: Support::Full, note: "" },
+    SyscallEntry { nr: 247, name: "waitid", handler: sys_waitid, support: Support::Partial,
+        note: "P_ALL, P_PID, P_PGID with WEXITED; no stopped/continued children; rusage is zero" },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::{test_call, test_process};
+
+    fn with_family() -> (Process, GuestMemory, u64) {
+        let (mut p, m, buf) = test_process();
+        p.family = Some(Tree::root(Config::default()));
+        (p, m, buf)
+    }
+
+    fn family(p: &Process) -> &Family {
+        p.family.as_ref().expect("family")
+    }
+
+    #[test]
+    fn without_a_tree_fork_is_enosys_and_with_one_it_asks_the_run_loop() {
+        let (mut p, mut m, _) = test_process();
+        assert_eq!(test_call(&mut p, &mut m, sys_fork, &[]), Err(Errno::ENOSYS));
+        assert!(p.sched.is_none());
+        let (mut p, mut m, _) = with_family();
+        let pid = test_call(&mut p, &mut m, sys_fork, &[]).unwrap();
+        match p.sched.take() {
+            Some(Sched::Fork(req)) => assert_eq!(req.family.pid, pid),
+            other => panic!("{other:?}"),
+        }
+        // CLONE_VM without CLONE_VFORK would share memory across VMs.
+        assert_eq!(
+            fork(&mut p, &mut m, CLONE_VM | SIGCHLD, 0, 0, 0, 0),
+            Err(Errno::ENOSYS)
+        );
+    }
+
+    #[test]
+    fn the_limit_counts_live_processes() {
+        let (p, _, _) = with_family();
+        let f = family(&p);
+        f.tree.set_max(3);
+        let a = f.new_child().unwrap();
+        let b = f.new_child().unwrap();
+        assert_eq!(f.new_child().unwrap_err(), Errno::EAGAIN);
+        assert_ne!(a.pid, b.pid);
+        assert_eq!(a.ppid(), PID_ROOT);
+        b.abandon();
+        let c = f.new_child().unwrap();
+        // A zombie does not count; a reaped one is gone.
+        a.exited(exit_status(0));
+        let _d = f.new_child().unwrap();
+        assert_eq!(f.new_child().unwrap_err(), Errno::EAGAIN);
+        c.exited(exit_status(1));
+    }
+
+    const PID_ROOT: u64 = super::super::process::PID;
+
+    #[test]
+    fn wait4_reports_exit_and_kill_statuses() {
+        let (mut p, mut m, buf) = with_family();
+        // No family at all, or no children: ECHILD.
+        let (mut lone, mut lm, lbuf) = test_process();
+        assert_eq!(
+            test_call(&mut lone, &mut lm, sys_wait4, &[u64::MAX, lbuf, 0]),
+            Err(Errno::ECHILD)
+        );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_wait4, &[u64::MAX, buf, WNOHANG]),
+            Err(Errno::ECHILD)
+        );
+        let a = family(&p).new_child().unwrap();
+        let b = family(&p).new_child().unwrap();
+        // Running: WNOHANG gives 0, a blocking wait asks to be retried.
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_wait4, &[u64::MAX, buf, WNOHANG]),
+            Ok(0)
+        );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_wait4, &[u64::MAX, buf, 0]),
+            Ok(0)
+        );
+        assert!(matches!(p.sched.take(), Some(Sched::Retry(_))));
+        p.waiting = None;
+        a.exited(exit_status(7));
+        b.exited(killed_status(9));
+        // The parent was sent SIGCHLD (ignored by default).
+        assert_ne!(family(&p).signals.load(Ordering::SeqCst), 0);
+        take_signals(&mut p);
+        assert_eq!(p.exit_status, None);
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_wait4, &[b.pid, buf, 0]),
+            Ok(b.pid)
+        );
+        assert_eq!(m.read_u32(buf).unwrap(), 9);
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_wait4, &[u64::MAX, buf, 0]),
+            Ok(a.pid)
+        );
+        assert_eq!(m.read_u32(buf).unwrap(), 7 << 8);
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_wait4, &[u64::MAX, buf, 0]),
+            Err(Errno::ECHILD)
+        );
+    }
+
+    #[test]
+    fn waitid_fills_siginfo() {
+        let (mut p, mut m, buf) = with_family();
+        let a = family(&p).new_child().unwrap();
+        a.exited(exit_status(3));
+        // P_PID, WEXITED | WNOWAIT: seen but left for the next wait.
+        let args = [1, a.pid, buf, WEXITED | WNOWAIT];
+        assert_eq!(test_call(&mut p, &mut m, sys_waitid, &args), Ok(0));
+        assert_eq!(m.read_u32(buf).unwrap(), SIGCHLD as u32);
+        assert_eq!(m.read_u32(buf + 8).unwrap(), 1); // CLD_EXITED
+        assert_eq!(m.read_u32(buf + 16).unwrap(), a.pid as u32);
+        assert_eq!(m.read_u32(buf + 24).unwrap(), 3);
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_waitid, &[0, 0, buf, WEXITED]),
+            Ok(0)
+        );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_waitid, &[0, 0, buf, WEXITED | WNOHANG]),
+            Err(Errno::ECHILD)
+        );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_waitid, &[0, 0, buf, 0]),
+            Err(Errno::EINVAL)
+        );
+    }
+
+    #[test]
+    fn kill_reaches_a_child_at_its_next_call() {
+        let (mut p, mut m, _) = with_family();
+        let a = family(&p).new_child().unwrap();
+        let mut child = Process::new(
+            Default::default(),
+            crate::memory::AddressSpace::new(0x40_0000, 0x70_0000),
+            "/".into(),
+            "/prog".into(),
+        );
+        child.family = Some(a.clone());
+        assert_eq!(kill(&mut p, 999_999, 15), Err(Errno::ESRCH));
+        assert_eq!(kill(&mut p, a.pid as i64, 0), Ok(0));
+        assert_eq!(child.exit_status, None);
+        assert_eq!(kill(&mut p, a.pid as i64, 15), Ok(0));
+        take_signals(&mut child);
+        assert_eq!(child.exit_status, Some(128 + 15));
+        assert_eq!(child.killed_by, Some(15));
+        // The parent was not hit.
+        assert_eq!(p.exit_status, None);
+        let _ = &mut m;
+    }
+
+    #[test]
+    fn process_groups_and_sessions() {
+        let (mut p, mut m, _) = with_family();
+        let a = family(&p).new_child().unwrap();
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_getpgid, &[a.pid]),
+            Ok(PID_ROOT)
+        );
+        assert_eq!(test_call(&mut p, &mut m, sys_setpgid, &[a.pid, 0]), Ok(0));
+        assert_eq!(test_call(&mut p, &mut m, sys_getpgid, &[a.pid]), Ok(a.pid));
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_getsid, &[a.pid]),
+            Ok(PID_ROOT)
+        );
+        // The session leader can neither move nor make a new session.
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_setpgid, &[0, a.pid]),
+            Err(Errno::EPERM)
+        );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_setsid, &[]),
+            Err(Errno::EPERM)
+        );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_setpgid, &[424_242, 0]),
+            Err(Errno::ESRCH)
+        );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_getppid, &[]),
+            Ok(super::super::process::PPID)
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! execve/execveat: the calling process's VM gets a new program.
+//!
+//! The handler checks what Linux checks before the point of no return: the
+//! path under the read policy (a program outside `--allow-read` is EACCES,
+//! as any file there is), a regular executable file, `#!` scripts (their
+//! interpreter resolved the same way, up to 4 levels), a loadable ELF and its
+//! interpreter (ld.so) readable too. The run loop then builds the new
+//! program with the loader every run uses and moves the process state that
+//! survives exec into it (`machine::children`): pid, open files without
+//! FD_CLOEXEC, cwd, ignored signals, the signal mask, the private /tmp.
+
+use super::fs::{check_path, read_path};
+use super::table::{Support, SyscallEntry};
+use super::thread::Sched;
+use super::{Args, Errno, Process, SysResult};
+use crate::memory::GuestMemory;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+
+/// Most argv + envp strings accepted.
+const MAX_STRINGS: usize = 32 * 1024;
+/// Most bytes of argv + envp strings (Linux's default ARG_MAX is 2 MiB).
+const MAX_ARG_BYTES: usize = 2 << 20;
+/// Interpreters nested this deep are refused (ELOOP), as on Linux.
+const MAX_SCRIPT_DEPTH: usize = 4;
+/// Bytes of a `#!` line looked at (BINPRM_BUF_SIZE).
+const SHEBANG_MAX: usize = 256;
+const AT_FDCWD: i32 = -100;
+const AT_EMPTY_PATH: u64 = 0x1000;
+const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+
+/// What the run loop needs to replace the program.
+#[derive(Debug)]
+pub struct ExecReq {
+    /// Host path of the ELF file to load.
+    pub program: String,
+    /// The new argv.
+    pub argv: Vec<String>,
+    /// The new environment.
+    pub env: Vec<String>,
+}
+
+/// Reads a NULL-terminated array of strings at `addr` (NULL: empty).
+fn read_strings(mem: &GuestMemory, addr: u64, total: &mut usize) -> Result<Vec<String>, Errno> {
+    let mut out = Vec::new();
+    if addr == 0 {
+        return Ok(out);
+    }
+    for i in 0.. {
+        if i >= MAX_STRINGS {
+            return Err(Errno::E2BIG);
+        }
+        let ptr = mem.read_u64(addr.checked_add(8 * i as u64).ok_or(Errno::EFAULT)?)?;
+        if ptr == 0 {
+            break;
+        }
+        let s = mem.read_cstr(ptr, MAX_ARG_BYTES as u64)?;
+        *total += s.len() + 1;
+        if *total > MAX_ARG_BYTES {
+            return Err(Errno::E2BIG);
+        }
+        out.push(String::from_utf8_lossy(s).into_owned());
+    }
+    Ok(out)
+}
+
+/// The guest path made absolute against the cwd.
+fn absolute(p: &Process, path: &[u8]) -> Vec<u8> {
+    if path.starts_with(b"/") {
+        return path.to_vec();
+    }
+    let mut abs = p.cwd.as_bytes().to_vec();
+    if !abs.ends_with(b"/") {
+        abs.push(b'/');
+    }
+    abs.extend_from_slice(path);
+    abs
+}
+
+/// Checks that the guest may read and execute `path`; returns its host path.
+fn executable(p: &Process, path: &[u8]) -> Result<String, Errno> {
+    let mut abs = absolute(p, path);
+    let pid = super::child::pid_of(p).to_string();
+    if abs == b"/proc/self/exe" || abs == format!("/proc/{pid}/exe").as_bytes() {
+        // The running program itself (the host's link would name forkvm).
+        abs = p.exe_path.as_bytes().to_vec();
+    }
+    check_path(p, &abs, true)?;
+    let text = String::from_utf8(abs).map_err(|_| Errno::ENOENT)?;
+    // Guest paths are host paths inside the read roots; resolve links and
+    // check the file they lead to as well.
+    let host = std::fs::canonicalize(&text).map_err(|e| Errno(e.raw_os_error().unwrap_or(2)))?;
+    let host = host.to_str().ok_or(Errno::ENOENT)?.to_string();
+    check_path(p, host.as_bytes(), true)?;
+    let meta = std::fs::metadata(&host).map_err(|e| Errno(e.raw_os_error().unwrap_or(2)))?;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    Ok(host)
+}
+
+/// A `#!` line: the interpreter and its optional argument.
+type Shebang = (Vec<u8>, Option<Vec<u8>>);
+
+/// The `#!` line of `host`, if it has one: (interpreter, optional argument).
+fn shebang(host: &str) -> Result<Option<Shebang>, Errno> {
+    let mut head = [0u8; SHEBANG_MAX];
+    let mut f = std::fs::File::open(host).map_err(|e| Errno(e.raw_os_error().unwrap_or(5)))?;
+    let mut n = 0;
+    while n < head.len() {
+        match f.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) => return Err(Errno(e.raw_os_error().unwrap_or(5))),
+        }
+    }
+    let head = &head[..n];
+    let Some(rest) = head.strip_prefix(b"#!") else {
+        return Ok(None);
+    };
+    let line = rest.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line: Vec<u8> = line.iter().copied().filter(|&b| b != b'\r').collect();
+    let trimmed = line.trim_ascii();
+    if trimmed.is_empty() {
+        return Err(Errno::ENOEXEC);
+    }
+    let (interp, arg) = match trimmed.iter().position(|b| b.is_ascii_whitespace()) {
+        None => (trimmed.to_vec(), None),
+        Some(i) => {
+            let arg = trimmed[i..].trim_ascii();
+            (
+                trimmed[..i].to_vec(),
+                (!arg.is_empty()).then(|| arg.to_vec()),
+            )
+        }
+    };
+    Ok(Some((interp, arg)))
+}
+
+/// Resolves `path` with `argv` as execve does (scripts included) into what
+/// the run loop loads.
+pub fn resolve(
+    p: &Process,
+    path: &[u8],
+    mut argv: Vec<String>,
+    env: Vec<String>,
+) -> Result<ExecReq, Errno> {
+    let mut path = path.to_vec();
+    for _ in 0..=MAX_SCRIPT_DEPTH {
+        let host = executable(p, &path)?;
+        match shebang(&host)? {
+            Some((interp, arg)) => {
+                // As execve: interpreter, optional argument, the script's path, the rest.
+                let script = String::from_utf8_lossy(&absolute(p, &path)).into_owned();
+                let mut next = vec![String::from_utf8_lossy(&interp).into_owned()];
+                if let Some(a) = arg {
+                    next.push(String::from_utf8_lossy(&a).into_owned());
+                }
+                next.push(script);
+                next.extend(argv.into_iter().skip(1));
+                argv = next;
+                path = interp;
+            }
+            None => {
+                let file = crate::loader::ProgramFile::open(&host)
+                    .map_err(|e| Errno(e.raw_os_error().unwrap_or(5)))?;
+                let image = crate::loader::parse(file.bytes()).map_err(|_| Errno::ENOEXEC)?;
+                if let Some(interp) = image.interp() {
+                    // The dynamic loader must be readable by the guest too.
+                    executable(p, interp.as_bytes()).map_err(|e| {
+                        if e == Errno::EACCES {
+                            Errno::EACCES
+                        } else {
+                            Errno::ENOENT
+                        }
+                    })?;
+                }
+                return Ok(ExecReq {
+                    program: host,
+                    argv,
+                    env,
+                });
+            }
+        }
+    }
+    Err(Errno::ELOOP)
+}
+
+fn exec(p: &mut Process, mem: &GuestMemory, path: Vec<u8>, argv: u64, envp: u64) -> SysResult {
+    let mut total = 0;
+    let argv = read_strings(mem, argv, &mut total)?;
+    let env = read_strings(mem, envp, &mut total)?;
+    if p.family.is_none() {
+        return Err(Errno::ENOSYS);
+    }
+    let req = resolve(p, &path, argv, env)?;
+    p.sched = Some(Sched::Exec(Box::new(req)));
+    Ok(0)
+}
+
+/// Implements execve(2).
+fn sys_execve(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let path = read_path(mem, a[0])?;
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    exec(p, mem, path, a[1], a[2])
+}
+
+/// Implements execveat(2) (AT_FDCWD or an absolute path; AT_EMPTY_PATH is refused).
+fn sys_execveat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [dirfd, path, argv, envp, flags, _] = *a;
+    if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = read_path(mem, path)?;
+    if path.is_empty() {
+        return Err(if flags & AT_EMPTY_PATH != 0 {
+            Errno::ENOSYS
+        } else {
+            Errno::ENOENT
+        });
+    }
+    if !path.starts_with(b"/") && dirfd as i32 != AT_FDCWD {
+        return Err(Errno::ENOSYS);
+    }
+    exec(p, mem, path, argv, envp)
+}
+
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 59, name: "execve", handler: sys_execve, support: Support::Partial,
+        note: "ELF (static, dynamic) and #! scripts inside --allow-read, in the same VM slot; not under forkvm serve" },
+    SyscallEntry { nr: 322, name: "execveat", handler: sys_execveat, support: Support::Partial,
+        note: "as execve, with AT_FDCWD or an absolute path (no AT_EMPTY_PATH)" },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_lines_split_like_linux() {
+        let dir = std::env::temp_dir().join(format!("forkvm-exec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("s");
+        std::fs::write(&f, b"#! /bin/sh  -e -x \nexit 0\n").unwrap();
+        let got = shebang(f.to_str().unwrap()).unwrap().unwrap();
+        assert_eq!(got.0, b"/bin/sh");
+        assert_eq!(got.1.as_deref(), Some(&b"-e -x"[..]));
+        std::fs::write(&f, b"\x7fELF").unwrap();
+        assert!(shebang(f.to_str().unwrap()).unwrap().is_none());
+        std::fs::write(&f, b"#!\n").unwrap();
+        assert_eq!(shebang(f.to_str().unwrap()), Err(Errno::ENOEXEC));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn exec_outside_the_policy_is_eacces_or_enoent() {
+        let (mut p, mut m, buf) = super::super::test_process();
+        m.write(buf, b"/bin/true\0").unwrap();
+        // No family (a serve fork): ENOSYS before anything else is looked at.
+        assert_eq!(
+            super::super::test_call(&mut p, &mut m, sys_execve, &[buf, 0, 0]),
+            Err(Errno::ENOSYS)
+        );
+        // With an empty allow-list the file is not there for the guest.
+        let r = resolve(&p, b"/bin/true", vec!["true".into()], vec![]);
+        assert!(
+            matches!(r, Err(Errno::EACCES) | Err(Errno::ENOENT)),
+            "{r:?}"
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! The host side of child processes (see `linux::child`, `linux::exec`):
+//! a fork is a new VM over a copy of the caller's memory, run on its own
+//! host thread; an exec builds the new program with the loader and moves
+//! the surviving process state into it.
+//!
+//! Copying a running parent: the child's memory is anonymous memory holding
+//! a copy of every page the parent has populated (`GuestMemory::copy_from`),
+//! so the parent's own mapping is untouched and a child can fork in turn.
+//! A finished child's VM returns to the pool, emptied, for the next fork.
+//! docs/design.md has the measured cost.
+
+use super::{Machine, MachineError, Outcome};
+use crate::abi;
+use crate::hypervisor::pool::{Slot, VmPool};
+use crate::hypervisor::Hypervisor;
+use crate::linux::child::{exit_status, killed_status, Family, ForkReq};
+use crate::linux::exec::ExecReq;
+use crate::linux::fdtable::FdTable;
+use crate::linux::Errno;
+use crate::memory::GuestMemory;
+use std::time::{Duration, Instant};
+
+/// How often a child process's vCPU is interrupted to take signals.
+const CHILD_TICK: Duration = Duration::from_millis(10);
+
+/// A syscall's result register for errno `e`.
+fn neg(e: Errno) -> u64 {
+    (-(e.0 as i64)) as u64
+}
+
+impl Machine {
+    /// Writes the pid and parent pid the in-guest dispatcher answers.
+    fn write_ids(&mut self, pid: u64, ppid: u64) -> Result<(), MachineError> {
+        for (off, v) in [(abi::fast::PID, pid), (abi::fast::PPID, ppid)] {
+            self.mem
+                .kernel_write_u64(abi::FAST_DATA_ADDR + off, v)
+                .map_err(|f| MachineError::Internal(f.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Limits the processes of this run alive at once (the program itself
+    /// included; 1 refuses every fork with EAGAIN).
+    pub fn set_max_processes(&mut self, n: usize) {
+        if let Some(f) = &self.proc.family {
+            f.tree.set_max(n);
+        }
+    }
+
+    /// Carries out fork: `ctx` is the parent's user context with the child's
+    /// pid as the result. Returns whether the registers were replaced (the
+    /// fork failed and the parent gets an errno instead).
+    pub(super) fn fork_child(
+        &mut self,
+        req: Box<ForkReq>,
+        ctx: kvm_bindings::kvm_regs,
+    ) -> Result<bool, MachineError> {
+        let started = Instant::now();
+        let child = match self.make_child(&req, ctx) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::debug!("fork: cannot make the child's VM: {e}");
+                req.family.abandon();
+                self.resume_user(&kvm_bindings::kvm_regs {
+                    rax: neg(Errno::EAGAIN),
+                    ..ctx
+                })?;
+                return Ok(true);
+            }
+        };
+        let family = req.family.clone();
+        let pid = family.pid;
+        let spawned = std::thread::Builder::new()
+            .name(format!("forkvm-pid-{pid}"))
+            .spawn(move || run_child(child, family));
+        if let Err(e) = spawned {
+            tracing::debug!("fork: cannot start the child's thread: {e}");
+            req.family.abandon();
+            self.resume_user(&kvm_bindings::kvm_regs {
+                rax: neg(Errno::EAGAIN),
+                ..ctx
+            })?;
+            return Ok(true);
+        }
+        tracing::trace!("fork: child {pid} made in {:?}", started.elapsed());
+        Ok(false)
+    }
+
+    /// The child's machine: a VM over a copy of this one's memory, in the
+    /// caller's state with 0 as the syscall's result.
+    fn make_child(
+        &mut self,
+        req: &ForkReq,
+        ctx: kvm_bindings::kvm_regs,
+    ) -> Result<Machine, MachineError> {
+        let hv = Hypervisor::get()?;
+        // A VM a finished child left (its memory already empty), or a new one.
+        let mut slot = match VmPool::global().take(self.mem.size()) {
+            Some(mut slot) => {
+                slot.mem.copy_from(&self.mem)?;
+                slot
+            }
+            None => Slot::create(GuestMemory::copy_of(&self.mem)?, abi::PAGE_TABLES_ADDR)?,
+        };
+        slot.vcpu.set_syscall_path(hv, self.syscall_path)?;
+        // The process state: a copy, except open files, which are shared
+        // (the same open file descriptions, as fork(2) makes).
+        // (and /tmp, which is the parent's too: `PrivateTmp::share`).
+        let files = std::mem::replace(&mut self.proc.fds, FdTable::with_stdio());
+        let tmp = std::mem::take(&mut self.proc.tmp);
+        let copy = self.proc.fork_copy();
+        self.proc.fds = files;
+        self.proc.tmp = tmp;
+        let mut proc =
+            copy.map_err(|e| MachineError::Internal(format!("copying the process: {}", e.name())))?;
+        proc.fds = self.proc.fds.share_copy();
+        proc.tmp = self.proc.tmp.share();
+        let pid = req.family.pid;
+        proc.family = Some(req.family.clone());
+        proc.tid = pid;
+        proc.threads.others.clear();
+        proc.clear_child_tid = req.clear_tid;
+        proc.blocked_pending = 0;
+        let fs_base = req.tls.unwrap_or(self.proc.fs_base);
+        proc.fs_base = fs_base;
+        proc.pending_fs_base = Some(fs_base);
+        let ready = super::ReadyPoint {
+            rsp: 0,
+            fs_base,
+            handler: 0,
+            server: false,
+        };
+        let mut child = Machine::from_parts(
+            slot.vcpu,
+            slot.mem,
+            proc,
+            self.symbols.clone(),
+            self.timeout,
+            ready,
+            self.at_random,
+            self.syscall_path,
+        );
+        child.ready = None;
+        // A child starts with its parent's vector and FPU state.
+        child.vcpu.set_xsave_area(&self.vcpu.xsave_area()?)?;
+        child.write_ids(pid, crate::linux::child::pid_of(&self.proc))?;
+        if let Some(at) = req.set_tid {
+            let _ = child.mem.write_u32(at, pid as u32);
+        }
+        child.resume_user(&kvm_bindings::kvm_regs {
+            rax: 0,
+            rsp: if req.stack != 0 { req.stack } else { ctx.rsp },
+            ..ctx
+        })?;
+        Ok(child)
+    }
+
+    /// Carries out execve: the new program replaces this one in place.
+    /// Returns true: the registers are the new program's, or the caller's
+    /// with an errno when it could not be built.
+    pub(super) fn exec_program(
+        &mut self,
+        req: ExecReq,
+        ctx: kvm_bindings::kvm_regs,
+    ) -> Result<bool, MachineError> {
+        let Some(family) = self.proc.family.clone() else {
+            self.resume_user(&kvm_bindings::kvm_regs {
+                rax: neg(Errno::ENOSYS),
+                ..ctx
+            })?;
+            return Ok(true);
+        };
+        let ExecReq { program, argv, env } = req;
+        let mut config = family.tree.config.clone();
+        config.argv = argv;
+        config.env = env;
+        config.cwd = self.proc.cwd.clone();
+        config.timeout = family.tree.remaining();
+        let mut new = match Machine::from_file(&program, config) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!("execve {program}: {e}");
+                let errno = match e {
+                    MachineError::Map(_) | MachineError::MemoryLimit(_) => Errno::ENOMEM,
+                    MachineError::Read { .. } => Errno::EACCES,
+                    _ => Errno::ENOEXEC,
+                };
+                self.resume_user(&kvm_bindings::kvm_regs {
+                    rax: neg(errno),
+                    ..ctx
+                })?;
+                return Ok(true);
+            }
+        };
+        // What survives exec: the process's identity, open files without
+        // FD_CLOEXEC, cwd (already in the config), the private /tmp,
+        // ignored signals (handlers go back to the default), the mask.
+        let old = &mut self.proc;
+        old.fds.close_on_exec();
+        std::mem::swap(&mut new.proc.fds, &mut old.fds);
+        std::mem::swap(&mut new.proc.tmp, &mut old.tmp);
+        std::mem::swap(&mut new.proc.notes, &mut old.notes);
+        new.proc.family = old.family.take();
+        new.proc.tid = family.pid;
+        new.proc.sigmask = old.sigmask;
+        new.proc.blocked_pending = old.blocked_pending;
+        new.proc.itimer = old.itimer;
+        for (n, o) in new.proc.sigactions.iter_mut().zip(old.sigactions.iter()) {
+            if o.handler == 1 {
+                n.handler = 1; // SIG_IGN
+            }
+        }
+        new.write_ids(family.pid, family.ppid())?;
+        new.mode = self.mode;
+        new.debugger = self.debugger.take();
+        *self = new;
+        Ok(true)
+    }
+}
+
+/// A child process's host thread: runs it to its end, then records its
+/// status for the parent. Its VM and open files go before the parent can
+/// see the status, so a pipe's reader sees EOF no later than the exit.
+fn run_child(mut m: Machine, family: Family) {
+    // A little past the run's deadline: the first process times out first
+    // and the run ends with its status (124), not with a child's.
+    m.timeout = family
+        .tree
+        .remaining()
+        .saturating_add(Duration::from_secs(1));
+    // A child that computes without system calls still looks at the
+    // signals sent to it (a kill, the run's end) this often.
+    let _tick = crate::hypervisor::Deadline::tick(CHILD_TICK);
+    let status = match m.run() {
+        Ok(Outcome::Exited(code)) => match m.proc.killed_by {
+            Some(sig) => killed_status(sig),
+            None => exit_status(code),
+        },
+        Ok(Outcome::Crashed(info)) => {
+            tracing::debug!("process {} crashed: {}", family.pid, m.crash_report(&info));
+            killed_status(info.signal)
+        }
+        Ok(Outcome::TimedOut(_)) => killed_status(9),
+        Ok(_) => exit_status(0),
+        Err(e) => {
+            tracing::warn!("process {}: the VM failed: {e}", family.pid);
+            killed_status(9)
+        }
+    };
+    // The VM goes back to the pool, emptied, for the next fork; the process
+    // state (open files: pipe ends) is dropped here.
+    let Machine {
+        mut vcpu, mut mem, ..
+    } = m;
+    if vcpu.restore_kernel_mode().is_ok() && mem.empty_all().is_ok() {
+        VmPool::global().give(Slot { vcpu, mem });
+    }
+    family.exited(status);
+}

@@ -1,0 +1,121 @@
+//! Copies of a running program's guest memory, for child processes (fork).
+//!
+//! A child gets its own anonymous memory holding the bytes of every page
+//! the parent has populated (and of its directly mapped file ranges); pages
+//! that are all zeros are left untouched, so they cost nothing. Copying
+//! into anonymous memory (rather than capturing a snapshot memfd and mapping
+//! it) keeps the copy itself forkable: a child's child is made the same way.
+
+use super::guest_memory::{GuestMemory, MapError};
+use super::pagemap::{self, PAGE_IS_PRESENT};
+use crate::abi::PAGE_SIZE;
+
+fn map_err(size: u64, source: std::io::Error) -> MapError {
+    MapError { size, source }
+}
+
+impl GuestMemory {
+    /// A new memory with the same contents and mappings as `src`.
+    pub fn copy_of(src: &GuestMemory) -> Result<GuestMemory, MapError> {
+        let mut dst = GuestMemory::new(src.size)?;
+        dst.copy_from(src)?;
+        Ok(dst)
+    }
+
+    /// Makes this memory (same size, e.g. a pooled VM's, whose KVM slot
+    /// must keep pointing at it) a copy of `src`: emptied first, then the
+    /// populated pages of `src` copied in. Memory that is itself a view of a
+    /// snapshot is refused (EINVAL): its untouched pages are not populated.
+    pub fn copy_from(&mut self, src: &GuestMemory) -> Result<(), MapError> {
+        let size = src.size;
+        if self.size != size || src.snapshot.is_some() {
+            return Err(map_err(
+                size,
+                std::io::Error::from_raw_os_error(libc::EINVAL),
+            ));
+        }
+        self.empty_all()?;
+        let base = src.base.as_ptr() as u64;
+        let mut ranges =
+            pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0).map_err(|e| map_err(size, e))?;
+        ranges.extend(src.file_mapped.iter().map(|(&s, &e)| (base + s, base + e)));
+        let fault = |_| map_err(size, std::io::Error::from_raw_os_error(libc::EFAULT));
+        for (s, e) in ranges {
+            let (off, len) = (s - base, e.saturating_sub(s));
+            if off.checked_add(len).is_none_or(|end| end > size) {
+                continue;
+            }
+            for page in (off..off + len).step_by(PAGE_SIZE as usize) {
+                let from = src.kernel_read(page, PAGE_SIZE).map_err(fault)?;
+                if from.iter().all(|&b| b == 0) {
+                    continue;
+                }
+                self.kernel_slice_mut(page, PAGE_SIZE)
+                    .map_err(fault)?
+                    .copy_from_slice(from);
+            }
+        }
+        self.user_map = src.user_map.clone();
+        self.commit_limit = src.commit_limit;
+        self.chunks |= src.chunks;
+        Ok(())
+    }
+
+    /// Returns every page to the host: the memory reads as zeros again
+    /// (same host addresses), and it is nobody's view of a snapshot.
+    pub fn empty_all(&mut self) -> Result<(), MapError> {
+        let size = self.size;
+        // SAFETY: a fixed anonymous mapping over exactly the range this
+        // memory owns; nothing else lives there and no reference into it
+        // outlives `&mut self`.
+        let ptr = unsafe {
+            libc::mmap(
+                self.base.as_ptr().cast(),
+                size as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(map_err(size, std::io::Error::last_os_error()));
+        }
+        self.snapshot = None;
+        self.idle.clear();
+        self.file_mapped.clear();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_has_the_bytes_and_is_independent() {
+        let size = 4 * crate::abi::HUGE_PAGE_SIZE;
+        let mut a = GuestMemory::new(size).unwrap();
+        a.kernel_slice_mut(0x20_1000, 5)
+            .unwrap()
+            .copy_from_slice(b"hello");
+        a.kernel_slice_mut(size - 8, 8)
+            .unwrap()
+            .copy_from_slice(b"the end!");
+        let mut b = GuestMemory::copy_of(&a).unwrap();
+        assert_eq!(b.kernel_read(0x20_1000, 5).unwrap(), b"hello");
+        assert_eq!(b.kernel_read(size - 8, 8).unwrap(), b"the end!");
+        b.kernel_slice_mut(0x20_1000, 5)
+            .unwrap()
+            .copy_from_slice(b"HELLO");
+        assert_eq!(a.kernel_read(0x20_1000, 5).unwrap(), b"hello");
+        // A copy of the copy, into reused memory that held something else.
+        let mut c = GuestMemory::new(size).unwrap();
+        c.kernel_slice_mut(0x40_0000, 3)
+            .unwrap()
+            .copy_from_slice(b"old");
+        c.copy_from(&b).unwrap();
+        assert_eq!(c.kernel_read(0x20_1000, 5).unwrap(), b"HELLO");
+        assert_eq!(c.kernel_read(0x40_0000, 3).unwrap(), [0, 0, 0]);
+    }
+}
