@@ -269,9 +269,11 @@ fn served_proxy_connects_per_request_and_closes_at_reset() {
     );
     // Go keeps its backend connection for reuse; the reset closed every one.
     assert_eq!(b.settle(), 0, "backend connections left open\n{}", ctx());
+    // A leak per request would add 35; allow the one or two descriptors of
+    // connections still closing when a count is taken.
     let fds = fd_count(pid);
     assert!(
-        fds <= fds_after_warmup,
+        fds <= fds_after_warmup + 2,
         "forkvm's descriptors grew from {fds_after_warmup} to {fds}\n{}",
         ctx()
     );

@@ -106,31 +106,51 @@ pub fn syscall_loop(n: u32) -> Result<Vec<u8>, IcedError> {
 /// exit_group(0); exits 1 if a call fails.
 pub fn getrandom_loop(n: u32) -> Result<Vec<u8>, IcedError> {
     assemble(|a| {
-        let mut top = a.create_label();
-        let mut done = a.create_label();
-        let mut failed = a.create_label();
-        a.mov(asm::ebx, n)?;
-        a.set_label(&mut top)?;
-        a.test(asm::ebx, asm::ebx)?;
-        a.jz(done)?;
-        a.lea(asm::rdi, asm::ptr(asm::rsp - 64))?;
-        a.mov(asm::esi, 16)?;
-        a.xor(asm::edx, asm::edx)?;
-        a.mov(asm::eax, 318)?; // getrandom
-        a.syscall()?;
-        a.cmp(asm::rax, 16)?;
-        a.jne(failed)?;
-        a.dec(asm::ebx)?;
-        a.jmp(top)?;
-        a.set_label(&mut done)?;
-        a.mov(asm::eax, 231)?;
-        a.xor(asm::edi, asm::edi)?;
-        a.syscall()?;
-        a.set_label(&mut failed)?;
-        a.mov(asm::eax, 231)?;
-        a.mov(asm::edi, 1)?;
-        a.syscall()
+        let failed = checked_loop(a, n, 16, |a| {
+            a.lea(asm::rdi, asm::ptr(asm::rsp - 64))?;
+            a.mov(asm::esi, 16)?;
+            a.xor(asm::edx, asm::edx)?;
+            a.mov(asm::eax, 318) // getrandom
+        })?;
+        exit_failed(a, failed)
     })
+}
+
+/// Emits a loop of `n` syscalls (EBX counts), each set up by `args` and
+/// expected to return `expect`, then exit_group(0). Returns the label the
+/// loop jumps to when a call returns anything else (the caller places it).
+fn checked_loop(
+    a: &mut CodeAssembler,
+    n: u32,
+    expect: u32,
+    args: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>,
+) -> Result<asm::CodeLabel, IcedError> {
+    let mut top = a.create_label();
+    let mut done = a.create_label();
+    let failed = a.create_label();
+    a.mov(asm::ebx, n)?;
+    a.set_label(&mut top)?;
+    a.test(asm::ebx, asm::ebx)?;
+    a.jz(done)?;
+    args(a)?;
+    a.syscall()?;
+    a.cmp(asm::rax, expect as i32)?;
+    a.jne(failed)?;
+    a.dec(asm::ebx)?;
+    a.jmp(top)?;
+    a.set_label(&mut done)?;
+    a.mov(asm::eax, 231)?;
+    a.xor(asm::edi, asm::edi)?;
+    a.syscall()?;
+    Ok(failed)
+}
+
+/// Places `failed`: exit_group(1).
+fn exit_failed(a: &mut CodeAssembler, mut failed: asm::CodeLabel) -> Result<(), IcedError> {
+    a.set_label(&mut failed)?;
+    a.mov(asm::eax, 231)?;
+    a.mov(asm::edi, 1)?;
+    a.syscall()
 }
 
 /// Opens `path` with `flags` (openat from the working directory), then
@@ -148,9 +168,6 @@ pub fn file_call_loop(
     let mut name = path.as_bytes().to_vec();
     name.push(0);
     assemble(|a| {
-        let mut top = a.create_label();
-        let mut done = a.create_label();
-        let mut failed = a.create_label();
         let mut path_label = a.create_label();
         a.mov(asm::rdi, -100i64)?; // AT_FDCWD
         a.lea(asm::rsi, asm::ptr(path_label))?;
@@ -158,31 +175,15 @@ pub fn file_call_loop(
         a.xor(asm::r10d, asm::r10d)?;
         a.mov(asm::eax, 257)?; // openat
         a.syscall()?;
-        a.test(asm::rax, asm::rax)?;
-        a.js(failed)?;
         a.mov(asm::r12, asm::rax)?;
-        a.mov(asm::ebx, n)?;
-        a.set_label(&mut top)?;
-        a.test(asm::ebx, asm::ebx)?;
-        a.jz(done)?;
-        a.mov(asm::rdi, asm::r12)?;
-        a.lea(asm::rsi, asm::ptr(asm::rsp - 256))?;
-        a.mov(asm::edx, len)?;
-        a.xor(asm::r10d, asm::r10d)?;
-        a.mov(asm::eax, nr)?;
-        a.syscall()?;
-        a.cmp(asm::rax, len as i32)?;
-        a.jne(failed)?;
-        a.dec(asm::ebx)?;
-        a.jmp(top)?;
-        a.set_label(&mut done)?;
-        a.mov(asm::eax, 231)?;
-        a.xor(asm::edi, asm::edi)?;
-        a.syscall()?;
-        a.set_label(&mut failed)?;
-        a.mov(asm::eax, 231)?;
-        a.mov(asm::edi, 1)?;
-        a.syscall()?;
+        let failed = checked_loop(a, n, len, |a| {
+            a.mov(asm::rdi, asm::r12)?;
+            a.lea(asm::rsi, asm::ptr(asm::rsp - 256))?;
+            a.mov(asm::edx, len)?;
+            a.xor(asm::r10d, asm::r10d)?;
+            a.mov(asm::eax, nr)
+        })?;
+        exit_failed(a, failed)?;
         a.set_label(&mut path_label)?;
         a.db(&name)
     })

@@ -341,11 +341,15 @@ fn exitless_block(stubs: &mut Vec<u8>, base: u64, ret: FastReturn) -> Result<(),
             let mut declined = a.create_label();
             a.mov(state(), exitless::POSTED as i32)?;
             let mut no_poller = a.create_label();
+            // Leaves for `done` or `declined` once the poller has answered.
+            let answered = |a: &mut CodeAssembler, declined| -> Result<(), IcedError> {
+                a.cmp(state(), exitless::DONE as i32)?;
+                a.je(done)?;
+                a.cmp(state(), exitless::DECLINED as i32)?;
+                a.je(declined)
+            };
             a.set_label(&mut rounds)?;
-            a.cmp(state(), exitless::DONE as i32)?;
-            a.je(done)?;
-            a.cmp(state(), exitless::DECLINED as i32)?;
-            a.je(declined)?;
+            answered(a, declined)?;
             // The poller went to sleep after we looked (it clears the word,
             // then looks at the slot once more): take the call back.
             a.cmp(data(fast::CALL_AWAKE), 0)?;
@@ -362,10 +366,7 @@ fn exitless_block(stubs: &mut Vec<u8>, base: u64, ret: FastReturn) -> Result<(),
             a.lock().btr(state(), 0)?;
             a.jc(cancel)?;
             a.set_label(&mut claimed)?;
-            a.cmp(state(), exitless::DONE as i32)?;
-            a.je(done)?;
-            a.cmp(state(), exitless::DECLINED as i32)?;
-            a.je(declined)?;
+            answered(a, declined)?;
             a.pause()?;
             a.jmp(claimed)?;
             a.set_label(&mut declined)?;

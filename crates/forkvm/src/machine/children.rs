@@ -56,17 +56,19 @@ impl Machine {
         ctx: kvm_bindings::kvm_regs,
     ) -> Result<bool, MachineError> {
         let started = Instant::now();
+        // No child after all: the parent's fork fails with EAGAIN.
+        let fail = |m: &mut Self, why: String| -> Result<bool, MachineError> {
+            tracing::debug!("fork: {why}");
+            req.family.abandon();
+            m.resume_user(&kvm_bindings::kvm_regs {
+                rax: neg(Errno::EAGAIN),
+                ..ctx
+            })?;
+            Ok(true)
+        };
         let child = match self.make_child(&req, ctx) {
             Ok(c) => c,
-            Err(e) => {
-                tracing::debug!("fork: cannot make the child's VM: {e}");
-                req.family.abandon();
-                self.resume_user(&kvm_bindings::kvm_regs {
-                    rax: neg(Errno::EAGAIN),
-                    ..ctx
-                })?;
-                return Ok(true);
-            }
+            Err(e) => return fail(self, format!("cannot make the child's VM: {e}")),
         };
         let family = req.family.clone();
         let pid = family.pid;
@@ -74,13 +76,7 @@ impl Machine {
             .name(format!("forkvm-pid-{pid}"))
             .spawn(move || run_child(child, family));
         if let Err(e) = spawned {
-            tracing::debug!("fork: cannot start the child's thread: {e}");
-            req.family.abandon();
-            self.resume_user(&kvm_bindings::kvm_regs {
-                rax: neg(Errno::EAGAIN),
-                ..ctx
-            })?;
-            return Ok(true);
+            return fail(self, format!("cannot start the child's thread: {e}"));
         }
         tracing::trace!("fork: child {pid} made in {:?}", started.elapsed());
         Ok(false)
