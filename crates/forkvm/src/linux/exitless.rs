@@ -199,6 +199,9 @@ pub fn serve(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> Op
         p.waiting = waiting;
         return None;
     }
+    // The call is over, and with it any wait it was retried for (as the run
+    // loop does after a call): a thread left "waiting" gets no timer signals.
+    p.waiting = None;
     if let Some(other) = &p.sched {
         // Not expected of these calls; the run loop acts on it at the next exit.
         tracing::warn!("exitless call {nr} asked the run loop for {other:?}");
