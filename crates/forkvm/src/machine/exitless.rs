@@ -49,7 +49,7 @@ pub const GUEST_SPIN: Duration = Duration::from_micros(15);
 /// How long a machine first stops posting after its guest waited in vain
 /// (no poller got a CPU in time: the host is oversubscribed). Doubled at
 /// each new vain wait up to [`MAX_BACKOFF`], halved back as calls succeed.
-pub const BACKOFF: Duration = Duration::from_millis(10);
+pub const BACKOFF: Duration = Duration::from_millis(1);
 /// The longest pause in posting.
 pub const MAX_BACKOFF: Duration = Duration::from_millis(640);
 
