@@ -179,6 +179,25 @@ fn scribbling_over_the_fast_path_page_hurts_only_that_fork_until_reset() {
     assert_eq!(f.vmcall("fast_getpid", &[]).unwrap(), pid);
 }
 
+/// The exitless call slot shares that page: a call that tampers with it
+/// still gets right answers to its own calls (the host checks a posted call
+/// as one that arrives by an exit), other forks keep theirs, and a reset
+/// restores it.
+#[test]
+fn scribbling_over_the_call_slot_hurts_only_that_fork_until_reset() {
+    let m = master();
+    let mut f = m.fork().unwrap();
+    let mut other = m.fork().unwrap();
+    let map = f.vmcall("call_map_word", &[]).unwrap();
+    assert_eq!(f.vmcall("scribble_call_slot", &[]).unwrap(), 1);
+    assert_eq!(f.vmcall("call_map_word", &[]).unwrap(), u64::MAX);
+    assert_eq!(other.vmcall("call_map_word", &[]).unwrap(), map);
+    assert_eq!(other.vmcall("add", &[Arg::Int(1), Arg::Int(2)]).unwrap(), 3);
+    f.reset().unwrap();
+    assert_eq!(f.vmcall("call_map_word", &[]).unwrap(), map);
+    assert_eq!(f.vmcall("scribble_call_slot", &[]).unwrap(), 1);
+}
+
 /// Time read in the guest (vDSO) never goes backwards across calls, resets and
 /// forks: every VM reads the same process-wide time function.
 #[test]

@@ -63,6 +63,29 @@ FORKVM_EXPORT long scribble_fast_page(void)
     return (long)getpid();
 }
 
+/* A word of the exitless call map in the same page (host-written; a reset
+ * puts it back). */
+FORKVM_EXPORT long call_map_word(void)
+{
+    return (long)((volatile unsigned long *)0xa000)[0x280 / 8];
+}
+
+/* Tampers with the exitless call slot (every call posted, a stale answer, a
+ * tiny spin budget), then writes a byte to /dev/null: returns that write's
+ * answer, 1 when the program's own calls are still answered right. */
+FORKVM_EXPORT long scribble_call_slot(void)
+{
+    volatile unsigned long *slot = (volatile unsigned long *)0xa000;
+    for (int i = 0; i < 8; i++) slot[0x280 / 8 + i] = ~0UL;
+    slot[0x248 / 8] = 1;
+    slot[0x240 / 8] = 12345;
+    slot[0x200 / 8] = 2;
+    int fd = open("/dev/null", O_WRONLY);
+    long n = write(fd, "x", 1);
+    close(fd);
+    return n;
+}
+
 /* Returns a pointer to a string in guest memory for the host to read. */
 FORKVM_EXPORT const char *greeting(void) { return "hello from the guest"; }
 
