@@ -14,11 +14,12 @@
 //!   ([`Exitless::lend`]), and takes it back, waiting for a call being
 //!   served, before it looks at the state again.
 //! - **Sleeping.** The poller spins while there is work: a call served, or a
-//!   VM entered, within the last [`WINDOW`]. Then it tells every VM that no
-//!   one is watching (the slot's `CALL_AWAKE` word, which the guest reads
-//!   before it posts) and sleeps until a VM enters again. An idle or
-//!   compute-bound VM therefore costs at most one window of spinning per
-//!   exit, and a guest never spins when no one will answer.
+//!   VM entered whose guest made calls it could answer, within the last
+//!   [`WINDOW`]. Then it tells every VM that no one is watching (the slot's
+//!   `CALL_AWAKE` word, which the guest reads before it posts and while it
+//!   waits) and sleeps until such a VM enters again. A VM whose program
+//!   makes no such calls never wakes it; an idle or compute-bound one costs
+//!   at most one window of spinning per exit.
 //! - **Bounded guest spin.** A guest waits at most `CALL_SPIN` pause rounds
 //!   (calibrated to [`GUEST_SPIN`]) for a claim, then cancels and exits.
 //! - **Backing off.** A cancel means no poller got a CPU in time (more
@@ -311,6 +312,12 @@ pub(crate) struct Exitless {
     backoff: std::cell::Cell<Duration>,
     /// Calls served when last looked at.
     served_seen: std::cell::Cell<u64>,
+    /// The guest has made calls the poller could answer since the last
+    /// entry (served ones, or ones that took the exit): only then does an
+    /// entry wake the poller, so a VM that makes none costs no spinning.
+    demand: std::cell::Cell<bool>,
+    /// [`linux::exitless::call_map`].
+    map: [u8; fast::CALL_MAP_SIZE as usize],
 }
 
 impl Exitless {
@@ -341,7 +348,20 @@ impl Exitless {
             backoff_until: std::cell::Cell::new(None),
             backoff: std::cell::Cell::new(BACKOFF),
             served_seen: std::cell::Cell::new(0),
+            demand: std::cell::Cell::new(false),
+            map,
         })
+    }
+
+    /// The run loop serves call `nr` through an exit: if the poller could
+    /// have answered it, the next entry wakes the poller.
+    pub fn exit_call(&self, nr: u64) {
+        let listed = usize::try_from(nr)
+            .ok()
+            .and_then(|n| self.map.get(n / 8).map(|b| b & (1 << (n % 8)) != 0));
+        if listed == Some(true) {
+            self.demand.set(true);
+        }
     }
 
     /// Runs `run` (the vCPU inside `KVM_RUN`) with `proc` and `mem` lent to
@@ -369,7 +389,7 @@ impl Exitless {
             post,
         });
         let _revoke = Revoke(&self.link);
-        if post {
+        if post && self.demand.replace(false) {
             self.poller.entering();
         }
         run()
@@ -389,8 +409,11 @@ impl Exitless {
             return false;
         }
         let served = self.served();
-        if served != self.served_seen.replace(served) && pause > BACKOFF {
-            self.backoff.set((pause / 2).max(BACKOFF));
+        if served != self.served_seen.replace(served) {
+            self.demand.set(true);
+            if pause > BACKOFF {
+                self.backoff.set((pause / 2).max(BACKOFF));
+            }
         }
         match self.backoff_until.get() {
             Some(until) if Instant::now() < until => false,

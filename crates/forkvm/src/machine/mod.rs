@@ -719,6 +719,9 @@ impl Machine {
             }
         };
         self.trap_nr = regs.rax;
+        if let Some(x) = &self.exitless {
+            x.exit_call(regs.rax);
+        }
         match (regs.rax, self.mode) {
             (abi::hypercall::READY, Mode::UntilReady) => {
                 self.ready_handler = regs.rdi;
