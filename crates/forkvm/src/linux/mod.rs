@@ -20,6 +20,7 @@ pub mod poll;
 pub mod process;
 pub mod procfs;
 pub mod signal;
+pub mod sockopt;
 pub mod table;
 pub mod thread;
 pub mod time;

@@ -1,25 +1,24 @@
-//! Sockets. The sandbox has no network: every family but AF_UNIX is
-//! refused with the error a host without network access would give, and
-//! no host socket is ever created. AF_UNIX sockets live inside the VM
-//! (see [`super::unix_socket`]): `socketpair` gives a connected pair
+//! Sockets: the socket calls of every family. AF_UNIX sockets live inside
+//! the VM (see [`super::unix_socket`]): `socketpair` gives a connected pair
 //! (stream, datagram or seqpacket) with SCM_RIGHTS descriptor passing;
 //! `socket(AF_UNIX)` gives an unnamed socket that cannot be bound or
-//! connected to a name (nothing listens inside the VM).
+//! connected to a name (nothing listens inside the VM). AF_INET/AF_INET6
+//! stream sockets are virtual TCP ([`super::inet`]), whose connects reach
+//! the host only for `--allow-connect` addresses ([`super::host_socket`]).
+//! Every other family is refused with the error a host without network
+//! access would give. Socket options are in [`super::sockopt`].
 
 use super::fdtable::{lock, oflags, FileKind, FileRef, OpenFile};
 use super::fs::StatInfo;
 use super::io::{guest_buf, guest_buf_mut, MAX_IOV, MAX_RW};
 use super::table::{Support, SyscallEntry};
 use super::thread::{self, Waited};
-use super::unix_socket::{
-    Socket, DEFAULT_BUF, MAX_FDS_PER_MSG, MIN_RCVBUF, MIN_SNDBUF, SOCK_DGRAM, SOCK_SEQPACKET,
-    SOCK_STREAM,
-};
+use super::unix_socket::{Socket, MAX_FDS_PER_MSG, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM};
 use super::{inet, Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::time::Duration;
 
-const AF_UNIX: u64 = 1;
+pub(super) const AF_UNIX: u64 = 1;
 const SOCK_RAW: u32 = 3;
 const SOCK_TYPE_MASK: u64 = 0xf;
 const SOCK_NONBLOCK: u64 = 0o4000;
@@ -36,7 +35,8 @@ const MSG_NOSIGNAL: u64 = 0x4000;
 const MSG_WAITFORONE: u64 = 0x10000;
 const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
 
-const SOL_SOCKET: u64 = 1;
+/// SOL_SOCKET (options and control messages).
+pub(super) const SOL_SOCKET: u64 = 1;
 const SCM_RIGHTS: u32 = 1;
 const SCM_CREDENTIALS: u32 = 2;
 /// `struct cmsghdr` header: len (u64), level (i32), type (i32).
@@ -47,30 +47,6 @@ const MAX_CONTROL: u64 = 20480;
 const MSGHDR_SIZE: u64 = 56;
 /// `struct mmsghdr`: a msghdr and the u32 length (padded).
 const MMSGHDR_SIZE: u64 = 64;
-
-const SO_REUSEADDR: u64 = 2;
-const SO_TYPE: u64 = 3;
-const SO_ERROR: u64 = 4;
-const SO_DONTROUTE: u64 = 5;
-const SO_BROADCAST: u64 = 6;
-const SO_SNDBUF: u64 = 7;
-const SO_RCVBUF: u64 = 8;
-const SO_KEEPALIVE: u64 = 9;
-const SO_OOBINLINE: u64 = 10;
-const SO_LINGER: u64 = 13;
-const SO_REUSEPORT: u64 = 15;
-const SO_PASSCRED: u64 = 16;
-const SO_PEERCRED: u64 = 17;
-const SO_RCVLOWAT: u64 = 18;
-const SO_SNDLOWAT: u64 = 19;
-const SO_RCVTIMEO: u64 = 20;
-const SO_SNDTIMEO: u64 = 21;
-const SO_ACCEPTCONN: u64 = 30;
-const SO_SNDBUFFORCE: u64 = 32;
-const SO_RCVBUFFORCE: u64 = 33;
-const SO_PASSSEC: u64 = 34;
-const SO_PROTOCOL: u64 = 38;
-const SO_DOMAIN: u64 = 39;
 
 const SIGPIPE: u64 = 13;
 
@@ -132,7 +108,7 @@ fn sys_socketpair(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult
 }
 
 /// The socket behind `fd`: EBADF if not open, ENOTSOCK if no socket.
-fn socket_ref(p: &Process, fd: u64) -> Result<FileRef, Errno> {
+pub(super) fn socket_ref(p: &Process, fd: u64) -> Result<FileRef, Errno> {
     let file = p.fds.get(fd as i32)?;
     if !matches!(lock(&file).kind, FileKind::Socket(_)) {
         return Err(Errno::ENOTSOCK);
@@ -141,7 +117,7 @@ fn socket_ref(p: &Process, fd: u64) -> Result<FileRef, Errno> {
 }
 
 /// Runs `f` on the socket behind `fd` and its O_NONBLOCK flag.
-fn with_socket<T>(
+pub(super) fn with_socket<T>(
     p: &Process,
     fd: u64,
     f: impl FnOnce(&mut Socket, bool) -> Result<T, Errno>,
@@ -712,169 +688,6 @@ fn sys_recvmmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(got)
 }
 
-/// Reads an int option value (at least 4 bytes).
-fn opt_int(mem: &GuestMemory, val: u64, len: u64) -> Result<i32, Errno> {
-    if (len as u32) < 4 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(mem.read_u32(val)? as i32)
-}
-
-/// Reads a `struct timeval` option (SO_RCVTIMEO/SO_SNDTIMEO); zero is "forever".
-fn opt_timeval(mem: &GuestMemory, val: u64, len: u64) -> Result<Option<Duration>, Errno> {
-    if (len as u32) < 16 {
-        return Err(Errno::EINVAL);
-    }
-    let s = mem.read_u64(val)? as i64;
-    let us = mem.read_u64(val + 8)? as i64;
-    if !(0..1_000_000).contains(&us) {
-        return Err(Errno::EDOM);
-    }
-    if s < 0 {
-        return Ok(Some(Duration::ZERO));
-    }
-    let d = Duration::new(s as u64, us as u32 * 1000);
-    Ok((!d.is_zero()).then_some(d))
-}
-
-/// Options accepted and reported back as plain ints.
-fn plain_int_option(name: u64) -> bool {
-    matches!(
-        name,
-        SO_REUSEADDR
-            | SO_DONTROUTE
-            | SO_BROADCAST
-            | SO_KEEPALIVE
-            | SO_OOBINLINE
-            | SO_REUSEPORT
-            | SO_PASSCRED
-            | SO_RCVLOWAT
-            | SO_SNDLOWAT
-            | SO_PASSSEC
-    )
-}
-
-/// Implements setsockopt(2) (SOL_SOCKET options).
-fn sys_setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if let Some(r) = inet::setsockopt(p, mem, a) {
-        return r;
-    }
-    let [fd, level, name, val, len, _] = *a;
-    socket_ref(p, fd)?;
-    if level as u32 as u64 != SOL_SOCKET {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    let name = name as u32 as u64;
-    match name {
-        SO_SNDBUF | SO_SNDBUFFORCE | SO_RCVBUF | SO_RCVBUFFORCE => {
-            let v = opt_int(mem, val, len)?.max(0) as u32;
-            // Linux doubles the value (bookkeeping overhead), within its limits.
-            let doubled = v.min(DEFAULT_BUF).saturating_mul(2);
-            with_socket(p, fd, |s, _| {
-                if matches!(name, SO_SNDBUF | SO_SNDBUFFORCE) {
-                    s.sndbuf = doubled.max(MIN_SNDBUF);
-                } else {
-                    s.rcvbuf = doubled.max(MIN_RCVBUF);
-                }
-                Ok(0)
-            })
-        }
-        SO_RCVTIMEO | SO_SNDTIMEO => {
-            let t = opt_timeval(mem, val, len)?;
-            with_socket(p, fd, |s, _| {
-                if name == SO_RCVTIMEO {
-                    s.rcvtimeo = t;
-                } else {
-                    s.sndtimeo = t;
-                }
-                Ok(0)
-            })
-        }
-        SO_LINGER => {
-            if (len as u32) < 8 {
-                return Err(Errno::EINVAL);
-            }
-            mem.read(val, 8)?;
-            Ok(0)
-        }
-        n if plain_int_option(n) => {
-            let v = opt_int(mem, val, len)?;
-            with_socket(p, fd, |s, _| {
-                let key = n as i32;
-                match s.flags.iter_mut().find(|(k, _)| *k == key) {
-                    Some(e) => e.1 = v,
-                    None => s.flags.push((key, v)),
-                }
-                Ok(0)
-            })
-        }
-        _ => Err(Errno::ENOPROTOOPT),
-    }
-}
-
-/// Implements getsockopt(2) (SOL_SOCKET options).
-fn sys_getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if let Some(r) = inet::getsockopt(p, mem, a) {
-        return r;
-    }
-    let [fd, level, name, val, len_ptr, _] = *a;
-    socket_ref(p, fd)?;
-    if level as u32 as u64 != SOL_SOCKET {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    let len = mem.read_u32(len_ptr)? as i32;
-    if len < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let name = name as u32 as u64;
-    let int = |v: i32| v.to_le_bytes().to_vec();
-    let timeval = |d: Option<Duration>| {
-        let d = d.unwrap_or(Duration::ZERO);
-        let mut b = d.as_secs().to_le_bytes().to_vec();
-        b.extend_from_slice(&u64::from(d.subsec_micros()).to_le_bytes());
-        b
-    };
-    let bytes = with_socket(p, fd, |s, _| {
-        Ok(match name {
-            SO_TYPE => int(s.ty as i32),
-            SO_ERROR => int(s.take_error()),
-            SO_SNDBUF => int(s.sndbuf as i32),
-            SO_RCVBUF => int(s.rcvbuf as i32),
-            SO_DOMAIN => int(AF_UNIX as i32),
-            SO_PROTOCOL => int(0),
-            SO_ACCEPTCONN => int(0),
-            SO_RCVTIMEO => timeval(s.rcvtimeo),
-            SO_SNDTIMEO => timeval(s.sndtimeo),
-            SO_LINGER => vec![0; 8],
-            SO_PEERCRED => {
-                if !s.connected() {
-                    return Err(Errno::ENOTCONN);
-                }
-                // The peer is this very process.
-                let mut b = (super::process::PID as u32).to_le_bytes().to_vec();
-                b.extend_from_slice(&(super::process::UID as u32).to_le_bytes());
-                b.extend_from_slice(&(super::process::UID as u32).to_le_bytes());
-                b
-            }
-            SO_RCVLOWAT => {
-                let v = s.flags.iter().find(|(k, _)| *k == name as i32);
-                int(v.map_or(1, |e| e.1))
-            }
-            n if plain_int_option(n) => {
-                let v = s.flags.iter().find(|(k, _)| *k == n as i32);
-                int(v.map_or(0, |e| i32::from(e.1 != 0)))
-            }
-            _ => return Err(Errno::ENOPROTOOPT),
-        })
-    })?;
-    let n = bytes.len().min(len as usize);
-    if n > 0 {
-        mem.write(val, &bytes[..n])?;
-    }
-    mem.write_u32(len_ptr, n as u32)?;
-    Ok(0)
-}
-
 const NO_NET: &str = "AF_UNIX only, inside the VM; other families are refused (no network): EACCES";
 
 #[rustfmt::skip]
@@ -901,10 +714,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 51, name: "getsockname", handler: sys_getsockname, support: Support::Full, note: "" },
     SyscallEntry { nr: 52, name: "getpeername", handler: sys_getpeername, support: Support::Full, note: "" },
     SyscallEntry { nr: 53, name: "socketpair", handler: sys_socketpair, support: Support::Partial, note: NO_NET },
-    SyscallEntry { nr: 54, name: "setsockopt", handler: sys_setsockopt, support: Support::Partial,
-        note: "SOL_SOCKET: buffer sizes, timeouts and common flags; virtual TCP also IPPROTO_IP/TCP/IPV6 (recorded); other levels EOPNOTSUPP" },
-    SyscallEntry { nr: 55, name: "getsockopt", handler: sys_getsockopt, support: Support::Partial,
-        note: "SOL_SOCKET: SO_TYPE, SO_ERROR, SO_DOMAIN, SO_PROTOCOL, buffer sizes, timeouts, SO_PEERCRED, flags" },
     SyscallEntry { nr: 288, name: "accept4", handler: sys_accept4, support: Support::Partial,
         note: "as accept" },
     SyscallEntry { nr: 299, name: "recvmmsg", handler: sys_recvmmsg, support: Support::Partial,
@@ -915,6 +724,8 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 
 #[cfg(test)]
 mod tests {
+    use super::super::sockopt::{sys_getsockopt, sys_setsockopt, SO_SNDBUF, SO_TYPE};
+    use super::super::unix_socket::MIN_SNDBUF;
     use super::*;
     use crate::abi::USER_BASE;
     use crate::linux::test_call as call;

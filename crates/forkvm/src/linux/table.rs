@@ -34,10 +34,11 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 14] {
+fn families() -> [&'static [SyscallEntry]; 15] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
+        super::sockopt::SYSCALLS,
         super::poll::SYSCALLS,
         super::mem::SYSCALLS,
         super::process::SYSCALLS,
