@@ -1,6 +1,6 @@
 //! Data-transfer syscalls: read/write and their vector and positional forms,
-//! lseek, ioctl, pipe/pipe2, sendfile, fsync, fadvise64 (readiness and
-//! poll/ppoll are in [`super::poll`]).
+//! lseek, pipe/pipe2, sendfile, fsync, fadvise64 (readiness and poll/ppoll
+//! are in [`super::poll`], ioctl in [`super::ioctl`]).
 //!
 //! Transfers go straight between guest memory and the host descriptor (or
 //! the in-process pipe buffer). Guest lengths are validated against guest
@@ -13,7 +13,7 @@ use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
 /// Largest single transfer, as Linux's MAX_RW_COUNT.
@@ -30,21 +30,6 @@ const SEEK_CUR: u64 = 1;
 const SEEK_END: u64 = 2;
 const SEEK_DATA: u64 = 3;
 const SEEK_HOLE: u64 = 4;
-
-const TCGETS: u32 = 0x5401;
-const TCSETS: u32 = 0x5402;
-const TCSETSW: u32 = 0x5403;
-const TCSETSF: u32 = 0x5404;
-const TIOCGWINSZ: u32 = 0x5413;
-const TIOCSWINSZ: u32 = 0x5414;
-const FIONREAD: u32 = 0x541b;
-const FIONBIO: u32 = 0x5421;
-const FIONCLEX: u32 = 0x5450;
-const FIOCLEX: u32 = 0x5451;
-/// Kernel `struct termios` on x86-64.
-const TERMIOS_SIZE: usize = 36;
-/// `struct winsize`.
-const WINSIZE_SIZE: usize = 8;
 
 /// A handle on one of the host's standard streams.
 pub(super) enum HostStd {
@@ -587,79 +572,6 @@ fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     }
 }
 
-/// Host ioctl that copies a fixed-size result out of the host kernel.
-fn host_ioctl_out(fd: BorrowedFd<'_>, request: u32, out: &mut [u8; 64]) -> Result<(), Errno> {
-    // SAFETY: `request` is TCGETS or TIOCGWINSZ, which write at most 36
-    // bytes into the pointed-to buffer; `out` is 64 bytes and borrowed
-    // exclusively for the call.
-    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, out.as_mut_ptr()) };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    Ok(())
-}
-
-/// Implements ioctl(2).
-fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let fd = a[0] as i32;
-    let file = p.fds.get(fd)?;
-    let (req, arg) = (a[1] as u32, a[2]);
-    if lock(&file).path_only() {
-        return Err(Errno::EBADF);
-    }
-    match req {
-        FIOCLEX | FIONCLEX => {
-            p.fds.set_cloexec(fd, req == FIOCLEX)?;
-            Ok(0)
-        }
-        FIONBIO => {
-            let on = mem.read_u32(arg)? != 0;
-            let mut f = lock(&file);
-            f.flags = if on {
-                f.flags | O_NONBLOCK
-            } else {
-                f.flags & !O_NONBLOCK
-            };
-            Ok(0)
-        }
-        FIONREAD => {
-            let f = lock(&file);
-            let n = match &f.kind {
-                FileKind::Pipe(end) if !end.write => lock(&end.pipe).buf.len() as u64,
-                FileKind::Socket(s) => s.available() as u64,
-                FileKind::File { fd, .. } => {
-                    let size = rustix::fs::fstat(fd.as_fd())?.st_size.max(0) as u64;
-                    size.saturating_sub(f.offset)
-                }
-                FileKind::Stdin => rustix::io::ioctl_fionread(std::io::stdin().as_fd())?,
-                _ => return Err(Errno::ENOTTY),
-            };
-            mem.write_u32(arg, n.min(i32::MAX as u64) as u32)?;
-            Ok(0)
-        }
-        TCGETS | TIOCGWINSZ | TCSETS | TCSETSW | TCSETSF | TIOCSWINSZ => {
-            let Some(h) = host_std(&lock(&file).kind) else {
-                return Err(Errno::ENOTTY);
-            };
-            // Queries go to the host terminal; changing it is refused so a
-            // guest cannot leave the user's terminal in raw mode.
-            let mut out = [0u8; 64];
-            host_ioctl_out(h.as_fd(), TCGETS, &mut out)?;
-            let len = match req {
-                TCGETS => TERMIOS_SIZE,
-                TIOCGWINSZ => {
-                    host_ioctl_out(h.as_fd(), TIOCGWINSZ, &mut out)?;
-                    WINSIZE_SIZE
-                }
-                _ => return Err(Errno::EPERM),
-            };
-            mem.write(arg, &out[..len])?;
-            Ok(0)
-        }
-        _ => Err(Errno::ENOTTY),
-    }
-}
-
 fn do_pipe(p: &mut Process, mem: &mut GuestMemory, addr: u64, flags: u64) -> SysResult {
     let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
     if flags & !(O_CLOEXEC | O_NONBLOCK) != 0 {
@@ -808,8 +720,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 1, name: "write", handler: sys_write, support: Support::Partial,
         note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE (a stream socket's does)" },
     SyscallEntry { nr: 8, name: "lseek", handler: sys_lseek, support: Support::Full, note: "" },
-    SyscallEntry { nr: 16, name: "ioctl", handler: sys_ioctl, support: Support::Partial,
-        note: "FIONBIO, FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); others ENOTTY" },
     SyscallEntry { nr: 17, name: "pread64", handler: sys_pread64, support: Support::Full, note: "" },
     SyscallEntry { nr: 18, name: "pwrite64", handler: sys_pwrite64, support: Support::Partial,
         note: "host files are read-only (EBADF)" },
@@ -833,6 +743,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 
 #[cfg(test)]
 mod tests {
+    use super::super::ioctl::{sys_ioctl, FIOCLEX, FIONBIO, FIONREAD, TCGETS, TCSETS};
     use super::super::poll::{sys_poll, sys_ppoll, POLLHUP, POLLNVAL, POLLOUT};
     use super::*;
     use crate::abi::USER_BASE;

@@ -13,6 +13,7 @@ pub mod fs;
 pub mod host_socket;
 pub mod inet;
 pub mod io;
+pub mod ioctl;
 pub mod mem;
 pub mod names;
 pub mod net;

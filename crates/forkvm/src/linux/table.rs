@@ -34,10 +34,11 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 15] {
+fn families() -> [&'static [SyscallEntry]; 16] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
+        super::ioctl::SYSCALLS,
         super::sockopt::SYSCALLS,
         super::poll::SYSCALLS,
         super::mem::SYSCALLS,
