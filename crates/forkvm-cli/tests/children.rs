@@ -122,8 +122,12 @@ fn fork_bomb_is_refused_with_eagain() {
         "{}",
         vm.describe()
     );
-    // The default limit (64) holds as well.
-    let vm = Case::new(&prog).limit(Duration::from_secs(60)).run_forkvm();
+    // The default limit (64) holds as well, given memory for 64 processes
+    // (--memory is shared by all of them: each holds its 8 MiB stack).
+    let vm = Case::new(&prog)
+        .flags(["--memory", "1024"])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
     assert_eq!(
         vm.stdout_str(),
         "forked 63, then EAGAIN; reaped 63\n",
@@ -202,4 +206,51 @@ fn children_share_tmp_and_write_roots() {
         std::fs::read_to_string(&out).expect("the child's file"),
         "host\n"
     );
+}
+
+/// --memory is one limit for every process of a run: children that each
+/// hold a 16 MiB chunk at once run out of it together (the later ones' malloc
+/// or fork fails with ENOMEM), the run ends normally, and once they have
+/// ended the parent gets their memory back. With room for all, the output
+/// is native's.
+#[test]
+fn memory_limit_is_shared_by_the_run() {
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("forkmem.{libc}"));
+        check(
+            &Case::new(&prog)
+                .args(["5", "16"])
+                .limit(Duration::from_secs(60)),
+        );
+        let vm = Case::new(&prog)
+            .args(["5", "16"])
+            .flags(["--memory", "48"])
+            .limit(Duration::from_secs(60))
+            .run_forkvm();
+        assert_eq!(vm.status, 0, "{}", vm.describe());
+        let out = vm.stdout_str();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 7, "{}", vm.describe());
+        // Each child either got its chunk or ENOMEM; those that got it come first.
+        let mut ok = 0;
+        for (i, line) in lines[..5].iter().enumerate() {
+            if *line == format!("child {i}: ok") {
+                assert_eq!(ok, i, "an ok after an ENOMEM: {}", vm.describe());
+                ok += 1;
+            } else {
+                assert!(
+                    *line == format!("child {i}: ENOMEM") || *line == format!("fork {i}: ENOMEM"),
+                    "{}",
+                    vm.describe()
+                );
+            }
+        }
+        assert!((1..5).contains(&ok), "{}", vm.describe());
+        assert!(
+            lines[5].starts_with(&format!("reaped {ok} with the chunk,")),
+            "{}",
+            vm.describe()
+        );
+        assert_eq!(lines[6], "parent afterwards: ok", "{}", vm.describe());
+    }
 }

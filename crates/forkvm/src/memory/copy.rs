@@ -58,6 +58,16 @@ impl GuestMemory {
         self.user_map = src.user_map.clone();
         self.commit_limit = src.commit_limit;
         self.chunks |= src.chunks;
+        // A copy's mappings count against the budget its source is in:
+        // one that does not fit is refused (ENOMEM).
+        if let Some(b) = &src.budget {
+            if !self.join_budget(b.clone(), 0) {
+                return Err(map_err(
+                    size,
+                    std::io::Error::from_raw_os_error(libc::ENOMEM),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -84,6 +94,7 @@ impl GuestMemory {
         self.snapshot = None;
         self.idle.clear();
         self.file_mapped.clear();
+        self.leave_budget();
         Ok(())
     }
 }
