@@ -48,6 +48,7 @@ impl Fork {
             machine: Some(machine),
             image,
         };
+        fork.new_tree();
         fork.reseed();
         Ok(fork)
     }
@@ -176,6 +177,8 @@ impl Fork {
             .machine
             .as_mut()
             .ok_or_else(|| MachineError::Internal("the fork's VM was lost".into()))?;
+        // The last use's child processes end first (they hold its pipes).
+        end_children(&mut m.proc);
         let stats = m
             .mem
             .reset()
@@ -195,8 +198,23 @@ impl Fork {
         }
         m.ready = Some(image.ready);
         m.host_time_reads = 0;
+        self.new_tree();
         self.reseed();
         Ok(stats)
+    }
+
+    /// Ends the child processes the last use made (a request's children
+    /// die with its reset), and gives the next use a process tree of its own.
+    fn new_tree(&mut self) {
+        // No deadline of its own: the children end with the use at the latest.
+        let config = self.image.config.clone().map(|mut c| {
+            c.timeout = Duration::MAX;
+            c
+        });
+        if let Some(m) = self.machine.as_mut() {
+            end_children(&mut m.proc);
+            m.proc.family = config.map(crate::linux::child::Tree::root);
+        }
     }
 
     /// Fresh AT_RANDOM bytes, so two uses never see the same seed.
@@ -213,8 +231,24 @@ impl Fork {
     }
 }
 
+/// How long a reset waits for a request's child processes to end (they
+/// notice within a tick, ~10 ms, unless their host is overloaded).
+const CHILDREN_END_WAIT: Duration = Duration::from_secs(5);
+
+/// Ends the child processes of `proc`'s tree, if it has any.
+fn end_children(proc: &mut crate::linux::Process) {
+    if let Some(f) = proc.family.take() {
+        if !f.end_tree(CHILDREN_END_WAIT) {
+            tracing::warn!("a request's child processes did not end within {CHILDREN_END_WAIT:?}");
+        }
+    }
+}
+
 impl Drop for Fork {
     fn drop(&mut self) {
+        if let Some(m) = self.machine.as_mut() {
+            end_children(&mut m.proc);
+        }
         if let Some(m) = self.machine.take() {
             let Machine {
                 mut vcpu,

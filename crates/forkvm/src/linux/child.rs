@@ -222,6 +222,24 @@ impl Family {
         }
     }
 
+    /// Ends every other process of the tree (they take SIGKILL at their
+    /// next system call or tick) and waits, at most `limit`, until their
+    /// threads are done with their VMs. Returns whether all ended.
+    pub fn end_tree(&self, limit: Duration) -> bool {
+        self.tree.ended.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + limit;
+        loop {
+            // The first process (the caller) is never recorded as ended.
+            if lock(&self.tree.inner).alive <= 1 {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// A child that could not be started: forget it.
     pub fn abandon(&self) {
         let mut t = lock(&self.tree.inner);
@@ -396,7 +414,7 @@ pub(super) fn fork(
     let Some(family) = p.family.as_ref() else {
         note(
             &NOTE_NO_TREE,
-            "fork: child processes are not supported under forkvm serve; the call returns ENOSYS",
+            "fork: a served program cannot make child processes while it starts (before its ready point); the call returns ENOSYS",
         );
         return Err(Errno::ENOSYS);
     };
@@ -803,6 +821,25 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 mod tests {
     use super::*;
     use crate::linux::{test_call, test_process};
+
+    #[test]
+    fn ending_a_tree_waits_for_its_children() {
+        let root = Tree::root(Config::default());
+        let child = root.new_child().unwrap();
+        let watcher = std::thread::spawn(move || {
+            while !child.tree.ended.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            child.exited(killed_status(9));
+        });
+        assert!(root.end_tree(Duration::from_secs(30)));
+        assert_eq!(lock(&root.tree.inner).alive, 1);
+        watcher.join().unwrap();
+        // A child that never ends: the wait gives up.
+        let root = Tree::root(Config::default());
+        let _stuck = root.new_child().unwrap();
+        assert!(!root.end_tree(Duration::from_millis(5)));
+    }
 
     fn with_family() -> (Process, GuestMemory, u64) {
         let (mut p, m, buf) = test_process();

@@ -173,7 +173,10 @@ impl Machine {
         req: ExecReq,
         ctx: kvm_bindings::kvm_regs,
     ) -> Result<bool, MachineError> {
-        let Some(family) = self.proc.family.clone() else {
+        // A `forkvm serve` request itself cannot become another program
+        // (its children can).
+        let family = self.proc.family.clone().filter(|_| self.ready.is_none());
+        let Some(family) = family else {
             self.resume_user(&kvm_bindings::kvm_regs {
                 rax: neg(Errno::ENOSYS),
                 ..ctx
