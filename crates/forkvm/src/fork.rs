@@ -177,8 +177,9 @@ impl Fork {
             .machine
             .as_mut()
             .ok_or_else(|| MachineError::Internal("the fork's VM was lost".into()))?;
-        // The last use's child processes end first (they hold its pipes).
-        end_children(&mut m.proc);
+        // The last use's child processes end first (they hold its pipes);
+        // a tree no process was ever added to is kept for the next use.
+        let kept = end_children(&mut m.proc);
         let stats = m
             .mem
             .reset()
@@ -198,23 +199,26 @@ impl Fork {
         }
         m.ready = Some(image.ready);
         m.host_time_reads = 0;
+        m.proc.family = kept;
         self.new_tree();
         self.reseed();
         Ok(stats)
     }
 
-    /// Ends the child processes the last use made (a request's children
-    /// die with its reset), and gives the next use a process tree of its own.
+    /// Gives the next use a process tree of its own (unless it has one
+    /// still untouched).
     fn new_tree(&mut self) {
-        // No deadline of its own: the children end with the use at the latest.
-        let config = self.image.config.clone().map(|mut c| {
-            c.timeout = Duration::MAX;
-            c
-        });
-        if let Some(m) = self.machine.as_mut() {
-            end_children(&mut m.proc);
-            m.proc.family = config.map(crate::linux::child::Tree::root);
+        let Some(m) = self.machine.as_mut() else {
+            return;
+        };
+        if m.proc.family.is_some() {
+            return;
         }
+        // No deadline of its own: the children end with the use at the latest.
+        m.proc.family = self.image.config.clone().map(|mut c| {
+            c.timeout = Duration::MAX;
+            crate::linux::child::Tree::root(c)
+        });
     }
 
     /// Fresh AT_RANDOM bytes, so two uses never see the same seed.
@@ -235,19 +239,23 @@ impl Fork {
 /// notice within a tick, ~10 ms, unless their host is overloaded).
 const CHILDREN_END_WAIT: Duration = Duration::from_secs(5);
 
-/// Ends the child processes of `proc`'s tree, if it has any.
-fn end_children(proc: &mut crate::linux::Process) {
-    if let Some(f) = proc.family.take() {
-        if !f.end_tree(CHILDREN_END_WAIT) {
-            tracing::warn!("a request's child processes did not end within {CHILDREN_END_WAIT:?}");
-        }
+/// Ends the child processes of `proc`'s tree, if it has any; returns the
+/// tree instead when no process was ever added to it (nothing to end).
+fn end_children(proc: &mut crate::linux::Process) -> Option<crate::linux::child::Family> {
+    let f = proc.family.take()?;
+    if f.untouched() {
+        return Some(f);
     }
+    if !f.end_tree(CHILDREN_END_WAIT) {
+        tracing::warn!("a request's child processes did not end within {CHILDREN_END_WAIT:?}");
+    }
+    None
 }
 
 impl Drop for Fork {
     fn drop(&mut self) {
         if let Some(m) = self.machine.as_mut() {
-            end_children(&mut m.proc);
+            let _ = end_children(&mut m.proc);
         }
         if let Some(m) = self.machine.take() {
             let Machine {

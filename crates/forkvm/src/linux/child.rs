@@ -240,6 +240,21 @@ impl Family {
         }
     }
 
+    /// Whether the tree is as `Tree::root` made it: no other process was
+    /// ever added, no signal is waiting, the group and session are the
+    /// first process's own (so it can serve another use as it is).
+    pub fn untouched(&self) -> bool {
+        let t = lock(&self.tree.inner);
+        t.next_pid == FIRST_CHILD_PID
+            && t.procs.len() == 1
+            && self.wait_started.is_none()
+            && self.signals.load(Ordering::SeqCst) == 0
+            && !self.tree.ended.load(Ordering::SeqCst)
+            && t.procs
+                .get(&self.pid)
+                .is_some_and(|e| e.pgid == self.pid && e.sid == self.pid && e.status.is_none())
+    }
+
     /// A child that could not be started: forget it.
     pub fn abandon(&self) {
         let mut t = lock(&self.tree.inner);
@@ -825,7 +840,9 @@ mod tests {
     #[test]
     fn ending_a_tree_waits_for_its_children() {
         let root = Tree::root(Config::default());
+        assert!(root.untouched());
         let child = root.new_child().unwrap();
+        assert!(!root.untouched());
         let watcher = std::thread::spawn(move || {
             while !child.tree.ended.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(1));
