@@ -122,8 +122,12 @@ fn fork_bomb_is_refused_with_eagain() {
         "{}",
         vm.describe()
     );
-    // The default limit (64) holds as well.
-    let vm = Case::new(&prog).limit(Duration::from_secs(60)).run_forkvm();
+    // The default limit (64) holds as well, given memory for 64 processes
+    // (--memory is shared by all of them: each holds its 8 MiB stack).
+    let vm = Case::new(&prog)
+        .flags(["--memory", "1024"])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
     assert_eq!(
         vm.stdout_str(),
         "forked 63, then EAGAIN; reaped 63\n",
@@ -202,4 +206,124 @@ fn children_share_tmp_and_write_roots() {
         std::fs::read_to_string(&out).expect("the child's file"),
         "host\n"
     );
+}
+
+/// --memory is one limit for every process of a run: children that each
+/// hold a 16 MiB chunk at once run out of it together (the later ones' malloc
+/// or fork fails with ENOMEM), the run ends normally, and once they have
+/// ended the parent gets their memory back. With room for all, the output
+/// is native's.
+#[test]
+fn memory_limit_is_shared_by_the_run() {
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("forkmem.{libc}"));
+        check(
+            &Case::new(&prog)
+                .args(["5", "16"])
+                .limit(Duration::from_secs(60)),
+        );
+        let vm = Case::new(&prog)
+            .args(["5", "16"])
+            .flags(["--memory", "48"])
+            .limit(Duration::from_secs(60))
+            .run_forkvm();
+        assert_eq!(vm.status, 0, "{}", vm.describe());
+        let out = vm.stdout_str();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 7, "{}", vm.describe());
+        // Each child either got its chunk or ENOMEM; those that got it come first.
+        let mut ok = 0;
+        for (i, line) in lines[..5].iter().enumerate() {
+            if *line == format!("child {i}: ok") {
+                assert_eq!(ok, i, "an ok after an ENOMEM: {}", vm.describe());
+                ok += 1;
+            } else {
+                assert!(
+                    *line == format!("child {i}: ENOMEM") || *line == format!("fork {i}: ENOMEM"),
+                    "{}",
+                    vm.describe()
+                );
+            }
+        }
+        assert!((1..5).contains(&ok), "{}", vm.describe());
+        assert!(
+            lines[5].starts_with(&format!("reaped {ok} with the chunk,")),
+            "{}",
+            vm.describe()
+        );
+        assert_eq!(lines[6], "parent afterwards: ok", "{}", vm.describe());
+    }
+}
+
+/// Names of forkvm's threads (`/proc/PID/task/*/comm`).
+fn thread_names(pid: u32) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .map(|s| s.trim().to_string())
+        .collect()
+}
+
+/// Child processes' threads (one per child VM: `forkvm-pid-N`).
+fn child_threads(pid: u32) -> usize {
+    thread_names(pid)
+        .iter()
+        .filter(|n| n.starts_with("forkvm-pid"))
+        .count()
+}
+
+/// In `forkvm serve`, a request's handler may fork: the child (which would
+/// sleep for a minute) dies with the request's reset, so no child thread
+/// is left once the requests are done, and the VMs children ran in are
+/// reused rather than piling up.
+#[test]
+fn serve_request_children_end_with_the_reset() {
+    use common::http::{free_port, get, Server};
+    let prog = guest("fork_server.musl");
+    let port = free_port();
+    let mut cmd = std::process::Command::new(common::forkvm_bin());
+    cmd.args(["serve", "--concurrency", "1", "--request-timeout", "20"])
+        .arg(&prog)
+        .arg(port.to_string());
+    let server = Server::start(cmd, port, "fork-server");
+    let pid = server.child.id();
+    let ctx = || format!("--- forkvm output:\n{}", server.output());
+    assert_eq!(child_threads(pid), 0, "{}", ctx());
+    // The host threads a VM keeps (KVM's own workers), after some forks and after many.
+    let vm_threads = || {
+        thread_names(pid)
+            .iter()
+            .filter(|n| n.starts_with("kvm"))
+            .count()
+    };
+    let settle = || {
+        let t = std::time::Instant::now();
+        while child_threads(pid) > 0 && t.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child_threads(pid)
+    };
+    for _ in 0..3 {
+        let r = get(port, "/");
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "forked\n"),
+            "{}",
+            ctx()
+        );
+    }
+    assert_eq!(settle(), 0, "children outlived their requests\n{}", ctx());
+    let after_few = vm_threads();
+    for _ in 0..12 {
+        let r = get(port, "/");
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "forked\n"),
+            "{}",
+            ctx()
+        );
+    }
+    assert_eq!(settle(), 0, "children outlived their requests\n{}", ctx());
+    assert_eq!(vm_threads(), after_few, "VMs piled up\n{}", ctx());
 }

@@ -48,6 +48,7 @@ impl Fork {
             machine: Some(machine),
             image,
         };
+        fork.new_tree();
         fork.reseed();
         Ok(fork)
     }
@@ -176,6 +177,9 @@ impl Fork {
             .machine
             .as_mut()
             .ok_or_else(|| MachineError::Internal("the fork's VM was lost".into()))?;
+        // The last use's child processes end first (they hold its pipes);
+        // a tree no process was ever added to is kept for the next use.
+        let kept = end_children(&mut m.proc);
         let stats = m
             .mem
             .reset()
@@ -195,8 +199,26 @@ impl Fork {
         }
         m.ready = Some(image.ready);
         m.host_time_reads = 0;
+        m.proc.family = kept;
+        self.new_tree();
         self.reseed();
         Ok(stats)
+    }
+
+    /// Gives the next use a process tree of its own (unless it has one
+    /// still untouched).
+    fn new_tree(&mut self) {
+        let Some(m) = self.machine.as_mut() else {
+            return;
+        };
+        if m.proc.family.is_some() {
+            return;
+        }
+        // No deadline of its own: the children end with the use at the latest.
+        m.proc.family = self.image.config.clone().map(|mut c| {
+            c.timeout = Duration::MAX;
+            crate::linux::child::Tree::root(c)
+        });
     }
 
     /// Fresh AT_RANDOM bytes, so two uses never see the same seed.
@@ -213,8 +235,28 @@ impl Fork {
     }
 }
 
+/// How long a reset waits for a request's child processes to end (they
+/// notice within a tick, ~10 ms, unless their host is overloaded).
+const CHILDREN_END_WAIT: Duration = Duration::from_secs(5);
+
+/// Ends the child processes of `proc`'s tree, if it has any; returns the
+/// tree instead when no process was ever added to it (nothing to end).
+fn end_children(proc: &mut crate::linux::Process) -> Option<crate::linux::child::Family> {
+    let f = proc.family.take()?;
+    if f.untouched() {
+        return Some(f);
+    }
+    if !f.end_tree(CHILDREN_END_WAIT) {
+        tracing::warn!("a request's child processes did not end within {CHILDREN_END_WAIT:?}");
+    }
+    None
+}
+
 impl Drop for Fork {
     fn drop(&mut self) {
+        if let Some(m) = self.machine.as_mut() {
+            let _ = end_children(&mut m.proc);
+        }
         if let Some(m) = self.machine.take() {
             let Machine {
                 mut vcpu,

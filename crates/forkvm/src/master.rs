@@ -49,6 +49,9 @@ pub(crate) struct Image {
     pub(crate) syscall_path: crate::hypervisor::SyscallPath,
     /// Give each fork fresh AT_RANDOM bytes on reset.
     pub(crate) reseed: bool,
+    /// What a fork's child processes are started with (their exec), if
+    /// forks may make them.
+    pub(crate) config: Option<Config>,
 }
 
 /// An initialised program, frozen; the source of forks.
@@ -85,6 +88,7 @@ impl Master {
             at_random: m.at_random,
             syscall_path: m.syscall_path,
             reseed: true,
+            config: m.serve_config.clone(),
         });
         // The master's own VM is as good as a pooled one once its memory is a view of the snapshot.
         let Machine { vcpu, mut mem, .. } = m;

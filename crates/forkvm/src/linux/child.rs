@@ -222,6 +222,39 @@ impl Family {
         }
     }
 
+    /// Ends every other process of the tree (they take SIGKILL at their
+    /// next system call or tick) and waits, at most `limit`, until their
+    /// threads are done with their VMs. Returns whether all ended.
+    pub fn end_tree(&self, limit: Duration) -> bool {
+        self.tree.ended.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + limit;
+        loop {
+            // The first process (the caller) is never recorded as ended.
+            if lock(&self.tree.inner).alive <= 1 {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Whether the tree is as `Tree::root` made it: no other process was
+    /// ever added, no signal is waiting, the group and session are the
+    /// first process's own (so it can serve another use as it is).
+    pub fn untouched(&self) -> bool {
+        let t = lock(&self.tree.inner);
+        t.next_pid == FIRST_CHILD_PID
+            && t.procs.len() == 1
+            && self.wait_started.is_none()
+            && self.signals.load(Ordering::SeqCst) == 0
+            && !self.tree.ended.load(Ordering::SeqCst)
+            && t.procs
+                .get(&self.pid)
+                .is_some_and(|e| e.pgid == self.pid && e.sid == self.pid && e.status.is_none())
+    }
+
     /// A child that could not be started: forget it.
     pub fn abandon(&self) {
         let mut t = lock(&self.tree.inner);
@@ -396,7 +429,7 @@ pub(super) fn fork(
     let Some(family) = p.family.as_ref() else {
         note(
             &NOTE_NO_TREE,
-            "fork: child processes are not supported under forkvm serve; the call returns ENOSYS",
+            "fork: a served program cannot make child processes while it starts (before its ready point); the call returns ENOSYS",
         );
         return Err(Errno::ENOSYS);
     };
@@ -803,6 +836,27 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 mod tests {
     use super::*;
     use crate::linux::{test_call, test_process};
+
+    #[test]
+    fn ending_a_tree_waits_for_its_children() {
+        let root = Tree::root(Config::default());
+        assert!(root.untouched());
+        let child = root.new_child().unwrap();
+        assert!(!root.untouched());
+        let watcher = std::thread::spawn(move || {
+            while !child.tree.ended.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            child.exited(killed_status(9));
+        });
+        assert!(root.end_tree(Duration::from_secs(30)));
+        assert_eq!(lock(&root.tree.inner).alive, 1);
+        watcher.join().unwrap();
+        // A child that never ends: the wait gives up.
+        let root = Tree::root(Config::default());
+        let _stuck = root.new_child().unwrap();
+        assert!(!root.end_tree(Duration::from_millis(5)));
+    }
 
     fn with_family() -> (Process, GuestMemory, u64) {
         let (mut p, m, buf) = test_process();

@@ -56,7 +56,7 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
         }
         b"meminfo" => {
             let total = mem.commit_limit() >> 10;
-            let free = total.saturating_sub(mem.committed() >> 10);
+            let free = total.saturating_sub(mem.committed_by_all() >> 10);
             let _ = write!(
                 s,
                 "MemTotal:       {total:8} kB\nMemFree:        {free:8} kB\nMemAvailable:   {free:8} kB\n\

@@ -56,19 +56,26 @@ impl Machine {
         ctx: kvm_bindings::kvm_regs,
     ) -> Result<bool, MachineError> {
         let started = Instant::now();
-        // No child after all: the parent's fork fails with EAGAIN.
-        let fail = |m: &mut Self, why: String| -> Result<bool, MachineError> {
+        // No child after all: the parent's fork fails with EAGAIN (ENOMEM
+        // when the child's memory does not fit the run's limit).
+        let fail = |m: &mut Self, why: String, errno: Errno| -> Result<bool, MachineError> {
             tracing::debug!("fork: {why}");
             req.family.abandon();
             m.resume_user(&kvm_bindings::kvm_regs {
-                rax: neg(Errno::EAGAIN),
+                rax: neg(errno),
                 ..ctx
             })?;
             Ok(true)
         };
         let child = match self.make_child(&req, ctx) {
             Ok(c) => c,
-            Err(e) => return fail(self, format!("cannot make the child's VM: {e}")),
+            Err(e) => {
+                let errno = match &e {
+                    MachineError::Map(m) if m.is_out_of_memory() => Errno::ENOMEM,
+                    _ => Errno::EAGAIN,
+                };
+                return fail(self, format!("cannot make the child's VM: {e}"), errno);
+            }
         };
         let family = req.family.clone();
         let pid = family.pid;
@@ -76,7 +83,11 @@ impl Machine {
             .name(format!("forkvm-pid-{pid}"))
             .spawn(move || run_child(child, family));
         if let Err(e) = spawned {
-            return fail(self, format!("cannot start the child's thread: {e}"));
+            return fail(
+                self,
+                format!("cannot start the child's thread: {e}"),
+                Errno::EAGAIN,
+            );
         }
         tracing::trace!("fork: child {pid} made in {:?}", started.elapsed());
         Ok(false)
@@ -90,6 +101,9 @@ impl Machine {
         ctx: kvm_bindings::kvm_regs,
     ) -> Result<Machine, MachineError> {
         let hv = Hypervisor::get()?;
+        // From the first fork on, every process of the run counts against
+        // one memory limit; the copy below charges the child's share.
+        self.mem.share_budget();
         // A VM a finished child left (its memory already empty), or a new one.
         let mut slot = match VmPool::global().take(self.mem.size()) {
             Some(mut slot) => {
@@ -159,7 +173,10 @@ impl Machine {
         req: ExecReq,
         ctx: kvm_bindings::kvm_regs,
     ) -> Result<bool, MachineError> {
-        let Some(family) = self.proc.family.clone() else {
+        // A `forkvm serve` request itself cannot become another program
+        // (its children can).
+        let family = self.proc.family.clone().filter(|_| self.ready.is_none());
+        let Some(family) = family else {
             self.resume_user(&kvm_bindings::kvm_regs {
                 rax: neg(Errno::ENOSYS),
                 ..ctx
@@ -188,6 +205,16 @@ impl Machine {
                 return Ok(true);
             }
         };
+        // The new program's memory counts against the run's limit in place
+        // of the old one's.
+        if !new.mem.take_budget_of(&mut self.mem) {
+            tracing::debug!("execve {program}: over the run's memory limit");
+            self.resume_user(&kvm_bindings::kvm_regs {
+                rax: neg(Errno::ENOMEM),
+                ..ctx
+            })?;
+            return Ok(true);
+        }
         // What survives exec: the process's identity, open files without
         // FD_CLOEXEC, cwd (already in the config), the private /tmp,
         // ignored signals (handlers go back to the default), the mask.

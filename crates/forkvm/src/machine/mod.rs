@@ -153,6 +153,8 @@ pub struct Machine {
     pub(crate) timeout: Duration,
     /// Set once the program reached its ready point.
     pub(crate) ready: Option<ReadyPoint>,
+    /// A master's configuration, for its forks' child processes.
+    pub(crate) serve_config: Option<Config>,
     /// Every guest thread is blocked; the run loop waits before entering the guest.
     stalled: bool,
     /// A call failed (fault, timeout, exit); calls are refused until reset.
@@ -378,6 +380,7 @@ impl Machine {
             symbols: Arc::new(symbols),
             timeout: config.timeout,
             ready: None,
+            serve_config: None,
             poisoned: false,
             vcpu_fs_base: 0,
             breakpoint: None,
@@ -426,6 +429,7 @@ impl Machine {
             symbols,
             timeout,
             ready: Some(ready),
+            serve_config: None,
             poisoned: false,
             vcpu_fs_base: u64::MAX,
             breakpoint: None,
@@ -460,9 +464,10 @@ impl Machine {
 
     /// Runs until the program is initialised ([`Outcome::Ready`]), or ends otherwise.
     pub fn run_until_ready(&mut self, at: &ReadyAt) -> Result<Outcome, MachineError> {
-        // A master (and so every fork of it) makes no child processes: they
-        // would outlive the request (see `linux::child`).
-        self.proc.family = None;
+        // A master makes no child processes while it starts (they would
+        // outlive it); each fork of it gets a tree of its own per request
+        // (`Fork::reset`), made with this configuration.
+        self.serve_config = self.proc.family.take().map(|f| f.tree.config.clone());
         if let ReadyAt::Symbol(name) = at {
             let addr = self
                 .symbols

@@ -5,9 +5,12 @@
 //! that are all zeros are left untouched, so they cost nothing. Copying
 //! into anonymous memory (rather than capturing a snapshot memfd and mapping
 //! it) keeps the copy itself forkable: a child's child is made the same way.
+//! A parent that is itself a view of a snapshot (a `forkvm serve` request)
+//! gives its child a view of the same snapshot plus a copy of its own
+//! private pages.
 
 use super::guest_memory::{GuestMemory, MapError};
-use super::pagemap::{self, PAGE_IS_PRESENT};
+use super::pagemap::{self, PAGE_IS_FILE, PAGE_IS_PRESENT};
 use crate::abi::PAGE_SIZE;
 
 fn map_err(size: u64, source: std::io::Error) -> MapError {
@@ -23,21 +26,33 @@ impl GuestMemory {
     }
 
     /// Makes this memory (same size, e.g. a pooled VM's, whose KVM slot
-    /// must keep pointing at it) a copy of `src`: emptied first, then the
-    /// populated pages of `src` copied in. Memory that is itself a view of a
-    /// snapshot is refused (EINVAL): its untouched pages are not populated.
+    /// must keep pointing at it) a copy of `src`: emptied first (or, when
+    /// `src` is a view of a snapshot, a fresh view of the same snapshot),
+    /// then the pages `src` has of its own copied in.
     pub fn copy_from(&mut self, src: &GuestMemory) -> Result<(), MapError> {
         let size = src.size;
-        if self.size != size || src.snapshot.is_some() {
+        if self.size != size {
             return Err(map_err(
                 size,
                 std::io::Error::from_raw_os_error(libc::EINVAL),
             ));
         }
-        self.empty_all()?;
+        // Pages of a snapshot view that are still the snapshot's (file
+        // pages) come with the new view; only the private ones are copied.
+        let unwanted = match &src.snapshot {
+            Some(snap) => {
+                self.leave_budget();
+                self.remap(snap)?;
+                PAGE_IS_FILE
+            }
+            None => {
+                self.empty_all()?;
+                0
+            }
+        };
         let base = src.base.as_ptr() as u64;
-        let mut ranges =
-            pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0).map_err(|e| map_err(size, e))?;
+        let mut ranges = pagemap::scan(base, base + size, PAGE_IS_PRESENT, unwanted)
+            .map_err(|e| map_err(size, e))?;
         ranges.extend(src.file_mapped.iter().map(|(&s, &e)| (base + s, base + e)));
         let fault = |_| map_err(size, std::io::Error::from_raw_os_error(libc::EFAULT));
         for (s, e) in ranges {
@@ -47,7 +62,9 @@ impl GuestMemory {
             }
             for page in (off..off + len).step_by(PAGE_SIZE as usize) {
                 let from = src.kernel_read(page, PAGE_SIZE).map_err(fault)?;
-                if from.iter().all(|&b| b == 0) {
+                // Equal already (zeros in fresh memory, the snapshot's
+                // bytes in a view): left untouched, so it costs nothing.
+                if self.kernel_read(page, PAGE_SIZE).map_err(fault)? == from {
                     continue;
                 }
                 self.kernel_slice_mut(page, PAGE_SIZE)
@@ -58,6 +75,16 @@ impl GuestMemory {
         self.user_map = src.user_map.clone();
         self.commit_limit = src.commit_limit;
         self.chunks |= src.chunks;
+        // A copy's mappings count against the budget its source is in:
+        // one that does not fit is refused (ENOMEM).
+        if let Some(b) = &src.budget {
+            if !self.join_budget(b.clone(), 0) {
+                return Err(map_err(
+                    size,
+                    std::io::Error::from_raw_os_error(libc::ENOMEM),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -84,6 +111,7 @@ impl GuestMemory {
         self.snapshot = None;
         self.idle.clear();
         self.file_mapped.clear();
+        self.leave_budget();
         Ok(())
     }
 }
@@ -117,5 +145,43 @@ mod tests {
         c.copy_from(&b).unwrap();
         assert_eq!(c.kernel_read(0x20_1000, 5).unwrap(), b"HELLO");
         assert_eq!(c.kernel_read(0x40_0000, 3).unwrap(), [0, 0, 0]);
+    }
+
+    #[test]
+    fn a_copy_of_a_snapshot_view_has_its_private_pages_too() {
+        let size = 4 * crate::abi::HUGE_PAGE_SIZE;
+        let mut master = GuestMemory::new(size).unwrap();
+        master
+            .kernel_slice_mut(0x20_0000, 6)
+            .unwrap()
+            .copy_from_slice(b"master");
+        master
+            .kernel_slice_mut(0x30_0000, 4)
+            .unwrap()
+            .copy_from_slice(b"keep");
+        let snap = super::super::Snapshot::capture(&master).unwrap();
+        let mut view = GuestMemory::fork_of(&snap).unwrap();
+        view.kernel_slice_mut(0x40_0000, 7)
+            .unwrap()
+            .copy_from_slice(b"private");
+        // A page the view zeroed must read as zeros in the copy, not as the snapshot's.
+        view.kernel_slice_mut(0x20_0000, 6).unwrap().fill(0);
+        let mut c = GuestMemory::new(size).unwrap();
+        c.copy_from(&view).unwrap();
+        assert_eq!(c.kernel_read(0x20_0000, 6).unwrap(), [0; 6]);
+        assert_eq!(c.kernel_read(0x30_0000, 4).unwrap(), b"keep");
+        assert_eq!(c.kernel_read(0x40_0000, 7).unwrap(), b"private");
+        // The copy is its own: writing it changes neither the view nor the snapshot.
+        c.kernel_slice_mut(0x30_0000, 4)
+            .unwrap()
+            .copy_from_slice(b"mine");
+        assert_eq!(view.kernel_read(0x30_0000, 4).unwrap(), b"keep");
+        assert_eq!(
+            GuestMemory::copy_of(&view)
+                .unwrap()
+                .kernel_read(0x30_0000, 4)
+                .unwrap(),
+            b"keep"
+        );
     }
 }

@@ -10,7 +10,45 @@
 use crate::abi;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The memory limit one run's processes share: bytes mapped accessible by
+/// all of them together (each [`GuestMemory`] in it charges its own).
+#[derive(Debug, Default)]
+pub struct Budget {
+    used: AtomicU64,
+}
+
+impl Budget {
+    /// Bytes charged by every process together.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, n: u64) {
+        self.used.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn sub(&self, n: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(n))
+            });
+    }
+
+    /// Replaces `old` bytes charged by `new` ones if the total stays within
+    /// `limit` (or does not grow).
+    fn swap_charge(&self, old: u64, new: u64, limit: u64) -> bool {
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                let next = u.saturating_sub(old).saturating_add(new);
+                (new <= old || next <= limit).then_some(next)
+            })
+            .is_ok()
+    }
+}
 
 /// A guest address the guest passed that does not name guest user memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +67,13 @@ pub struct MapError {
     pub(super) size: u64,
     #[source]
     pub(super) source: std::io::Error,
+}
+
+impl MapError {
+    /// Whether the memory did not fit the run's memory limit (or the host's).
+    pub fn is_out_of_memory(&self) -> bool {
+        self.source.raw_os_error() == Some(libc::ENOMEM)
+    }
 }
 
 /// The host mapping that backs guest RAM: anonymous for a fresh machine, or
@@ -54,6 +99,11 @@ pub struct GuestMemory {
     /// zeroes reverse maps for every page of a slot, which for an 8 GiB
     /// address space cost more than running a small program.
     pub(super) chunks: u64,
+    /// The budget shared with the run's other processes, once it has any
+    /// (`None`: only `commit_limit` against this memory's own mappings).
+    pub(super) budget: Option<Arc<Budget>>,
+    /// What this memory has charged to `budget`.
+    pub(super) charged: u64,
 }
 
 /// Most memory slots a VM uses (one per chunk of guest RAM).
@@ -129,6 +179,8 @@ impl GuestMemory {
             commit_limit: size,
             file_mapped: Default::default(),
             chunks: 1,
+            budget: None,
+            charged: 0,
         })
     }
 
@@ -190,6 +242,7 @@ impl GuestMemory {
         if let Some(m) = &mut self.user_map {
             m.insert(start, end, rights);
         }
+        self.settle();
     }
 
     /// Records that the program unmapped `start..end`.
@@ -197,14 +250,92 @@ impl GuestMemory {
         if let Some(m) = &mut self.user_map {
             m.remove(start, end);
         }
+        self.settle();
     }
 
     /// Whether the program may map `more` accessible bytes within its memory limit.
     pub fn may_commit(&self, more: u64) -> bool {
-        match &self.user_map {
-            Some(m) => m.committed().saturating_add(more) <= self.commit_limit,
-            None => true,
+        match (&self.user_map, &self.budget) {
+            (None, _) => true,
+            (Some(_), Some(b)) => b.used().saturating_add(more) <= self.commit_limit,
+            (Some(m), None) => m.committed().saturating_add(more) <= self.commit_limit,
         }
+    }
+
+    /// Brings this memory's charge to the shared budget up to date with what
+    /// it has mapped (after every change to the mappings).
+    pub(super) fn settle(&mut self) {
+        if let Some(b) = &self.budget {
+            let now = self.committed();
+            if now > self.charged {
+                b.add(now - self.charged);
+            } else {
+                b.sub(self.charged - now);
+            }
+            self.charged = now;
+        }
+    }
+
+    /// Gives back this memory's charge: it leaves the budget (its process ended).
+    pub fn leave_budget(&mut self) {
+        if let Some(b) = self.budget.take() {
+            b.sub(self.charged);
+        }
+        self.charged = 0;
+    }
+
+    /// The budget this memory's mappings count against, made now (holding
+    /// them) if there is none yet: a forking process shares it with its child.
+    pub fn share_budget(&mut self) -> Arc<Budget> {
+        if let Some(b) = &self.budget {
+            return b.clone();
+        }
+        let b = Arc::new(Budget::default());
+        self.charged = self.committed();
+        b.add(self.charged);
+        self.budget = Some(b.clone());
+        b
+    }
+
+    /// Joins `budget` (a fork's child, or a program built by exec) charging
+    /// what this memory has mapped, in place of `replacing` bytes the caller
+    /// gives back; false (nothing charged) if that goes over the limit.
+    pub fn join_budget(&mut self, budget: Arc<Budget>, replacing: u64) -> bool {
+        self.leave_budget();
+        let now = self.committed();
+        if !budget.swap_charge(replacing, now, self.commit_limit) {
+            return false;
+        }
+        self.charged = now;
+        self.budget = Some(budget);
+        true
+    }
+
+    /// Takes over `old`'s place in its budget (exec: this memory replaces
+    /// it); false, with both unchanged, if this one's mappings do not fit.
+    pub fn take_budget_of(&mut self, old: &mut GuestMemory) -> bool {
+        let Some(b) = old.budget.clone() else {
+            return true;
+        };
+        if !self.join_budget(b, old.charged) {
+            return false;
+        }
+        old.budget = None;
+        old.charged = 0;
+        true
+    }
+
+    /// Bytes the run's processes have mapped accessible together (this
+    /// memory's own when it shares no budget).
+    pub fn committed_by_all(&self) -> u64 {
+        self.budget
+            .as_ref()
+            .map_or_else(|| self.committed(), |b| b.used())
+    }
+
+    /// What this memory has charged to a shared budget.
+    pub fn charged(&self) -> u64 {
+        self.charged
     }
 
     /// What the program has mapped: (start, end, rights), lowest first.
@@ -239,6 +370,7 @@ impl GuestMemory {
         if let Some(m) = &mut self.user_map {
             m.protect(start, end, rights);
         }
+        self.settle();
     }
 
     fn whole(&self) -> &[u8] {
@@ -482,6 +614,7 @@ impl GuestMemory {
 
 impl Drop for GuestMemory {
     fn drop(&mut self) {
+        self.leave_budget();
         // SAFETY: base/size describe the mapping created in `new`, unmapped once.
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.size as usize) };
     }
@@ -515,5 +648,47 @@ mod tests {
         );
         m.discard(abi::USER_BASE, abi::PAGE_SIZE).unwrap();
         assert_eq!(m.read(abi::USER_BASE, 3).unwrap(), &[0, 0, 0]);
+    }
+
+    #[test]
+    fn a_shared_budget_counts_every_memory_in_it() {
+        const MIB: u64 = 1 << 20;
+        let rw = super::super::Rights {
+            read: true,
+            write: true,
+        };
+        let mut a = GuestMemory::new(64 * MIB).unwrap();
+        a.track_mappings();
+        a.set_commit_limit(16 * MIB);
+        a.map_user(abi::USER_BASE, abi::USER_BASE + 6 * MIB, rw);
+        let budget = a.share_budget();
+        assert_eq!(budget.used(), 6 * MIB);
+        // A copy charges what it holds; a second one no longer fits.
+        let mut b = GuestMemory::copy_of(&a).unwrap();
+        assert_eq!(budget.used(), 12 * MIB);
+        let err = GuestMemory::copy_of(&a).err().unwrap();
+        assert!(err.is_out_of_memory());
+        assert_eq!(budget.used(), 12 * MIB);
+        // Each one's mappings count for all of them.
+        assert!(a.may_commit(4 * MIB) && !b.may_commit(5 * MIB));
+        b.map_user(abi::USER_BASE + 8 * MIB, abi::USER_BASE + 12 * MIB, rw);
+        assert!(!a.may_commit(MIB));
+        b.unmap_user(abi::USER_BASE, abi::USER_BASE + 6 * MIB);
+        assert!(a.may_commit(6 * MIB) && !a.may_commit(7 * MIB));
+        // An exec's new memory takes the old one's place.
+        let mut c = GuestMemory::new(64 * MIB).unwrap();
+        c.track_mappings();
+        c.set_commit_limit(16 * MIB);
+        c.map_user(abi::USER_BASE, abi::USER_BASE + 11 * MIB, rw);
+        assert!(!c.take_budget_of(&mut b), "4 MiB out, 11 in: over");
+        c.unmap_user(abi::USER_BASE + 5 * MIB, abi::USER_BASE + 11 * MIB);
+        assert!(c.take_budget_of(&mut b));
+        assert_eq!(budget.used(), 11 * MIB);
+        // An ended process gives its share back.
+        drop(b);
+        drop(c);
+        assert_eq!(budget.used(), 6 * MIB);
+        a.empty_all().unwrap();
+        assert_eq!(budget.used(), 0);
     }
 }

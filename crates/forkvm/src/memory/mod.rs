@@ -10,6 +10,6 @@ mod snapshot;
 mod user_map;
 
 pub use address_space::AddressSpace;
-pub use guest_memory::{chunk_size, Fault, GuestMemory, MapError};
+pub use guest_memory::{chunk_size, Budget, Fault, GuestMemory, MapError};
 pub use snapshot::{ResetStats, Snapshot, KEEP_PRIVATE_PAGES};
 pub use user_map::{Rights, UserMap};

@@ -168,6 +168,8 @@ impl GuestMemory {
             commit_limit: snap.commit_limit,
             file_mapped: Default::default(),
             chunks: snap.chunks,
+            budget: None,
+            charged: 0,
         })
     }
 
@@ -190,6 +192,7 @@ impl GuestMemory {
         .map_err(map_err(self.size))?;
         self.snapshot = Some(snap.clone());
         self.user_map = snap.user_map.clone();
+        self.settle();
         self.commit_limit = snap.commit_limit;
         self.chunks |= snap.chunks;
         self.idle.clear();
@@ -209,6 +212,7 @@ impl GuestMemory {
         };
         let base = self.base.as_ptr() as u64;
         self.user_map = snap.user_map.clone();
+        self.settle();
         let private = pagemap::scan(base, base + self.size, PAGE_IS_PRESENT, PAGE_IS_FILE)?;
         let pages: u64 = private.iter().map(|(s, e)| (e - s) / PAGE_SIZE).sum();
         if tracing::enabled!(tracing::Level::TRACE) {
