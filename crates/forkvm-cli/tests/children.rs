@@ -174,9 +174,11 @@ fn timeout_ends_every_process() {
     assert!(!vm.stdout_str().contains("never"), "{}", vm.describe());
 }
 
-/// Files are the same for every process of a run: a child's write to /tmp
-/// (the run's private one) is the parent's and the next child's, and a
-/// child's write under --allow-write lands on the host.
+/// Files are the same for every process of a run: a child's write to
+/// /dev/shm (the run's private one, as /tmp is) is the parent's and the next
+/// child's, and a child's write under --allow-write lands on the host. Not
+/// /tmp: when the checkout lies under /tmp, so does the write root, and the
+/// guest's /tmp is then the policy's view of the host's (see fs/tmp.rs).
 #[test]
 fn children_share_tmp_and_write_roots() {
     if !installed(BUSYBOX) {
@@ -186,7 +188,7 @@ fn children_share_tmp_and_write_roots() {
     let out = dir.join("from-child.txt");
     let _ = std::fs::remove_file(&out);
     let script = format!(
-        "$0 sh -c 'echo deep > /tmp/y'; $0 cat /tmp/y; read line < /tmp/y; echo \"parent: $line\"; \
+        "$0 sh -c 'echo deep > /dev/shm/y'; $0 cat /dev/shm/y; read line < /dev/shm/y; echo \"parent: $line\"; \
          $0 sh -c 'echo host > {}'",
         out.display()
     );
