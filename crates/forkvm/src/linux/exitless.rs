@@ -152,7 +152,7 @@ fn classify(p: &Process, fd: u64) -> FdClass {
 const SOCK_STREAM: u32 = 1;
 
 /// Whether a poller may answer call `nr` with `args` in `p` now.
-pub fn may_serve(p: &Process, nr: u64, args: &Args) -> bool {
+fn may_serve(p: &Process, nr: u64, args: &Args) -> bool {
     let Some(&(_, _, needs)) = EXITLESS.iter().find(|(n, _, _)| *n == nr) else {
         return false;
     };
@@ -199,9 +199,6 @@ pub fn serve(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> Op
         p.waiting = waiting;
         return None;
     }
-    // The call is over, and with it any wait it was retried for (as the run
-    // loop does after a call): a thread left "waiting" gets no timer signals.
-    p.waiting = None;
     if let Some(other) = &p.sched {
         // Not expected of these calls; the run loop acts on it at the next exit.
         tracing::warn!("exitless call {nr} asked the run loop for {other:?}");

@@ -272,6 +272,11 @@ pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) ->
             Err(Errno::ENOSYS)
         }
     };
+    // A call that did not find itself waiting again ends the thread's wait
+    // (whichever path served it: an exit or the poller).
+    if !matches!(p.sched, Some(thread::Sched::Retry(_))) {
+        p.waiting = None;
+    }
     trace::after(p, mem, nr, args, &result);
     match result {
         Ok(v) => v,

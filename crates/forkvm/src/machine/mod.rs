@@ -786,6 +786,7 @@ impl Machine {
             // A signal arrived while the thread waits: the wait ends with EINTR
             // and the handler runs, as on Linux.
             self.proc.sched = None;
+            self.proc.waiting = None;
             result = (-(linux::Errno::EINTR.0 as i64)) as u64;
         }
         if let Some(status) = self.proc.exit_status {
@@ -797,9 +798,6 @@ impl Machine {
         }
         if let Some(outcome) = self.net_stop(&regs)? {
             return Ok(Some(outcome));
-        }
-        if !matches!(self.proc.sched, Some(Sched::Retry(_))) {
-            self.proc.waiting = None;
         }
         if let Some(req) = self.proc.sched.take() {
             let ctx = kvm_bindings::kvm_regs {
