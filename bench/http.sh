@@ -21,6 +21,7 @@
 #                            hello) until this many requests were answered, printing
 #                            VmRSS after every segment (SEGMENT=5 s) to show it is flat
 #   FORKVM=path              use this forkvm binary instead of building target/release
+#   FORKVM_SERVE_FLAGS=...   more `forkvm serve` flags, for A/B runs (e.g. "--syscalls guest")
 #
 # Needs wrk (Debian's `wrk`; installed with apt-get when missing and running as root),
 # curl, gcc/musl-gcc and cargo. Stops everything it started on exit.
@@ -212,6 +213,8 @@ for ex in $EXAMPLES; do
     for mode in ephemeral persistent; do
         flags=(--concurrency "$CONCURRENCY")
         [[ $mode == persistent ]] && flags+=(--ephemeral false)
+        # shellcheck disable=SC2206 # word splitting wanted: several flags
+        flags+=(${FORKVM_SERVE_FLAGS:-})
         log "$ex: forkvm serve ${flags[*]}"
         SERVER_PORT=$(free_port)
         start_server "$ex-$mode" "$FORKVM" serve --listen "127.0.0.1:$SERVER_PORT" "${flags[@]}" "$OUT/$ex"
