@@ -130,12 +130,17 @@ pub enum Exit {
     /// The guest triple-faulted.
     Shutdown,
     /// The guest touched `addr`, where no memory slot is: memory the
-    /// program never mapped.
+    /// program never mapped, or mapped by a call a poller answered while the
+    /// vCPU ran (its chunk gets a slot at the next entry).
     Mmio {
         /// The address.
         addr: u64,
         /// A store (else a load).
         write: bool,
+        /// The access's width in bytes (at most 8).
+        len: usize,
+        /// A store's bytes (the first `len`).
+        data: [u8; 8],
     },
     /// Anything else; a broken guest kernel or an unsupported hypervisor.
     Other(&'static str),
@@ -425,8 +430,23 @@ impl Vcpu {
             Ok(VcpuExit::Hlt) => Ok(Exit::Other("hlt")),
             Ok(VcpuExit::InternalError) => Ok(Exit::Other("internal error (emulation failure)")),
             Ok(VcpuExit::FailEntry(..)) => Ok(Exit::Other("failed VM entry")),
-            Ok(VcpuExit::MmioRead(addr, _)) => Ok(Exit::Mmio { addr, write: false }),
-            Ok(VcpuExit::MmioWrite(addr, _)) => Ok(Exit::Mmio { addr, write: true }),
+            Ok(VcpuExit::MmioRead(addr, d)) => Ok(Exit::Mmio {
+                addr,
+                write: false,
+                len: d.len().min(8),
+                data: [0; 8],
+            }),
+            Ok(VcpuExit::MmioWrite(addr, d)) => {
+                let mut data = [0u8; 8];
+                let len = d.len().min(8);
+                data[..len].copy_from_slice(&d[..len]);
+                Ok(Exit::Mmio {
+                    addr,
+                    write: true,
+                    len,
+                    data,
+                })
+            }
             Ok(_) => Ok(Exit::Other("unexpected exit")),
             Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
                 Ok(Exit::Interrupted)
@@ -454,6 +474,18 @@ impl Vcpu {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Answers the load of the last exit (an MMIO read) with `bytes`; the
+    /// next `run` completes the instruction with them.
+    pub fn answer_mmio_read(&mut self, bytes: &[u8]) {
+        let run = self.vcpu.get_kvm_run();
+        // SAFETY: called only after `run` returned `Exit::Mmio` for a load,
+        // so KVM filled the run structure's union as its `mmio` member; the
+        // copy is bounded by that member's 8-byte array and its `len`.
+        let mmio = unsafe { &mut run.__bindgen_anon_1.mmio };
+        let n = bytes.len().min(mmio.len as usize).min(mmio.data.len());
+        mmio.data[..n].copy_from_slice(&bytes[..n]);
     }
 
     /// The general registers as of the last exit (free: SYNC_REGS).

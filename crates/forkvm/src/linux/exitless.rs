@@ -3,8 +3,12 @@
 //!
 //! A poller serves a call on its own thread while the vCPU keeps running, so
 //! it may only take calls that finish at once and touch nothing but the
-//! process's files, sockets and signal bookkeeping: no blocking, no signal
-//! sent, no scheduling, no change to the address space or the registers.
+//! process's files, sockets, memory map and signal bookkeeping: no blocking,
+//! no signal sent, no scheduling, no change to the registers. Memory calls
+//! (mmap and the like) are bookkeeping plus host `mmap`/`madvise` on guest
+//! RAM, which KVM follows while the vCPU runs; a chunk of RAM they map for
+//! the first time gets its memory slot at the next entry, and an access to
+//! it before that is done by the run loop (`GuestMemory::in_used_chunk`).
 //! Those are the calls listed in [`EXITLESS`], on descriptors [`classify`]
 //! does not refuse, and a call that finds nothing ready is declined after the
 //! fact. Everything else takes the exit, where the run loop does what a call
@@ -32,6 +36,8 @@ enum Needs {
     /// rt_sigprocmask: no blocked signal is waiting (so unblocking one
     /// cannot make it due, which only the run loop can deliver).
     NoWaitingSignal,
+    /// mmap: anonymous, or of a descriptor a poller may use.
+    Map,
 }
 
 /// The calls a poller may answer (x86-64 numbers) and what each needs.
@@ -44,6 +50,10 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (5, "fstat", Needs::Fd),
     (6, "lstat", Needs::Nothing),
     (8, "lseek", Needs::Fd),
+    (9, "mmap", Needs::Map),
+    (10, "mprotect", Needs::Nothing),
+    (11, "munmap", Needs::Nothing),
+    (12, "brk", Needs::Nothing),
     (13, "rt_sigaction", Needs::Nothing),
     (14, "rt_sigprocmask", Needs::NoWaitingSignal),
     (16, "ioctl", Needs::Fd),
@@ -52,6 +62,8 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (19, "readv", Needs::Fd),
     (20, "writev", Needs::Send(None)),
     (21, "access", Needs::Nothing),
+    (25, "mremap", Needs::Nothing),
+    (28, "madvise", Needs::Nothing),
     (43, "accept", Needs::Fd),
     (44, "sendto", Needs::Send(Some(3))),
     (45, "recvfrom", Needs::Fd),
@@ -91,6 +103,8 @@ const FCNTL_OK: [u64; 4] = [1, 2, 3, 4];
 const SIGPIPE: usize = 13;
 /// SIG_IGN.
 const SIG_IGN: u64 = 1;
+/// MAP_ANONYMOUS.
+const MAP_ANONYMOUS: u64 = 0x20;
 /// MSG_NOSIGNAL.
 const MSG_NOSIGNAL: u64 = 0x4000;
 
@@ -180,6 +194,7 @@ fn may_serve(p: &Process, nr: u64, args: &Args) -> bool {
         },
         Needs::Fcntl => FCNTL_OK.contains(&args[1]) && usable(),
         Needs::NoWaitingSignal => p.blocked_pending == 0,
+        Needs::Map => args[3] & MAP_ANONYMOUS != 0 || usable(),
     }
 }
 

@@ -318,6 +318,9 @@ pub(crate) struct Exitless {
     demand: std::cell::Cell<bool>,
     /// [`linux::exitless::call_map`].
     map: [u8; fast::CALL_MAP_SIZE as usize],
+    /// Guest accesses done by the run loop because a served call had mapped
+    /// memory in a chunk that got its memory slot only at the next entry.
+    late_slots: std::cell::Cell<u64>,
 }
 
 impl Exitless {
@@ -350,6 +353,7 @@ impl Exitless {
             served_seen: std::cell::Cell::new(0),
             demand: std::cell::Cell::new(false),
             map,
+            late_slots: std::cell::Cell::new(0),
         })
     }
 
@@ -423,6 +427,17 @@ impl Exitless {
             }
             None => true,
         }
+    }
+
+    /// Counts an access the run loop did for a chunk a served call mapped
+    /// (see `GuestMemory::in_used_chunk`).
+    pub fn late_slot(&self) {
+        self.late_slots.set(self.late_slots.get() + 1);
+    }
+
+    /// How many such accesses the run loop did.
+    pub fn late_slots(&self) -> u64 {
+        self.late_slots.get()
     }
 
     /// Calls the poller answered for this machine.

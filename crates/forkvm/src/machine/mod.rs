@@ -452,7 +452,11 @@ impl Machine {
         self.mode = Mode::Program;
         let outcome = self.run_for(self.timeout);
         if let Some(x) = &self.exitless {
-            tracing::debug!("{} host calls answered without an exit", x.served());
+            tracing::debug!(
+                "{} host calls answered without an exit, {} accesses before a late memory slot",
+                x.served(),
+                x.late_slots()
+            );
         }
         // The first process's end is the run's: its children end too.
         self.proc
@@ -640,7 +644,34 @@ impl Machine {
                         self.preempt()?;
                     }
                 }
-                Exit::Mmio { addr, write } => {
+                Exit::Mmio {
+                    addr,
+                    write,
+                    len,
+                    data,
+                } if self.mem.in_used_chunk(addr) => {
+                    // Memory a poller mapped while the vCPU ran, in a chunk
+                    // without its slot yet: done here as the slot would
+                    // (the guest's page tables allowed it); the slot is
+                    // added before the next entry, which completes the
+                    // instruction (or asks for its next piece).
+                    if let Some(x) = &self.exitless {
+                        x.late_slot();
+                    }
+                    if write {
+                        self.mem
+                            .kernel_write(addr, &data[..len])
+                            .map_err(|f| MachineError::Internal(f.to_string()))?;
+                    } else {
+                        let bytes = self
+                            .mem
+                            .kernel_read(addr, len as u64)
+                            .map_err(|f| MachineError::Internal(f.to_string()))?
+                            .to_vec();
+                        self.vcpu.answer_mmio_read(&bytes);
+                    }
+                }
+                Exit::Mmio { addr, write, .. } => {
                     // An access to memory the program never mapped (no slot there).
                     let regs = self.vcpu.regs();
                     self.vcpu.finish_mmio()?;

@@ -230,6 +230,15 @@ impl GuestMemory {
         }
     }
 
+    /// Whether `addr` lies in a chunk the program maps something in. An
+    /// access there that reaches the host as MMIO was made before the chunk
+    /// got its memory slot: mapped by a call a poller answered while the
+    /// vCPU ran (`crate::machine::exitless`), the slot is added at the next
+    /// entry; KVM may split one instruction's access into several exits.
+    pub fn in_used_chunk(&self, addr: u64) -> bool {
+        addr < self.size && self.chunks_in_use() & chunk_bits(self.size, addr, addr + 1) & !1 != 0
+    }
+
     /// Whether user mappings are tracked (a program's memory; not the bare
     /// memory of floors and unit tests).
     pub fn tracks_mappings(&self) -> bool {
