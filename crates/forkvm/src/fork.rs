@@ -184,6 +184,12 @@ impl Fork {
             .mem
             .reset()
             .map_err(|e| MachineError::Internal(format!("resetting memory: {e}")))?;
+        let exits = m.take_exit_summary();
+        tracing::debug!(
+            "reset: {} pages copied back, {} dropped; calls that exited: {exits}",
+            stats.copied,
+            stats.dropped
+        );
         // gdb's breakpoints stay set across resets (crate::debug).
         m.debug_after_reset()?;
         m.proc = image

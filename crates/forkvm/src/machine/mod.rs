@@ -490,6 +490,13 @@ impl Machine {
         format!("{} ({total} in all)", s.join(", "))
     }
 
+    /// [`Self::exit_summary`], and counts afresh (a fork's next request).
+    pub fn take_exit_summary(&mut self) -> String {
+        let s = self.exit_summary();
+        self.exits_by_call.clear();
+        s
+    }
+
     /// Runs until the program is initialised ([`Outcome::Ready`]), or ends otherwise.
     pub fn run_until_ready(&mut self, at: &ReadyAt) -> Result<Outcome, MachineError> {
         // A master makes no child processes while it starts (they would
