@@ -2,13 +2,16 @@
  * transfers, non-blocking I/O, shutdown/close (EOF, EPIPE, SIGPIPE vs
  * MSG_NOSIGNAL), SCM_RIGHTS descriptor passing, socket options, poll,
  * select and epoll readiness, and a thread blocked in read(2) woken by
- * another thread's write. Run natively and in forkvm: same output. */
+ * another thread's write; named (abstract) sockets: bind, listen, connect,
+ * accept, names, readiness, errors, and an accept woken by a thread's
+ * connect. Run natively and in forkvm: same output. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -32,6 +35,10 @@ static const char *ename(int e) {
     case ESPIPE: return "ESPIPE";
     case ENOTSOCK: return "ENOTSOCK";
     case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EADDRINUSE: return "EADDRINUSE";
+    case EPROTOTYPE: return "EPROTOTYPE";
+    case ENOENT: return "ENOENT";
+    case EISCONN: return "EISCONN";
     default: { static char b[16]; snprintf(b, sizeof b, "E%d", e); return b; }
     }
 }
@@ -302,10 +309,122 @@ static int blocking(void) {
     return 0;
 }
 
+
+/* An abstract name unique to this run (natively, other programs share the namespace). */
+static socklen_t abstract_addr(struct sockaddr_un *a, const char *tag) {
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "forkvm-test-%s-%d", tag, (int)getpid());
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static struct sockaddr_un late_addr;
+static socklen_t late_len;
+static void *late_connect(void *arg) {
+    usleep(20000);
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (connect(c, (struct sockaddr *)&late_addr, late_len) == 0) (void)!write(c, "late", 4);
+    *(int *)arg = c;
+    return NULL;
+}
+
+static int named(void) {
+    struct sockaddr_un a, got;
+    socklen_t len = abstract_addr(&a, "named");
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    CHECK(l >= 0);
+    SHOW("listen unbound", listen(l, 4));
+    SHOW("bind abstract", bind(l, (struct sockaddr *)&a, len));
+    SHOW("bind again", bind(l, (struct sockaddr *)&a, len));
+    socklen_t gl = sizeof got;
+    CHECK(getsockname(l, (struct sockaddr *)&got, &gl) == 0);
+    printf("getsockname: len %s, same name %d\n", gl == len ? "same" : "differs",
+           gl == len && memcmp(got.sun_path, a.sun_path, len - offsetof(struct sockaddr_un, sun_path)) == 0);
+    int other = socket(AF_UNIX, SOCK_STREAM, 0);
+    SHOW("bind taken name", bind(other, (struct sockaddr *)&a, len));
+    SHOW("connect before listen", connect(other, (struct sockaddr *)&a, len));
+    SHOW("listen", listen(l, 4));
+    SHOW("accept none waiting", accept(l, NULL, NULL));
+    struct pollfd pl = { l, POLLIN, 0 };
+    printf("poll listener idle: %d\n", poll(&pl, 1, 0));
+    int ep = epoll_create1(0);
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 }, out[2];
+    CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev) == 0);
+    SHOW("connect", connect(other, (struct sockaddr *)&a, len));
+    SHOW("connect again", connect(other, (struct sockaddr *)&a, len));
+    int pr = poll(&pl, 1, 0);
+    printf("poll listener: %d %#x\n", pr, pl.revents);
+    int r = epoll_wait(ep, out, 2, 0);
+    printf("epoll listener: %d data=%llu\n", r, r > 0 ? (unsigned long long)out[0].data.u64 : 0ULL);
+    struct sockaddr_un peer;
+    socklen_t pl_len = sizeof peer;
+    int s = accept4(l, (struct sockaddr *)&peer, &pl_len, SOCK_CLOEXEC);
+    printf("accept4: %s, peer address length %u\n", s >= 0 ? "ok" : ename(errno), (unsigned)pl_len);
+    printf("epoll after accept: %d\n", epoll_wait(ep, out, 2, 0));
+    gl = sizeof got;
+    CHECK(getpeername(other, (struct sockaddr *)&got, &gl) == 0);
+    printf("client's peer is the listener: %d\n", gl == len && memcmp(got.sun_path, a.sun_path, len - 2) == 0);
+    gl = sizeof got;
+    CHECK(getsockname(s, (struct sockaddr *)&got, &gl) == 0);
+    printf("accepted socket's name is the listener's: %d\n", gl == len);
+    CHECK(write(other, "ping", 4) == 4);
+    char b[16] = {0};
+    SHOW("server reads", read(s, b, sizeof b));
+    printf("server got %s\n", b);
+    CHECK(write(s, "pong", 4) == 4);
+    memset(b, 0, sizeof b);
+    SHOW("client reads", read(other, b, sizeof b));
+    printf("client got %s\n", b);
+    close(s);
+    SHOW("client reads after server close", read(other, b, sizeof b));
+    close(other);
+
+    int sp = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    SHOW("seqpacket to a stream listener", connect(sp, (struct sockaddr *)&a, len));
+    close(sp);
+    struct sockaddr_un nobody;
+    socklen_t nlen = abstract_addr(&nobody, "nobody");
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    SHOW("connect to an unused name", connect(c, (struct sockaddr *)&nobody, nlen));
+    struct sockaddr_un path = { .sun_family = AF_UNIX };
+    snprintf(path.sun_path, sizeof path.sun_path, "/nonexistent-dir/forkvm-%d.sock", (int)getpid());
+    SHOW("connect to a missing path", connect(c, (struct sockaddr *)&path, sizeof path));
+    close(c);
+    int ab = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un fam = { .sun_family = AF_UNIX };
+    SHOW("autobind", bind(ab, (struct sockaddr *)&fam, sizeof(sa_family_t)));
+    gl = sizeof got;
+    CHECK(getsockname(ab, (struct sockaddr *)&got, &gl) == 0);
+    printf("autobind name: len %u, abstract %d\n", (unsigned)gl, got.sun_path[0] == 0);
+    close(ab);
+
+    /* A blocking accept woken by another thread's connect. */
+    int fl = fcntl(l, F_GETFL);
+    CHECK(fcntl(l, F_SETFL, fl & ~O_NONBLOCK) == 0);
+    late_addr = a;
+    late_len = len;
+    int late = -1;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, late_connect, &late) == 0);
+    s = accept(l, NULL, NULL);
+    memset(b, 0, sizeof b);
+    SHOW("blocking accept, then read", read(s, b, 4));
+    printf("got %s\n", b);
+    pthread_join(t, NULL);
+    close(late);
+    close(s);
+    close(ep);
+    close(l);
+    int again = socket(AF_UNIX, SOCK_STREAM, 0);
+    SHOW("bind the name after its listener closed", bind(again, (struct sockaddr *)&a, len));
+    close(again);
+    return 0;
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (stream() || datagrams(SOCK_DGRAM, "dgram") || datagrams(SOCK_SEQPACKET, "seqpacket") ||
-        rights() || options() || readiness() || blocking())
+        rights() || options() || readiness() || blocking() || named())
         return 1;
     signal(SIGPIPE, SIG_DFL);
     int sv[2];

@@ -1,4 +1,4 @@
-//! UNIX socket pairs, POSIX timers and xattrs (issue 8, items 7 and 8): real
+//! UNIX socket pairs and named listeners, POSIX timers and xattrs: real
 //! guest programs compared with native runs.
 
 mod common;
@@ -7,14 +7,14 @@ use common::{check, differential, installed, Case, LIBS};
 use std::path::Path;
 
 #[test]
-fn socketpair_stream_dgram_seqpacket_rights_and_readiness_glibc() {
+fn unix_socket_pairs_named_listeners_rights_and_readiness_glibc() {
     let (native, _) = differential("unix_sockets.glibc", &[], &[]);
     // The program ends by dying of SIGPIPE; make sure it got that far.
     assert_eq!(native.status, 128 + 13, "{}", native.describe());
 }
 
 #[test]
-fn socketpair_stream_dgram_seqpacket_rights_and_readiness_musl() {
+fn unix_socket_pairs_named_listeners_rights_and_readiness_musl() {
     differential("unix_sockets.musl", &[], &[]);
 }
 

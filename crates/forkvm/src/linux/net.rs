@@ -1,8 +1,8 @@
 //! Sockets: the socket calls of every family. AF_UNIX sockets live inside
 //! the VM (see [`super::unix_socket`]): `socketpair` gives a connected pair
 //! (stream, datagram or seqpacket) with SCM_RIGHTS descriptor passing;
-//! `socket(AF_UNIX)` gives an unnamed socket that cannot be bound or
-//! connected to a name (nothing listens inside the VM). AF_INET/AF_INET6
+//! `socket(AF_UNIX)` sockets bind, listen, connect and accept by names the
+//! process keeps (abstract or paths, no socket file: [`super::unix_names`]). AF_INET/AF_INET6
 //! stream sockets are virtual TCP ([`super::inet`]), whose connects reach
 //! the host only for `--allow-connect` addresses ([`super::host_socket`]).
 //! Every other family is refused with the error a host without network
@@ -14,7 +14,7 @@ use super::io::{guest_buf, guest_buf_mut, MAX_IOV, MAX_RW};
 use super::table::{Support, SyscallEntry};
 use super::thread::{self, Waited};
 use super::unix_socket::{Socket, MAX_FDS_PER_MSG, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM};
-use super::{inet, Args, Errno, Process, SysResult};
+use super::{inet, unix_names, Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::time::Duration;
 
@@ -184,50 +184,28 @@ fn check_unix_addr(mem: &GuestMemory, addr: u64, len: u64) -> Result<(), Errno> 
     Ok(())
 }
 
-/// Writes an unnamed AF_UNIX address to `addr`/`len_ptr` (getsockname, recvfrom).
-fn write_unnamed(mem: &mut GuestMemory, addr: u64, len_ptr: u64) -> Result<(), Errno> {
-    let len = mem.read_u32(len_ptr)? as i32;
-    if len < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let family = (AF_UNIX as u16).to_le_bytes();
-    let n = (len as usize).min(2);
-    if n > 0 {
-        mem.write(addr, &family[..n])?;
-    }
-    mem.write_u32(len_ptr, 2)?;
-    Ok(())
-}
-
-/// Implements connect(2): nothing listens inside the VM, so every name is refused.
+/// Implements connect(2): virtual TCP, or an AF_UNIX listener of this process.
 fn sys_connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if inet::is_inet(p, a[0]) {
         return inet::connect(p, mem, a);
     }
-    let connected = with_socket(p, a[0], |s, _| Ok(s.connected() && s.connection()))?;
-    check_unix_addr(mem, a[1], a[2])?;
-    if connected {
-        return Err(Errno::EISCONN);
-    }
-    Err(Errno::ECONNREFUSED)
+    unix_names::connect(p, mem, a)
 }
 
-/// Implements bind(2): socket names (files or abstract) are refused.
+/// Implements bind(2): virtual TCP addresses, AF_UNIX names (kept in the process).
 fn sys_bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if inet::is_inet(p, a[0]) {
         return inet::bind(p, mem, a);
     }
-    with_socket(p, a[0], |_, _| Ok(()))?;
-    check_unix_addr(mem, a[1], a[2])?;
-    Err(Errno::EACCES)
+    unix_names::bind(p, mem, a)
 }
 
-/// Implements listen(2): no socket can be bound, so EINVAL (EOPNOTSUPP for datagrams).
+/// Implements listen(2).
 fn sys_listen(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     if inet::is_inet(p, a[0]) {
         return inet::listen(p, a);
     }
-    with_socket(p, a[0], |s, _| Err(not_listening(s)))
+    unix_names::listen(p, a)
 }
 
 /// What listen and accept answer on a socket that cannot listen: EINVAL for
@@ -240,20 +218,25 @@ fn not_listening(s: &Socket) -> Errno {
     }
 }
 
-/// Implements accept(2): virtual TCP connections the host pushed; no AF_UNIX socket listens.
+/// Implements accept(2): virtual TCP connections the host pushed, or
+/// connections to a listening AF_UNIX socket.
 fn sys_accept(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    accept_with(p, mem, a, 0)
+}
+
+fn accept_with(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u64) -> SysResult {
     if inet::is_inet(p, a[0]) {
-        return inet::accept(p, mem, a, 0);
+        return inet::accept(p, mem, a, flags);
+    }
+    if unix_names::is_listening(p, a[0]) {
+        return unix_names::accept(p, mem, a, flags);
     }
     with_socket(p, a[0], |s, _| Err(not_listening(s)))
 }
 
 /// Implements accept4(2): as accept, with SOCK_NONBLOCK/SOCK_CLOEXEC flags.
 fn sys_accept4(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if inet::is_inet(p, a[0]) {
-        return inet::accept(p, mem, a, a[3] as u32 as u64);
-    }
-    sys_accept(p, mem, a)
+    accept_with(p, mem, a, a[3] as u32 as u64)
 }
 
 /// Implements shutdown(2).
@@ -262,13 +245,15 @@ fn sys_shutdown(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(0)
 }
 
-/// Implements getsockname(2): sockets are unnamed.
+/// Implements getsockname(2).
 fn sys_getsockname(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if inet::is_inet(p, a[0]) {
         return inet::getsockname(p, mem, a);
     }
-    with_socket(p, a[0], |_, _| Ok(()))?;
-    write_unnamed(mem, a[1], a[2])?;
+    let name = with_socket(p, a[0], |s, _| {
+        Ok(s.unix.as_ref().and_then(|n| n.local.clone()))
+    })?;
+    unix_names::write_name(mem, a[1], a[2], name.as_deref())?;
     Ok(0)
 }
 
@@ -277,10 +262,13 @@ fn sys_getpeername(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
     if inet::is_inet(p, a[0]) {
         return inet::getpeername(p, mem, a);
     }
-    if !with_socket(p, a[0], |s, _| Ok(s.connected()))? {
+    let (connected, name) = with_socket(p, a[0], |s, _| {
+        Ok((s.connected(), s.unix.as_ref().and_then(|n| n.peer.clone())))
+    })?;
+    if !connected {
         return Err(Errno::ENOTCONN);
     }
-    write_unnamed(mem, a[1], a[2])?;
+    unix_names::write_name(mem, a[1], a[2], name.as_deref())?;
     Ok(0)
 }
 
@@ -693,11 +681,11 @@ const NO_NET: &str = "AF_UNIX only, inside the VM; other families are refused (n
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 41, name: "socket", handler: sys_socket, support: Support::Partial,
-        note: "AF_UNIX (unnamed: it cannot be bound or connected); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); UDP, raw and other families are refused (no network): EACCES" },
+        note: "AF_UNIX (named within the program: see bind); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); UDP, raw and other families are refused (no network): EACCES" },
     SyscallEntry { nr: 42, name: "connect", handler: sys_connect, support: Support::Partial,
-        note: "virtual TCP: addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address, and AF_UNIX names, ECONNREFUSED" },
+        note: "virtual TCP: addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the same program (none: ECONNREFUSED, ENOENT for a path)" },
     SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,
-        note: "virtual TCP: connections the host pushed; AF_UNIX: no socket can listen: EINVAL" },
+        note: "virtual TCP: connections the host pushed; AF_UNIX: connections made to the listener's name" },
     SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,
         note: "connected AF_UNIX sockets; a destination address is refused (ECONNREFUSED/EISCONN); EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
     SyscallEntry { nr: 45, name: "recvfrom", handler: sys_recvfrom, support: Support::Partial,
@@ -708,9 +696,9 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "as recvfrom; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
     SyscallEntry { nr: 48, name: "shutdown", handler: sys_shutdown, support: Support::Full, note: "" },
     SyscallEntry { nr: 49, name: "bind", handler: sys_bind, support: Support::Partial,
-        note: "virtual TCP: the address is recorded (port 0: a virtual port); AF_UNIX: socket names are refused: no socket file or abstract name exists in the VM" },
+        note: "virtual TCP: the address is recorded (port 0: a virtual port); AF_UNIX: abstract names and paths, kept in the program (no socket file is made; child processes do not see them); an empty name autobinds" },
     SyscallEntry { nr: 50, name: "listen", handler: sys_listen, support: Support::Partial,
-        note: "virtual TCP: takes the connections `forkvm serve` pushes; AF_UNIX: no socket can be bound: EINVAL (EOPNOTSUPP for datagrams)" },
+        note: "virtual TCP: takes the connections `forkvm serve` pushes; AF_UNIX: a bound stream/seqpacket socket (EOPNOTSUPP for datagrams)" },
     SyscallEntry { nr: 51, name: "getsockname", handler: sys_getsockname, support: Support::Full, note: "" },
     SyscallEntry { nr: 52, name: "getpeername", handler: sys_getpeername, support: Support::Full, note: "" },
     SyscallEntry { nr: 53, name: "socketpair", handler: sys_socketpair, support: Support::Partial, note: NO_NET },

@@ -1,5 +1,6 @@
-//! UNIX-domain sockets inside one VM: `socketpair(AF_UNIX)` and unnamed
-//! `socket(AF_UNIX)`. No network and no host socket is involved: a
+//! UNIX-domain sockets inside one VM: `socketpair(AF_UNIX)`, and
+//! `socket(AF_UNIX)` connected through names the process binds
+//! ([`super::unix_names`]). No network and no host socket is involved: a
 //! connected pair is two in-process queues, one per direction.
 //!
 //! Each queue holds messages (a write's bytes plus any descriptors passed
@@ -98,6 +99,8 @@ pub struct Socket {
     pub ino: u64,
     /// The AF_INET/AF_INET6 part of a virtual TCP socket ([`super::inet`]).
     pub inet: Option<Box<super::inet::Inet>>,
+    /// Names of a bound, listening or connected AF_UNIX socket ([`super::unix_names`]).
+    pub unix: Option<Box<super::unix_names::Named>>,
 }
 
 fn next_ino() -> u64 {
@@ -119,6 +122,7 @@ impl Socket {
             flags: Vec::new(),
             ino: next_ino(),
             inet: None,
+            unix: None,
         }
     }
 
@@ -193,6 +197,7 @@ impl Socket {
             flags: self.flags.clone(),
             ino: self.ino,
             inet: self.inet.as_ref().map(|i| Box::new(i.fork_copy())),
+            unix: self.unix.as_ref().map(|n| Box::new(n.fork_copy())),
         }
     }
 
@@ -265,6 +270,13 @@ impl Socket {
     pub fn poll(&self) -> i16 {
         if let Some(r) = self.inet.as_ref().and_then(|i| i.listen_poll()) {
             return r;
+        }
+        if let Some(l) = self.unix.as_ref().and_then(|n| n.listener.as_ref()) {
+            return if lock(l).pending.is_empty() {
+                0
+            } else {
+                POLLIN | POLLRDNORM
+            };
         }
         if let Some(h) = self.host_stream() {
             return h.poll();

@@ -1,0 +1,314 @@
+//! Named AF_UNIX sockets inside one VM: bind, listen, connect and accept
+//! (see [`super::unix_socket`] for the connected pairs they make).
+//!
+//! A name is what follows `sun_family` in the address: an abstract name
+//! (a leading NUL) or a path. Names live in the process, not in the file
+//! system: binding a path creates no socket file, and a connect finds its
+//! listener among the process's own descriptors, so names are shared by
+//! the threads of a program but not with its child processes (each a VM
+//! of its own) or the host. A connect to a name nothing listens on is
+//! ECONNREFUSED (ENOENT for a path, as Linux says when there is no file).
+//! Datagram sockets may be bound, but a datagram still goes only to a
+//! connected peer (socketpair).
+
+use super::fdtable::{lock, FileKind};
+use super::inet::Listener;
+use super::thread::{self, Waited};
+use super::unix_socket::{Socket, SOCK_DGRAM};
+use super::{Args, Errno, Process, SysResult};
+use crate::memory::GuestMemory;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// `AF_UNIX`.
+const AF_UNIX: u16 = 1;
+/// Size of `struct sockaddr_un`.
+const SOCKADDR_UN_SIZE: usize = 110;
+/// Largest backlog recorded (SOMAXCONN).
+const SOMAXCONN: i32 = 4096;
+const EADDRINUSE: Errno = Errno(98);
+
+/// The AF_UNIX names of a socket.
+#[derive(Default)]
+pub struct Named {
+    /// Its name (an accepted socket: its listener's).
+    pub local: Option<Vec<u8>>,
+    /// Bound to `local` by bind(2) (an accepted socket only carries it).
+    pub bound: bool,
+    /// The name of the listener it connected to.
+    pub peer: Option<Vec<u8>>,
+    /// Set by listen(2): connections not yet accepted.
+    pub listener: Option<Arc<Mutex<Listener>>>,
+}
+
+impl Named {
+    /// A copy for a forked process: a listening socket keeps listening,
+    /// with no pending connection (they belong to the original).
+    pub fn fork_copy(&self) -> Named {
+        Named {
+            local: self.local.clone(),
+            bound: self.bound,
+            peer: self.peer.clone(),
+            listener: self.listener.as_ref().map(|l| {
+                Arc::new(Mutex::new(Listener {
+                    backlog: lock(l).backlog,
+                    pending: VecDeque::new(),
+                }))
+            }),
+        }
+    }
+}
+
+/// The name in the address at `addr` (`len` bytes): EINVAL unless AF_UNIX
+/// and of a plausible length; `None` for an empty name (autobind). A path
+/// ends at its first NUL, an abstract name takes every byte given.
+fn read_name(mem: &GuestMemory, addr: u64, len: u64) -> Result<Option<Vec<u8>>, Errno> {
+    let len = usize::try_from(len as u32).map_err(|_| Errno::EINVAL)?;
+    if !(2..=SOCKADDR_UN_SIZE).contains(&len) {
+        return Err(Errno::EINVAL);
+    }
+    let b = mem.read(addr, len as u64)?;
+    if u16::from_le_bytes([b[0], b[1]]) != AF_UNIX {
+        return Err(Errno::EINVAL);
+    }
+    let path = &b[2..];
+    Ok(match path.first() {
+        None => None,
+        Some(0) => Some(path.to_vec()),
+        Some(_) => {
+            let end = path.iter().position(|&c| c == 0).unwrap_or(path.len());
+            Some(path[..end].to_vec())
+        }
+    })
+}
+
+/// Writes `name` as a `struct sockaddr_un` to `addr`, its length to
+/// `len_ptr` (truncated to the room the caller gave, as Linux does).
+pub fn write_name(
+    mem: &mut GuestMemory,
+    addr: u64,
+    len_ptr: u64,
+    name: Option<&[u8]>,
+) -> Result<(), Errno> {
+    let room = mem.read_u32(len_ptr)? as i32;
+    if room < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut full = AF_UNIX.to_le_bytes().to_vec();
+    if let Some(n) = name {
+        full.extend_from_slice(n);
+        if n.first() != Some(&0) {
+            full.push(0); // a path is NUL-terminated, and counted so
+        }
+    }
+    let n = (room as usize).min(full.len());
+    if n > 0 {
+        mem.write(addr, &full[..n])?;
+    }
+    mem.write_u32(len_ptr, full.len() as u32)?;
+    Ok(())
+}
+
+/// Runs `f` on the AF_UNIX socket behind `fd` (ENOTSOCK otherwise) and its O_NONBLOCK flag.
+fn with_unix<T>(
+    p: &Process,
+    fd: u64,
+    f: impl FnOnce(&mut Socket, bool) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    super::net::with_socket(p, fd, f)
+}
+
+/// A listener found by name, and its socket type.
+type Found = (Arc<Mutex<Listener>>, u32);
+
+/// Whether any socket of the process is bound to `name`; the listener (and
+/// its type) if one listens there.
+fn lookup(p: &Process, name: &[u8]) -> (bool, Option<Found>) {
+    let mut bound = false;
+    for fd in p.fds.open_fds() {
+        let Ok(f) = p.fds.get(fd) else { continue };
+        let of = lock(&f);
+        let FileKind::Socket(s) = &of.kind else {
+            continue;
+        };
+        let Some(n) = &s.unix else { continue };
+        if !n.bound || n.local.as_deref() != Some(name) {
+            continue;
+        }
+        bound = true;
+        if let Some(l) = &n.listener {
+            return (true, Some((l.clone(), s.ty)));
+        }
+    }
+    (bound, None)
+}
+
+/// A fresh abstract name for autobind (Linux: five hex digits).
+fn autobind_name() -> Vec<u8> {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed) & 0xf_ffff;
+    let mut v = vec![0u8];
+    v.extend_from_slice(format!("{n:05x}").as_bytes());
+    v
+}
+
+/// bind(2) on an AF_UNIX socket.
+pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    with_unix(p, a[0], |_, _| Ok(()))?;
+    let name = read_name(mem, a[1], a[2])?.unwrap_or_else(autobind_name);
+    if with_unix(p, a[0], |s, _| {
+        Ok(s.unix.as_ref().is_some_and(|n| n.local.is_some()))
+    })? {
+        return Err(Errno::EINVAL);
+    }
+    if lookup(p, &name).0 {
+        return Err(EADDRINUSE);
+    }
+    with_unix(p, a[0], |s, _| {
+        let n = s.unix.get_or_insert_with(Default::default);
+        n.local = Some(name);
+        n.bound = true;
+        Ok(0)
+    })
+}
+
+/// listen(2) on an AF_UNIX socket: it must be a bound stream or seqpacket socket.
+pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
+    let backlog = (a[1] as i32).clamp(0, SOMAXCONN);
+    with_unix(p, a[0], |s, _| {
+        if s.ty == SOCK_DGRAM {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if s.connected() {
+            return Err(Errno::EINVAL);
+        }
+        let Some(n) = s.unix.as_mut().filter(|n| n.bound) else {
+            return Err(Errno::EINVAL);
+        };
+        match &n.listener {
+            Some(l) => lock(l).backlog = backlog,
+            None => {
+                n.listener = Some(Arc::new(Mutex::new(Listener {
+                    backlog,
+                    pending: VecDeque::new(),
+                })))
+            }
+        }
+        Ok(0)
+    })
+}
+
+/// Whether `fd` is a listening AF_UNIX socket.
+pub(super) fn is_listening(p: &Process, fd: u64) -> bool {
+    with_unix(p, fd, |s, _| {
+        Ok(s.unix.as_ref().is_some_and(|n| n.listener.is_some()))
+    })
+    .unwrap_or(false)
+}
+
+/// connect(2) of an AF_UNIX stream or seqpacket socket to a listener of
+/// this process: a connected pair, whose other end waits to be accepted.
+pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let (ty, connected, listening) = with_unix(p, a[0], |s, _| {
+        let listening = s.unix.as_ref().is_some_and(|n| n.listener.is_some());
+        Ok((s.ty, s.connected(), listening))
+    })?;
+    let Some(name) = read_name(mem, a[1], a[2])? else {
+        return Err(Errno::EINVAL);
+    };
+    if connected || listening {
+        return Err(Errno::EISCONN);
+    }
+    let Some((listener, listener_ty)) = lookup(p, &name).1 else {
+        return Err(if name.first() == Some(&0) {
+            Errno::ECONNREFUSED
+        } else {
+            Errno::ENOENT
+        });
+    };
+    if ty == SOCK_DGRAM {
+        // Datagrams have no listener to connect to here.
+        return Err(Errno::ECONNREFUSED);
+    }
+    if listener_ty != ty {
+        // Linux looks a name up by type: a listener of another type is none.
+        return Err(Errno::ECONNREFUSED);
+    }
+    {
+        let l = lock(&listener);
+        // Linux queues one more than the backlog.
+        if l.pending.len() > l.backlog as usize {
+            drop(l);
+            let nonblocking = with_unix(p, a[0], |_, nb| Ok(nb))?;
+            if nonblocking {
+                return Err(Errno::EAGAIN);
+            }
+            return match thread::wait(p, None, None) {
+                Waited::Retry => Ok(0),
+                Waited::TimedOut => Err(Errno::EAGAIN),
+            };
+        }
+    }
+    let (mut mine, mut theirs) = Socket::pair(ty);
+    // The connecting socket takes over `mine`'s side (dropping a socket that
+    // still holds it would close it).
+    let side = mine.conn.take();
+    theirs.unix = Some(Box::new(Named {
+        local: Some(name.clone()),
+        ..Default::default()
+    }));
+    with_unix(p, a[0], |s, _| {
+        s.conn = side;
+        s.unix.get_or_insert_with(Default::default).peer = Some(name);
+        Ok(())
+    })?;
+    lock(&listener).pending.push_back(theirs);
+    Ok(0)
+}
+
+/// accept(2)/accept4(2) on a listening AF_UNIX socket: the next connection, or a wait.
+pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u64) -> SysResult {
+    use super::fdtable::{oflags, OpenFile};
+    const SOCK_NONBLOCK: u64 = 0o4000;
+    const SOCK_CLOEXEC: u64 = 0o2000000;
+    if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (addr, len_ptr) = (a[1], a[2]);
+    if addr != 0 && (mem.read_u32(len_ptr)? as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (conn, nonblocking) = with_unix(p, a[0], |s, nb| {
+        let l = s
+            .unix
+            .as_ref()
+            .and_then(|n| n.listener.as_ref())
+            .ok_or(Errno::EINVAL)?;
+        Ok((lock(l).pending.pop_front(), nb))
+    })?;
+    let Some(conn) = conn else {
+        if nonblocking {
+            return Err(Errno::EAGAIN);
+        }
+        return match thread::wait(p, None, None) {
+            Waited::Retry => Ok(0),
+            Waited::TimedOut => Err(Errno::EAGAIN),
+        };
+    };
+    let nb = if flags & SOCK_NONBLOCK != 0 {
+        oflags::O_NONBLOCK
+    } else {
+        0
+    };
+    let file = OpenFile::new(FileKind::Socket(conn), oflags::O_RDWR | nb);
+    let fd = p.fds.insert(file, flags & SOCK_CLOEXEC != 0)?;
+    if addr != 0 {
+        // The connecting socket was not bound: an unnamed address.
+        if let Err(e) = write_name(mem, addr, len_ptr, None) {
+            let _ = p.fds.close(fd);
+            return Err(e);
+        }
+    }
+    Ok(fd as u64)
+}
