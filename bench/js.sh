@@ -8,7 +8,11 @@
 #
 #   bench/js.sh [SECS]        (default 10)
 #
-# Environment: WORKLOADS="hello static react" (which to run); FORKVM_SERVE_FLAGS
+# Each server is measured once it is AGE seconds old (default 10): timers a
+# master armed before its snapshot come due in every fork after a few seconds,
+# so a figure taken right after start-up can miss what a long-lived service pays.
+#
+# Environment: WORKLOADS="hello static react" (which to run); AGE; FORKVM_SERVE_FLAGS
 # (more `forkvm serve` flags, for A/B runs: e.g. "--warmup 0", or
 # "--v8-flag=--max-old-space-size=64" to drop the other default V8 flags).
 set -euo pipefail
@@ -40,6 +44,7 @@ wait_up() {
     for _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0; sleep 0.2; done
     echo "server on $1 never answered" >&2; return 1
 }
+AGE=${AGE:-10}
 
 # measure NAME -> "mean p50 p99" in µs
 measure() {
@@ -58,6 +63,7 @@ for w in ${WORKLOADS:-hello static react}; do
     node --input-type=module -e "$ADAPTER" -- "$app" "$PORT" 5 >/dev/null 2>&1 &
     PIDS+=($!)
     wait_up "$PORT"
+    sleep "$AGE"
     read -r nm n50 n99 < <(measure "$PORT")
     kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
     printf '%-8s %-22s %10s %10s %10s %8s\n' "$w" "node (native)" "$nm" "$n50" "$n99" "1.00"
@@ -66,6 +72,7 @@ for w in ${WORKLOADS:-hello static react}; do
         "$FORKVM" serve -q --concurrency 1 --ephemeral "$eph" "${EXTRA[@]}" --listen "127.0.0.1:$PORT" "$app" &
         PIDS+=($!)
         wait_up "$PORT"
+        sleep "$AGE"
         read -r m p50 p99 < <(measure "$PORT")
         kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
         printf '%-8s %-22s %10s %10s %10s %8s\n' "$w" "forkvm ephemeral=$eph" "$m" "$p50" "$p99" \

@@ -195,7 +195,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     match &outcome {
         Outcome::Exited(code) => tracing::debug!(code, "guest exited"),
-        Outcome::Ready | Outcome::Returned(_) | Outcome::Idle => {}
+        Outcome::Ready | Outcome::Returned(_) | Outcome::Idle | Outcome::Stopped => {}
         Outcome::Crashed(info) => eprint!("{}", machine.crash_report_with_source(info)),
         Outcome::TimedOut(t) => eprintln!(
             "forkvm: timeout: {} did not finish within --timeout {} s and was stopped at {}",

@@ -167,6 +167,21 @@ impl Fork {
         self.machine()?.run_until_idle(timeout)
     }
 
+    /// See [`crate::machine::Machine::run_until_answered`].
+    pub fn run_until_answered(
+        &mut self,
+        timeout: Duration,
+        answered: &mut dyn FnMut() -> bool,
+    ) -> Result<crate::machine::Outcome, CallError> {
+        self.machine()?.run_until_answered(timeout, answered)
+    }
+
+    /// Whether the fork is reset after every request (see
+    /// [`Self::set_respond_ends_call`]).
+    pub fn respond_ends_call(&self) -> bool {
+        self.machine.as_ref().is_some_and(|m| m.respond_ends_call())
+    }
+
     /// Returns the fork to the master's state: memory, registers, FPU state,
     /// open files, signal dispositions, cwd, brk, and a fresh random seed.
     /// Its private /tmp and its copy of the `--allow-write` roots (see

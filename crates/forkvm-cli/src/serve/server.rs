@@ -188,8 +188,26 @@ pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
         if left.is_zero() {
             return Result::TimedOut;
         }
-        match fork.run_until_idle(left) {
-            Ok(Outcome::Idle) => {}
+        // A VM reset after the request stops as soon as its response is
+        // whole: nothing it does after answering could be observed.
+        let ran = if fork.respond_ends_call() {
+            let mut seen = out.len();
+            fork.run_until_answered(left, &mut || {
+                let closed = conn.take(&mut out);
+                if out.len() == seen && !closed {
+                    return false;
+                }
+                seen = out.len();
+                matches!(
+                    parse_response(&out, &job.method, closed),
+                    Parsed::Done(_) | Parsed::Bad(_)
+                )
+            })
+        } else {
+            fork.run_until_idle(left)
+        };
+        match ran {
+            Ok(Outcome::Idle | Outcome::Stopped) => {}
             Ok(Outcome::Crashed(info)) => return Result::Crashed(fork.crash_report(&info)),
             Ok(Outcome::TimedOut(_)) => return Result::TimedOut,
             Ok(Outcome::Exited(s)) => {

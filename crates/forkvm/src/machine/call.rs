@@ -272,6 +272,11 @@ impl Machine {
         self.respond_ends_call = on;
     }
 
+    /// See [`Self::set_respond_ends_call`].
+    pub fn respond_ends_call(&self) -> bool {
+        self.respond_ends_call
+    }
+
     /// The answer the guest gave during the last call, if any.
     pub fn take_response(&mut self) -> Option<Response> {
         self.response.take()
@@ -383,6 +388,29 @@ impl Machine {
     /// has done all it can with what the host pushed. A crash, exit or
     /// timeout poisons the machine until reset.
     pub fn run_until_idle(&mut self, timeout: Duration) -> Result<Outcome, CallError> {
+        self.run_until_idle_or(timeout, &mut || false)
+    }
+
+    /// [`Self::run_until_idle`], or until `answered` says the host has what
+    /// it waits for (asked between exits, e.g. a whole HTTP response on the
+    /// connection): [`Outcome::Stopped`], with the program stopped wherever
+    /// it was. For VMs reset after every request, whose work after the
+    /// answer could not be observed anyway (timers the master armed, a
+    /// garbage collection, closing the connection). Poisons the machine
+    /// until reset, as any run that does not end idle.
+    pub fn run_until_answered(
+        &mut self,
+        timeout: Duration,
+        answered: &mut dyn FnMut() -> bool,
+    ) -> Result<Outcome, CallError> {
+        self.run_until_idle_or(timeout, answered)
+    }
+
+    fn run_until_idle_or(
+        &mut self,
+        timeout: Duration,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Result<Outcome, CallError> {
         if self.poisoned {
             return Err(CallError::NotCallable(
                 "a previous call failed; reset first",
@@ -395,7 +423,7 @@ impl Machine {
         }
         self.resume_parked()?;
         self.mode = Mode::UntilIdle;
-        let outcome = self.run_for(timeout);
+        let outcome = self.run_for_or(timeout, stop);
         self.mode = Mode::Program;
         match outcome {
             Ok(Outcome::Idle) => Ok(Outcome::Idle),

@@ -124,6 +124,10 @@ pub enum Outcome {
     /// A server program waits on the network: every thread is blocked
     /// (see [`Machine::run_until_idle`]).
     Idle,
+    /// The caller's condition held between two exits and the run was
+    /// stopped there (see [`Machine::run_until_answered`]): the machine must
+    /// be reset before it runs again.
+    Stopped,
 }
 
 impl Outcome {
@@ -133,7 +137,7 @@ impl Outcome {
             Outcome::Exited(c) => *c & 0xff,
             Outcome::Crashed(c) => 128 + c.signal,
             Outcome::TimedOut(_) => 124,
-            Outcome::Ready | Outcome::Returned(_) | Outcome::Idle => 0,
+            Outcome::Ready | Outcome::Returned(_) | Outcome::Idle | Outcome::Stopped => 0,
         }
     }
 }
@@ -554,6 +558,16 @@ impl Machine {
 
     /// Runs until the program exits, crashes, times out, is ready or returns from a call.
     pub fn run_for(&mut self, timeout: Duration) -> Result<Outcome, MachineError> {
+        self.run_for_or(timeout, &mut || false)
+    }
+
+    /// [`Self::run_for`], stopping with [`Outcome::Stopped`] as soon as
+    /// `stop` says so; it is asked before every entry into the guest.
+    pub(crate) fn run_for_or(
+        &mut self,
+        timeout: Duration,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Result<Outcome, MachineError> {
         let mut deadline = Deadline::arm(timeout);
         let mut ticker: Option<Deadline> = None;
         // A kick when the interval timer (setitimer/alarm) is due.
@@ -566,6 +580,9 @@ impl Machine {
                     continue;
                 }
                 return Ok(Outcome::TimedOut(timeout));
+            }
+            if stop() {
+                return Ok(Outcome::Stopped);
             }
             let due = self.proc.next_timer_due();
             if alarm.as_ref().map(|(at, _)| *at) != due {
