@@ -100,6 +100,22 @@ fn c_epoll_server_musl_static() {
     );
 }
 
+/// With a reset after every request, the request ends when its response is
+/// whole: what the program does after answering is never run (here, a
+/// crash), as a client of the native server sees the answer before the crash.
+#[test]
+fn an_ephemeral_request_ends_with_its_response() {
+    let prog = guest("epoll_server.musl");
+    let port = free_port();
+    let fs = forkvm(&prog, &[&port.to_string()], &[], port);
+    for _ in 0..2 {
+        let r = get(port, "/answer-then-crash");
+        assert_eq!(r.status, 200, "{}", fs.output());
+        assert_eq!(r.text(), "answered\n", "{}", fs.output());
+    }
+    assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
+}
+
 #[test]
 fn c_epoll_server_glibc_dynamic() {
     check_server(

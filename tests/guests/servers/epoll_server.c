@@ -9,6 +9,7 @@
  *         POST /echo   the request body
  *         GET /big     N bytes of a pattern (?n=BYTES, default 1 MiB)
  *         GET /crash   a NULL write (SIGSEGV)
+ *         GET /answer-then-crash   "answered\n", written at once, then SIGSEGV
  *         GET /silent  no answer at all (the connection stays open)
  *         GET /spin    a busy loop that never ends
  *         GET /peer    "peer=IP:PORT local=IP:PORT\n" (getpeername, getsockname)
@@ -92,6 +93,8 @@ static const char *header(const char *hdrs, const char *end, const char *name, s
 }
 
 /* Handles every complete request in c->in; returns 0, or -1 on a malformed one. */
+static int flush_out(struct conn *c);
+
 static int handle_requests(struct conn *c) {
     for (;;) {
         char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
@@ -109,6 +112,10 @@ static int handle_requests(struct conn *c) {
         const char *body = c->in + head_len;
         served++;
         if (strcmp(target, "/crash") == 0) {
+            *(volatile int *)0 = 1;
+        } else if (strcmp(target, "/answer-then-crash") == 0) {
+            respond(c, 200, "OK", "answered\n", 9);
+            flush_out(c);
             *(volatile int *)0 = 1;
         } else if (strcmp(target, "/silent") == 0) {
             /* nothing */
