@@ -127,6 +127,10 @@ pub struct Process {
     pub started: Instant,
     /// Unknown syscalls already logged, so each is logged once.
     pub unknown_logged: HashSet<u64>,
+    /// Calls completed without waiting, by any thread: a thread whose wait
+    /// last looked at an older count may find something ready now
+    /// (`thread::Threads::take_next`).
+    pub progress: u64,
     /// POSIX timers (timer_create).
     pub posix_timers: time::posix::Timers,
     /// The private /tmp and /dev/shm (see `fs::PrivateTmp`).
@@ -171,6 +175,7 @@ impl Process {
             comm,
             started: Instant::now(),
             unknown_logged: HashSet::new(),
+            progress: 0,
             posix_timers: time::posix::Timers::default(),
             tmp: fs::PrivateTmp::new(),
             outbound: host_socket::Outbound::default(),
@@ -208,6 +213,7 @@ impl Process {
             comm: self.comm,
             started: self.started,
             unknown_logged: self.unknown_logged.clone(),
+            progress: self.progress,
             posix_timers: time::posix::Timers::default(),
             tmp: self.tmp.fork_copy()?,
             outbound: self.outbound.clone(),
@@ -277,6 +283,7 @@ pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) ->
     // (whichever path served it: an exit or the poller).
     if !matches!(p.sched, Some(thread::Sched::Retry(_))) {
         p.waiting = None;
+        p.progress = p.progress.wrapping_add(1);
     }
     trace::after(p, mem, nr, args, &result);
     match result {

@@ -94,8 +94,26 @@ pub struct ThreadCtx {
     pub wait: Wait,
     /// The deadline of a syscall it is waiting in (see [`wait`]).
     pub waiting: Option<Option<Instant>>,
+    /// [`super::Process::progress`] when it stopped: a retried call that
+    /// looked before other threads did more may find something ready.
+    pub looked: u64,
     /// Its x87/SSE/AVX state and control words.
     pub fpu: crate::hypervisor::XsaveArea,
+}
+
+impl ThreadCtx {
+    /// Whether it can run at `now`, when the process's calls have reached
+    /// `progress`: runnable, timed out, or a retried call that looked before
+    /// other threads did more (a write to the eventfd its epoll watches
+    /// makes it ready at once, not at its next periodic look).
+    pub fn can_run(&self, now: Instant, progress: u64) -> bool {
+        match self.wait {
+            Wait::Runnable => true,
+            Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
+            Wait::Sleep(until) => until <= now,
+            Wait::Retry(until) => until <= now || self.looked != progress,
+        }
+    }
 }
 
 /// What the run loop must do after a syscall returns.
@@ -179,12 +197,8 @@ pub struct Threads {
 
 impl Threads {
     /// Whether some other thread can run now.
-    pub fn any_runnable(&self, now: Instant) -> bool {
-        self.others.iter().any(|t| match t.wait {
-            Wait::Runnable => true,
-            Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
-            Wait::Sleep(until) | Wait::Retry(until) => until <= now,
-        })
+    pub fn any_runnable(&self, now: Instant, progress: u64) -> bool {
+        self.others.iter().any(|t| t.can_run(now, progress))
     }
 
     /// The earliest time a waiting thread times out.
@@ -200,12 +214,8 @@ impl Threads {
     }
 
     /// Takes the next thread that can run, setting the result of its blocked syscall.
-    pub fn take_next(&mut self, now: Instant) -> Option<ThreadCtx> {
-        let i = self.others.iter().position(|t| match t.wait {
-            Wait::Runnable => true,
-            Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
-            Wait::Sleep(until) | Wait::Retry(until) => until <= now,
-        })?;
+    pub fn take_next(&mut self, now: Instant, progress: u64) -> Option<ThreadCtx> {
+        let i = self.others.iter().position(|t| t.can_run(now, progress))?;
         let mut t = self.others.remove(i)?;
         match t.wait {
             Wait::Futex { .. } => t.regs.rax = (-(Errno::ETIMEDOUT.0 as i64)) as u64,

@@ -30,6 +30,7 @@ impl Machine {
             pending_signal: None,
             wait,
             waiting: self.proc.waiting,
+            looked: self.proc.progress,
             fpu: self.vcpu.xsave_area()?,
         })
     }
@@ -81,6 +82,7 @@ impl Machine {
                     pending_signal: None,
                     wait: Wait::Runnable,
                     waiting: None,
+                    looked: self.proc.progress,
                     // A new thread starts with a copy of its creator's state, as on Linux.
                     fpu: self.vcpu.xsave_area()?,
                 };
@@ -125,7 +127,11 @@ impl Machine {
     /// If none can run, sleeps until the first one times out and returns
     /// false (the caller retries; the watchdog interrupts the sleep).
     pub(super) fn switch_thread(&mut self) -> Result<bool, MachineError> {
-        if let Some(t) = self.proc.threads.take_next(Instant::now()) {
+        if let Some(t) = self
+            .proc
+            .threads
+            .take_next(Instant::now(), self.proc.progress)
+        {
             self.adopt(&t)?;
             let regs = self.with_pending_signal(&t)?;
             self.resume_user(&regs)?;
@@ -153,7 +159,12 @@ impl Machine {
     /// On a preemption tick: if the guest was in user mode and another
     /// thread can run, switch to it (registers only, no guest kernel).
     pub(super) fn preempt(&mut self) -> Result<(), MachineError> {
-        if self.proc.threads.others.is_empty() || !self.proc.threads.any_runnable(Instant::now()) {
+        if self.proc.threads.others.is_empty()
+            || !self
+                .proc
+                .threads
+                .any_runnable(Instant::now(), self.proc.progress)
+        {
             return Ok(());
         }
         let regs = self.vcpu.regs();
@@ -164,7 +175,11 @@ impl Machine {
             return Ok(()); // next tick
         }
         let me = self.save_current(regs, Wait::Runnable)?;
-        let Some(next) = self.proc.threads.take_next(Instant::now()) else {
+        let Some(next) = self
+            .proc
+            .threads
+            .take_next(Instant::now(), self.proc.progress)
+        else {
             return Ok(());
         };
         self.proc.threads.others.push_back(me);
