@@ -102,16 +102,15 @@ pub struct ThreadCtx {
 }
 
 impl ThreadCtx {
-    /// Whether it can run at `now`, when the process's calls have reached
-    /// `progress`: runnable, timed out, or a retried call that looked before
-    /// other threads did more (a write to the eventfd its epoll watches
-    /// makes it ready at once, not at its next periodic look).
-    pub fn can_run(&self, now: Instant, progress: u64) -> bool {
+    /// Whether it can run at `now`: runnable or timed out, or, when
+    /// `progress` is given (the process's count of completed calls), a
+    /// retried call that looked before other threads did more.
+    pub fn can_run(&self, now: Instant, progress: Option<u64>) -> bool {
         match self.wait {
             Wait::Runnable => true,
             Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
             Wait::Sleep(until) => until <= now,
-            Wait::Retry(until) => until <= now || self.looked != progress,
+            Wait::Retry(until) => until <= now || progress.is_some_and(|p| self.looked != p),
         }
     }
 }
@@ -197,7 +196,7 @@ pub struct Threads {
 
 impl Threads {
     /// Whether some other thread can run now.
-    pub fn any_runnable(&self, now: Instant, progress: u64) -> bool {
+    pub fn any_runnable(&self, now: Instant, progress: Option<u64>) -> bool {
         self.others.iter().any(|t| t.can_run(now, progress))
     }
 
@@ -214,7 +213,7 @@ impl Threads {
     }
 
     /// Takes the next thread that can run, setting the result of its blocked syscall.
-    pub fn take_next(&mut self, now: Instant, progress: u64) -> Option<ThreadCtx> {
+    pub fn take_next(&mut self, now: Instant, progress: Option<u64>) -> Option<ThreadCtx> {
         let i = self.others.iter().position(|t| t.can_run(now, progress))?;
         let mut t = self.others.remove(i)?;
         match t.wait {

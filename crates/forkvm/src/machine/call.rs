@@ -314,10 +314,12 @@ impl Machine {
         if !matches!(self.mode, Mode::UntilReady | Mode::UntilIdle)
             || !matches!(self.proc.sched, Some(Sched::Retry(_)))
             || self.proc.pending_signal.is_some()
-            || self.proc.threads.others.iter().any(|t| {
-                t.wait == Wait::Runnable
-                    || (matches!(t.wait, Wait::Retry(_)) && t.looked != self.proc.progress)
-            })
+            || self
+                .proc
+                .threads
+                .others
+                .iter()
+                .any(|t| t.wait == Wait::Runnable)
             || crate::linux::host_socket::awaiting(&self.proc)
         {
             return Ok(None);
@@ -442,11 +444,7 @@ impl Machine {
                 t.wait = crate::linux::thread::Wait::Runnable;
             }
         }
-        let Some(t) = self
-            .proc
-            .threads
-            .take_next(std::time::Instant::now(), self.proc.progress)
-        else {
+        let Some(t) = self.proc.threads.take_next(std::time::Instant::now(), None) else {
             self.stalled = true;
             return Ok(());
         };

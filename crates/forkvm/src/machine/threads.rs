@@ -98,11 +98,11 @@ impl Machine {
             Sched::Block(wait) => {
                 let me = self.save_current(ctx, wait)?;
                 self.proc.threads.others.push_back(me);
-                self.stalled = !self.switch_thread()?;
+                self.stalled = !self.switch_thread_after_block()?;
                 Ok(true)
             }
             Sched::Exit => {
-                self.stalled = !self.switch_thread()?;
+                self.stalled = !self.switch_thread_after_block()?;
                 Ok(true)
             }
             Sched::Fork(req) => self.fork_child(req, ctx),
@@ -127,11 +127,23 @@ impl Machine {
     /// If none can run, sleeps until the first one times out and returns
     /// false (the caller retries; the watchdog interrupts the sleep).
     pub(super) fn switch_thread(&mut self) -> Result<bool, MachineError> {
-        if let Some(t) = self
-            .proc
-            .threads
-            .take_next(Instant::now(), self.proc.progress)
-        {
+        self.switch_thread_with(None)
+    }
+
+    /// [`Self::switch_thread`] when the running thread blocked (a futex
+    /// wait, a sleep) or exited: a thread retrying a call whose last look
+    /// is older than the process's progress may run at once (a tokio worker
+    /// that woke another's epoll through an eventfd and then waits). Not
+    /// when the running thread itself retries a call, nor on a preemption
+    /// tick: in a fork, node's other threads would then run the timers its
+    /// master armed (V8's delayed tasks) before the response is written
+    /// (the aged hello request went from 2.4 to ~9 ms when they did).
+    fn switch_thread_after_block(&mut self) -> Result<bool, MachineError> {
+        self.switch_thread_with(Some(self.proc.progress))
+    }
+
+    fn switch_thread_with(&mut self, progress: Option<u64>) -> Result<bool, MachineError> {
+        if let Some(t) = self.proc.threads.take_next(Instant::now(), progress) {
             self.adopt(&t)?;
             let regs = self.with_pending_signal(&t)?;
             self.resume_user(&regs)?;
@@ -160,10 +172,7 @@ impl Machine {
     /// thread can run, switch to it (registers only, no guest kernel).
     pub(super) fn preempt(&mut self) -> Result<(), MachineError> {
         if self.proc.threads.others.is_empty()
-            || !self
-                .proc
-                .threads
-                .any_runnable(Instant::now(), self.proc.progress)
+            || !self.proc.threads.any_runnable(Instant::now(), None)
         {
             return Ok(());
         }
@@ -175,11 +184,7 @@ impl Machine {
             return Ok(()); // next tick
         }
         let me = self.save_current(regs, Wait::Runnable)?;
-        let Some(next) = self
-            .proc
-            .threads
-            .take_next(Instant::now(), self.proc.progress)
-        else {
+        let Some(next) = self.proc.threads.take_next(Instant::now(), None) else {
             return Ok(());
         };
         self.proc.threads.others.push_back(me);
