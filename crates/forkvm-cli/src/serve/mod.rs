@@ -52,7 +52,7 @@ pub struct ServeArgs {
     /// Synthetic `GET /` requests each worker serves (and forgets: it is reset)
     /// before taking real ones, so the first real request is as fast as the
     /// rest (default 0). For a JavaScript module, the master serves them
-    /// itself before its snapshot instead (default 5), so node's HTTP path
+    /// itself before its snapshot instead (default 100), so node's HTTP path
     /// and the module are compiled and warm in every fork.
     #[arg(long, value_name = "N")]
     warmup: Option<usize>,
