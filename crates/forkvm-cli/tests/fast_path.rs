@@ -192,15 +192,32 @@ fn exitless_files(path: &str, prog: &str, scribble: bool) -> Run {
     run_cmd(cmd, b"", Duration::from_secs(120))
 }
 
-/// How many host calls the poller answered, from the debug log.
-fn answered_without_exit(r: &Run) -> u64 {
+/// A count the debug log gives as "N<what>" (e.g. " host calls answered
+/// without an exit"), 0 if it gives none.
+fn logged_count(r: &Run, what: &str) -> u64 {
     r.stderr_str()
         .lines()
         .find_map(|l| {
-            let before = l.split_once(" host calls answered without an exit")?.0;
+            let before = l.split_once(what)?.0;
             before.rsplit(' ').next()?.parse().ok()
         })
         .unwrap_or(0)
+}
+
+/// `r`, run with `--syscalls path`, succeeded and printed what the native run did.
+fn succeeds_as_native(path: &str, r: &Run, native: &Run) {
+    assert_eq!(r.status, 0, "{path}: {}", r.describe());
+    assert_eq!(
+        r.stdout_str(),
+        native.stdout_str(),
+        "{path}: {}",
+        r.describe()
+    );
+}
+
+/// How many host calls the poller answered, from the debug log.
+fn answered_without_exit(r: &Run) -> u64 {
+    logged_count(r, " host calls answered without an exit")
 }
 
 /// File calls answered by the host poller (exitless) give what Linux gives,
@@ -219,13 +236,7 @@ fn exitless_file_calls_match_native_under_signals_and_threads() {
         assert!(native.stdout_str().contains("wrong answers: 0"));
         for path in ["fast", "guest", "exit"] {
             let r = exitless_files(path, prog, false);
-            assert_eq!(r.status, 0, "{path}: {}", r.describe());
-            assert_eq!(
-                r.stdout_str(),
-                native.stdout_str(),
-                "{path}: {}",
-                r.describe()
-            );
+            succeeds_as_native(path, &r, &native);
             let answered = answered_without_exit(&r);
             if path != "fast" {
                 assert_eq!(answered, 0, "{path} must not use the poller");
@@ -241,13 +252,7 @@ fn exitless_file_calls_match_native_under_signals_and_threads() {
 /// Accesses the run loop did for memory a served call mapped before its
 /// chunk had a memory slot, from the debug log.
 fn late_slot_accesses(r: &Run) -> u64 {
-    r.stderr_str()
-        .lines()
-        .find_map(|l| {
-            let before = l.split_once(" accesses before a late memory slot")?.0;
-            before.rsplit(' ').next()?.parse().ok()
-        })
-        .unwrap_or(0)
+    logged_count(r, " accesses before a late memory slot")
 }
 
 /// Memory calls answered by the host poller (mmap, munmap, mremap,
@@ -274,13 +279,7 @@ fn exitless_memory_calls_match_native_and_their_memory_works_at_once() {
                 .env("FORKVM_LOG", "forkvm=debug")
                 .env("FORKVM_POLLER_SPIN_US", "0");
             let r = run_cmd(cmd, b"", Duration::from_secs(120));
-            assert_eq!(r.status, 0, "{path}: {}", r.describe());
-            assert_eq!(
-                r.stdout_str(),
-                native.stdout_str(),
-                "{path}: {}",
-                r.describe()
-            );
+            succeeds_as_native(path, &r, &native);
             let (answered, late) = (answered_without_exit(&r), late_slot_accesses(&r));
             if path != "fast" {
                 assert_eq!(answered, 0, "{path} must not use the poller");

@@ -53,12 +53,66 @@ const HOST_PUSH_BUF: u32 = 8 << 20;
 /// Most bytes the host takes from a connection at once.
 const TAKE_CHUNK: usize = 1 << 20;
 
-/// A listening socket's queue of connections the host pushed.
+/// A listening socket's queue of connections (pushed by the host for
+/// virtual TCP, made by connect for AF_UNIX names).
 pub struct Listener {
-    /// The backlog given to listen (recorded; the host pushes one at a time).
+    /// The backlog given to listen.
     pub backlog: i32,
     /// Connections not yet accepted (the guest's ends).
     pub pending: VecDeque<Socket>,
+}
+
+impl Listener {
+    /// listen(2) on a socket whose queue is `slot`: a queue, or the new
+    /// backlog for the one it has.
+    pub fn listen(slot: &mut Option<Arc<Mutex<Listener>>>, backlog: i64) {
+        let backlog = (backlog as i32).clamp(0, SOMAXCONN);
+        match slot {
+            Some(l) => lock(l).backlog = backlog,
+            None => {
+                *slot = Some(Arc::new(Mutex::new(Listener {
+                    backlog,
+                    pending: VecDeque::new(),
+                })))
+            }
+        }
+    }
+
+    /// The queue a forked process's copy listens with: the same backlog and
+    /// no pending connection (they belong to the original).
+    pub fn fork_copy(l: &Arc<Mutex<Listener>>) -> Arc<Mutex<Listener>> {
+        Arc::new(Mutex::new(Listener {
+            backlog: lock(l).backlog,
+            pending: VecDeque::new(),
+        }))
+    }
+}
+
+/// accept(2)'s end: a new descriptor for `conn` with accept4's `flags`, or,
+/// when no connection waits, EAGAIN for a nonblocking socket and a wait
+/// otherwise (the call is made again). `Ok(None)` is the wait.
+pub(super) fn install_accepted(
+    p: &mut Process,
+    conn: Option<Socket>,
+    nonblocking: bool,
+    flags: u64,
+) -> Result<Option<i32>, Errno> {
+    let Some(conn) = conn else {
+        if nonblocking {
+            return Err(Errno::EAGAIN);
+        }
+        return match thread::wait(p, None, None) {
+            Waited::Retry => Ok(None),
+            Waited::TimedOut => Err(Errno::EAGAIN),
+        };
+    };
+    let nb = if flags & SOCK_NONBLOCK != 0 {
+        oflags::O_NONBLOCK
+    } else {
+        0
+    };
+    let file = OpenFile::new(FileKind::Socket(conn), oflags::O_RDWR | nb);
+    Ok(Some(p.fds.insert(file, flags & SOCK_CLOEXEC != 0)?))
 }
 
 /// What an AF_INET/AF_INET6 socket adds to a stream socket.
@@ -96,12 +150,7 @@ impl Inet {
             family: self.family,
             local: self.local,
             peer: self.peer,
-            listener: self.listener.as_ref().map(|l| {
-                Arc::new(Mutex::new(Listener {
-                    backlog: lock(l).backlog,
-                    pending: VecDeque::new(),
-                }))
-            }),
+            listener: self.listener.as_ref().map(Listener::fork_copy),
             opts: self.opts.clone(),
             host: self.host.as_ref().map(|h| {
                 tracing::debug!(
@@ -314,7 +363,6 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
 
 /// listen(2): the socket takes connections the host pushes.
 pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
-    let backlog = (a[1] as i32).clamp(0, SOMAXCONN);
     with_inet(p, a[0], |s, _| {
         if s.connected() {
             return Err(Errno::EINVAL);
@@ -325,15 +373,7 @@ pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
             any.set_port(next_port());
             i.local = Some(any);
         }
-        match &i.listener {
-            Some(l) => lock(l).backlog = backlog,
-            None => {
-                i.listener = Some(Arc::new(Mutex::new(Listener {
-                    backlog,
-                    pending: VecDeque::new(),
-                })))
-            }
-        }
+        Listener::listen(&mut i.listener, a[1] as i64);
         Ok(0)
     })
 }
@@ -356,23 +396,13 @@ pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u6
         Ok((lock(l).pending.pop_front(), nb, i.family))
     })?;
     let (conn, nonblocking, family) = got;
-    let Some(conn) = conn else {
-        if nonblocking {
-            return Err(Errno::EAGAIN);
-        }
-        return match thread::wait(p, None, None) {
-            Waited::Retry => Ok(0),
-            Waited::TimedOut => Err(Errno::EAGAIN),
-        };
+    let peer = conn
+        .as_ref()
+        .and_then(|c| c.inet.as_ref())
+        .and_then(|i| i.peer);
+    let Some(fd) = install_accepted(p, conn, nonblocking, flags)? else {
+        return Ok(0);
     };
-    let peer = conn.inet.as_ref().and_then(|i| i.peer);
-    let nb = if flags & SOCK_NONBLOCK != 0 {
-        oflags::O_NONBLOCK
-    } else {
-        0
-    };
-    let file = OpenFile::new(FileKind::Socket(conn), oflags::O_RDWR | nb);
-    let fd = p.fds.insert(file, flags & SOCK_CLOEXEC != 0)?;
     if addr != 0 {
         if let Some(peer) = peer {
             if let Err(e) = write_addr(mem, addr, len_ptr, &encode_addr(peer, family)) {

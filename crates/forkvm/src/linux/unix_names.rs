@@ -12,12 +12,11 @@
 //! connected peer (socketpair).
 
 use super::fdtable::{lock, FileKind};
-use super::inet::Listener;
-use super::thread::{self, Waited};
+use super::inet::{install_accepted, Listener};
+use super::net::with_socket;
 use super::unix_socket::{Socket, SOCK_DGRAM};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -25,8 +24,6 @@ use std::sync::{Arc, Mutex};
 const AF_UNIX: u16 = 1;
 /// Size of `struct sockaddr_un`.
 const SOCKADDR_UN_SIZE: usize = 110;
-/// Largest backlog recorded (SOMAXCONN).
-const SOMAXCONN: i32 = 4096;
 const EADDRINUSE: Errno = Errno(98);
 
 /// The AF_UNIX names of a socket.
@@ -50,12 +47,7 @@ impl Named {
             local: self.local.clone(),
             bound: self.bound,
             peer: self.peer.clone(),
-            listener: self.listener.as_ref().map(|l| {
-                Arc::new(Mutex::new(Listener {
-                    backlog: lock(l).backlog,
-                    pending: VecDeque::new(),
-                }))
-            }),
+            listener: self.listener.as_ref().map(Listener::fork_copy),
         }
     }
 }
@@ -110,15 +102,6 @@ pub fn write_name(
     Ok(())
 }
 
-/// Runs `f` on the AF_UNIX socket behind `fd` (ENOTSOCK otherwise) and its O_NONBLOCK flag.
-fn with_unix<T>(
-    p: &Process,
-    fd: u64,
-    f: impl FnOnce(&mut Socket, bool) -> Result<T, Errno>,
-) -> Result<T, Errno> {
-    super::net::with_socket(p, fd, f)
-}
-
 /// A listener found by name, and its socket type.
 type Found = (Arc<Mutex<Listener>>, u32);
 
@@ -155,9 +138,9 @@ fn autobind_name() -> Vec<u8> {
 
 /// bind(2) on an AF_UNIX socket.
 pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    with_unix(p, a[0], |_, _| Ok(()))?;
+    with_socket(p, a[0], |_, _| Ok(()))?;
     let name = read_name(mem, a[1], a[2])?.unwrap_or_else(autobind_name);
-    if with_unix(p, a[0], |s, _| {
+    if with_socket(p, a[0], |s, _| {
         Ok(s.unix.as_ref().is_some_and(|n| n.local.is_some()))
     })? {
         return Err(Errno::EINVAL);
@@ -165,7 +148,7 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
     if lookup(p, &name).0 {
         return Err(EADDRINUSE);
     }
-    with_unix(p, a[0], |s, _| {
+    with_socket(p, a[0], |s, _| {
         let n = s.unix.get_or_insert_with(Default::default);
         n.local = Some(name);
         n.bound = true;
@@ -175,8 +158,7 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
 
 /// listen(2) on an AF_UNIX socket: it must be a bound stream or seqpacket socket.
 pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
-    let backlog = (a[1] as i32).clamp(0, SOMAXCONN);
-    with_unix(p, a[0], |s, _| {
+    with_socket(p, a[0], |s, _| {
         if s.ty == SOCK_DGRAM {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -186,22 +168,14 @@ pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
         let Some(n) = s.unix.as_mut().filter(|n| n.bound) else {
             return Err(Errno::EINVAL);
         };
-        match &n.listener {
-            Some(l) => lock(l).backlog = backlog,
-            None => {
-                n.listener = Some(Arc::new(Mutex::new(Listener {
-                    backlog,
-                    pending: VecDeque::new(),
-                })))
-            }
-        }
+        Listener::listen(&mut n.listener, a[1] as i64);
         Ok(0)
     })
 }
 
 /// Whether `fd` is a listening AF_UNIX socket.
 pub(super) fn is_listening(p: &Process, fd: u64) -> bool {
-    with_unix(p, fd, |s, _| {
+    with_socket(p, fd, |s, _| {
         Ok(s.unix.as_ref().is_some_and(|n| n.listener.is_some()))
     })
     .unwrap_or(false)
@@ -210,7 +184,7 @@ pub(super) fn is_listening(p: &Process, fd: u64) -> bool {
 /// connect(2) of an AF_UNIX stream or seqpacket socket to a listener of
 /// this process: a connected pair, whose other end waits to be accepted.
 pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let (ty, connected, listening) = with_unix(p, a[0], |s, _| {
+    let (ty, connected, listening) = with_socket(p, a[0], |s, _| {
         let listening = s.unix.as_ref().is_some_and(|n| n.listener.is_some());
         Ok((s.ty, s.connected(), listening))
     })?;
@@ -240,14 +214,9 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
         // Linux queues one more than the backlog.
         if l.pending.len() > l.backlog as usize {
             drop(l);
-            let nonblocking = with_unix(p, a[0], |_, nb| Ok(nb))?;
-            if nonblocking {
-                return Err(Errno::EAGAIN);
-            }
-            return match thread::wait(p, None, None) {
-                Waited::Retry => Ok(0),
-                Waited::TimedOut => Err(Errno::EAGAIN),
-            };
+            // A full queue: EAGAIN, or wait for accept to make room.
+            let nonblocking = with_socket(p, a[0], |_, nb| Ok(nb))?;
+            return install_accepted(p, None, nonblocking, 0).map(|_| 0);
         }
     }
     let (mut mine, mut theirs) = Socket::pair(ty);
@@ -258,7 +227,7 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
         local: Some(name.clone()),
         ..Default::default()
     }));
-    with_unix(p, a[0], |s, _| {
+    with_socket(p, a[0], |s, _| {
         s.conn = side;
         s.unix.get_or_insert_with(Default::default).peer = Some(name);
         Ok(())
@@ -269,7 +238,6 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
 
 /// accept(2)/accept4(2) on a listening AF_UNIX socket: the next connection, or a wait.
 pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u64) -> SysResult {
-    use super::fdtable::{oflags, OpenFile};
     const SOCK_NONBLOCK: u64 = 0o4000;
     const SOCK_CLOEXEC: u64 = 0o2000000;
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
@@ -279,7 +247,7 @@ pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u6
     if addr != 0 && (mem.read_u32(len_ptr)? as i32) < 0 {
         return Err(Errno::EINVAL);
     }
-    let (conn, nonblocking) = with_unix(p, a[0], |s, nb| {
+    let (conn, nonblocking) = with_socket(p, a[0], |s, nb| {
         let l = s
             .unix
             .as_ref()
@@ -287,22 +255,9 @@ pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u6
             .ok_or(Errno::EINVAL)?;
         Ok((lock(l).pending.pop_front(), nb))
     })?;
-    let Some(conn) = conn else {
-        if nonblocking {
-            return Err(Errno::EAGAIN);
-        }
-        return match thread::wait(p, None, None) {
-            Waited::Retry => Ok(0),
-            Waited::TimedOut => Err(Errno::EAGAIN),
-        };
+    let Some(fd) = install_accepted(p, conn, nonblocking, flags)? else {
+        return Ok(0);
     };
-    let nb = if flags & SOCK_NONBLOCK != 0 {
-        oflags::O_NONBLOCK
-    } else {
-        0
-    };
-    let file = OpenFile::new(FileKind::Socket(conn), oflags::O_RDWR | nb);
-    let fd = p.fds.insert(file, flags & SOCK_CLOEXEC != 0)?;
     if addr != 0 {
         // The connecting socket was not bound: an unnamed address.
         if let Err(e) = write_name(mem, addr, len_ptr, None) {
