@@ -65,6 +65,7 @@ fn a_module_answers_as_under_node_with_every_request_in_a_fresh_vm() {
         "/nope",
         "/throw",
         "/reject",
+        "/timers",
     ] {
         let (n, v) = (get(np, path), get(vp, path));
         assert_eq!(seen(&v), seen(&n), "GET {path}\nforkvm:\n{}", vm.output());

@@ -176,6 +176,11 @@ impl Fork {
         self.machine()?.run_until_answered(timeout, answered)
     }
 
+    /// See [`crate::machine::Machine::next_wakeup`].
+    pub fn next_wakeup(&self) -> Option<std::time::Instant> {
+        self.machine.as_ref().and_then(|m| m.next_wakeup())
+    }
+
     /// Whether the fork is reset after every request (see
     /// [`Self::set_respond_ends_call`]).
     pub fn respond_ends_call(&self) -> bool {

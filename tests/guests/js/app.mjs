@@ -40,6 +40,13 @@ export default {
         return Promise.reject(new Error('rejected on purpose'));
       case '/pending':
         return new Promise(() => {});
+      case '/timers': {
+        // Awaits the event loop's timers, as handlers that sleep or back off do.
+        await new Promise((r) => setTimeout(r, 0));
+        await new Promise((r) => setTimeout(r, 30));
+        await new Promise((r) => setImmediate(r));
+        return new Response('after timers\n');
+      }
       case '/uptime':
         return new Response(`${Date.now() - started >= 0}\n`);
       default:

@@ -231,7 +231,16 @@ pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
             // Idle declared by one thread while another's last look was
             // stale: one more run lets every waiting thread look again.
             Step::Stuck(_) if !second_look => second_look = true,
-            Step::Stuck(why) => return Result::Incomplete(why),
+            // Waiting with a timeout (a timer the handler awaits, a short
+            // sleep): the program will act then, so run it again at that
+            // moment, within the request's time.
+            Step::Stuck(why) => match fork.next_wakeup() {
+                Some(at) if at < started + timeout => {
+                    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                    second_look = false;
+                }
+                _ => return Result::Incomplete(why),
+            },
         }
     }
 }

@@ -434,6 +434,25 @@ impl Machine {
         }
     }
 
+    /// The earliest moment a parked server (after [`Outcome::Idle`]) does
+    /// something by itself: a thread's timed wait ends (a poll or futex
+    /// timeout, a sleep) or a timer fires. `None` when it waits for input only.
+    pub fn next_wakeup(&self) -> Option<std::time::Instant> {
+        use crate::linux::thread::Wait;
+        let waits = self
+            .proc
+            .threads
+            .others
+            .iter()
+            .filter_map(|t| match t.wait {
+                Wait::Futex { deadline, .. } => deadline,
+                Wait::Sleep(until) => Some(until),
+                // A retried call's own deadline (its `until` is only the next look).
+                Wait::Retry(_) | Wait::Runnable => t.waiting.flatten(),
+            });
+        waits.chain(self.proc.next_timer_due()).min()
+    }
+
     /// Puts the first parked thread that can run on the vCPU (all threads
     /// are parked when a server run stops), or lets the run loop wait for one.
     fn resume_parked(&mut self) -> Result<(), MachineError> {
