@@ -100,11 +100,12 @@ fn c_epoll_server_musl_static() {
     );
 }
 
-/// With a reset after every request, the request ends when its response is
-/// whole: what the program does after answering is never run (here, a
-/// crash), as a client of the native server sees the answer before the crash.
+/// A client gets a whole answer whatever the program does after it (here, a
+/// crash), as a client of the native server does: with a reset after every
+/// request the request ends at the answer and the crash is never run; with
+/// the VM kept, it runs and is logged, and the VM starts over.
 #[test]
-fn an_ephemeral_request_ends_with_its_response() {
+fn an_answer_is_delivered_whatever_the_program_does_after_it() {
     let prog = guest("epoll_server.musl");
     let port = free_port();
     let fs = forkvm(&prog, &[&port.to_string()], &[], port);
@@ -113,6 +114,21 @@ fn an_ephemeral_request_ends_with_its_response() {
         assert_eq!(r.status, 200, "{}", fs.output());
         assert_eq!(r.text(), "answered\n", "{}", fs.output());
     }
+    assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
+    drop(fs);
+    // Kept between requests, the VM runs on after answering and crashes: the
+    // client still gets the answer, the crash is logged, the VM starts over.
+    let port = free_port();
+    let fs = forkvm(&prog, &[&port.to_string()], &["--ephemeral", "false"], port);
+    assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
+    let r = get(port, "/answer-then-crash");
+    assert_eq!(r.status, 200, "{}", fs.output());
+    assert_eq!(r.text(), "answered\n", "{}", fs.output());
+    assert!(
+        fs.output().contains("crashed after a whole answer"),
+        "{}",
+        fs.output()
+    );
     assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
 }
 

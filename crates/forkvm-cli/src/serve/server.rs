@@ -208,7 +208,18 @@ pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
         };
         match ran {
             Ok(Outcome::Idle | Outcome::Stopped) => {}
-            Ok(Outcome::Crashed(info)) => return Result::Crashed(fork.crash_report(&info)),
+            Ok(Outcome::Crashed(info)) => {
+                // A whole answer written before the crash is what a client of
+                // the native server would get; the crash is logged, and the
+                // worker is reset as after any crash.
+                let report = fork.crash_report(&info);
+                let closed = conn.take(&mut out);
+                if let Parsed::Done(r) = parse_response(&out, &job.method, closed) {
+                    tracing::error!("the server crashed after a whole answer:\n{report}");
+                    return Result::Answered(r);
+                }
+                return Result::Crashed(report);
+            }
             Ok(Outcome::TimedOut(_)) => return Result::TimedOut,
             Ok(Outcome::Exited(s)) => {
                 // What it wrote before exiting may still be a whole answer.
