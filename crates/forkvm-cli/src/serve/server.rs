@@ -208,23 +208,21 @@ pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
         };
         match ran {
             Ok(Outcome::Idle | Outcome::Stopped) => {}
-            Ok(Outcome::Crashed(info)) => {
+            Ok(Outcome::Crashed(info)) | Err(CallError::Crashed(info)) => {
                 // A whole answer written before the crash is what a client of
                 // the native server would get; the crash is logged, and the
                 // worker is reset as after any crash.
                 let report = fork.crash_report(&info);
-                let closed = conn.take(&mut out);
-                if let Parsed::Done(r) = parse_response(&out, &job.method, closed) {
+                if let Some(r) = whole_answer(&mut conn, &mut out, &job.method) {
                     tracing::error!("the server crashed after a whole answer:\n{report}");
                     return Result::Answered(r);
                 }
                 return Result::Crashed(report);
             }
-            Ok(Outcome::TimedOut(_)) => return Result::TimedOut,
+            Ok(Outcome::TimedOut(_)) | Err(CallError::TimedOut(_)) => return Result::TimedOut,
             Ok(Outcome::Exited(s)) => {
                 // What it wrote before exiting may still be a whole answer.
-                let closed = conn.take(&mut out);
-                if let Parsed::Done(r) = parse_response(&out, &job.method, closed) {
+                if let Some(r) = whole_answer(&mut conn, &mut out, &job.method) {
                     return Result::Answered(r);
                 }
                 return Result::Crashed(format!(
@@ -232,8 +230,6 @@ pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
                 ));
             }
             Ok(other) => return Result::Failed(format!("unexpected end of run: {other:?}")),
-            Err(CallError::Crashed(info)) => return Result::Crashed(fork.crash_report(&info)),
-            Err(CallError::TimedOut(_)) => return Result::TimedOut,
             Err(e) => return Result::Failed(e.to_string()),
         }
         match step(&mut conn, &mut out, &job.method) {
@@ -253,6 +249,15 @@ pub fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {
                 _ => return Result::Incomplete(why),
             },
         }
+    }
+}
+
+/// Takes what the guest wrote into `out`: the answer, if it is whole.
+fn whole_answer(conn: &mut HostConn, out: &mut Vec<u8>, method: &[u8]) -> Option<Response> {
+    let closed = conn.take(out);
+    match parse_response(out, method, closed) {
+        Parsed::Done(r) => Some(r),
+        _ => None,
     }
 }
 

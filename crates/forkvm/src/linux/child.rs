@@ -450,16 +450,13 @@ pub(super) fn fork(
             return Err(f.into());
         }
     }
+    let (tls, clear_tid) = super::thread::tls_and_clear_tid(flags, tls, ctid);
     p.sched = Some(Sched::Fork(Box::new(ForkReq {
         family: child,
         stack,
-        tls: (flags & CLONE_SETTLS != 0).then_some(tls),
+        tls,
         set_tid: (flags & CLONE_CHILD_SETTID != 0).then_some(ctid),
-        clear_tid: if flags & CLONE_CHILD_CLEARTID != 0 {
-            ctid
-        } else {
-            0
-        },
+        clear_tid,
     })));
     Ok(pid)
 }

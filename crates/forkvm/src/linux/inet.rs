@@ -378,11 +378,8 @@ pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
     })
 }
 
-/// accept(2)/accept4(2): the next pushed connection, or a wait.
+/// accept(2)/accept4(2) (flags checked by the caller): the next pushed connection, or a wait.
 pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u64) -> SysResult {
-    if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
-        return Err(Errno::EINVAL);
-    }
     let (addr, len_ptr) = (a[1], a[2]);
     if addr != 0 {
         let room = mem.read_u32(len_ptr)? as i32;
@@ -710,7 +707,9 @@ impl HostConn {
     /// Takes what the guest wrote so far into `out`. Returns true once the
     /// guest has closed its sending side (closed or shut down) and all was taken.
     pub fn take(&mut self, out: &mut Vec<u8>) -> bool {
-        let mut buf = vec![0u8; 64 * 1024];
+        // Sized by what is queued: serving asks between every two exits,
+        // mostly when nothing is (a byte is enough to see EOF or EAGAIN).
+        let mut buf = vec![0u8; self.end.available().clamp(1, 64 * 1024)];
         loop {
             match self.end.recv(&mut buf, false) {
                 Ok(r) if r.copied == 0 => return true,

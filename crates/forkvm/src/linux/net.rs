@@ -225,6 +225,9 @@ fn sys_accept(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 }
 
 fn accept_with(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u64) -> SysResult {
+    if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
     if inet::is_inet(p, a[0]) {
         return inet::accept(p, mem, a, flags);
     }

@@ -457,17 +457,25 @@ fn spawn(
         mem.write_u32(ctid, tid as u32)?;
     }
     p.threads.next_tid += 1;
+    let (tls, clear_tid) = tls_and_clear_tid(flags, tls, ctid);
     p.sched = Some(Sched::Spawn {
         tid,
         stack,
-        tls: (flags & CLONE_SETTLS != 0).then_some(tls),
-        clear_tid: if flags & CLONE_CHILD_CLEARTID != 0 {
-            ctid
-        } else {
-            0
-        },
+        tls,
+        clear_tid,
     });
     Ok(tid)
+}
+
+/// What clone's flags ask of the new thread or process: its TLS base
+/// (CLONE_SETTLS) and the address cleared at its exit (CLONE_CHILD_CLEARTID; 0: none).
+pub(super) fn tls_and_clear_tid(flags: u64, tls: u64, ctid: u64) -> (Option<u64>, u64) {
+    let clear_tid = if flags & CLONE_CHILD_CLEARTID != 0 {
+        ctid
+    } else {
+        0
+    };
+    ((flags & CLONE_SETTLS != 0).then_some(tls), clear_tid)
 }
 
 /// Implements clone(2) for threads (CLONE_VM | CLONE_THREAD).
