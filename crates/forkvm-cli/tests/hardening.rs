@@ -26,7 +26,7 @@ fn hardening_guest(name: &str) -> PathBuf {
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hardening-guests");
         std::fs::create_dir_all(&out).expect("create the guest output dir");
         let src = repo_root().join("tests/guests/hardening");
-        for p in ["fsgs_serve", "stack_overflow"] {
+        for p in ["fsgs_serve", "stack_overflow", "stdio_seek"] {
             let tmp = out.join(format!("{p}.tmp"));
             let st = Command::new("gcc")
                 .args(["-static", "-O1", "-mfsgsbase", "-I"])
@@ -445,4 +445,40 @@ fn forkvm_run_is_confined() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(modes.iter().all(|(_, m)| m == "2"), "{modes:?}");
+}
+
+/// A guest's stdout and stderr may be a file the host shares (an operator's
+/// log, CI's log): the guest can add to it but not seek it, write at an
+/// offset or truncate it. Natively the same program moves the shared offset
+/// to 1 TiB and overwrites the file's start.
+#[test]
+fn a_guest_cannot_rewrite_the_file_its_output_goes_to() {
+    let path =
+        common::scratch_dir("a_guest_cannot_rewrite_the_file_its_output_goes_to").join("log");
+    let mut log = std::fs::File::create(&path).expect("create the log");
+    log.write_all(b"HEADER\n").expect("write the header");
+    let out = Command::new(forkvm_bin())
+        .args(["run", "--"])
+        .arg(hardening_guest("stdio_seek"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("dup the log"))
+        .stderr(log.try_clone().expect("dup the log"))
+        .status()
+        .expect("run forkvm");
+    assert!(out.success(), "forkvm run failed: {out}");
+    log.write_all(b"TRAILER\n").expect("write the trailer");
+    drop(log);
+    let len = std::fs::metadata(&path).expect("stat the log").len();
+    assert!(
+        len < 4096,
+        "the log grew to {len} bytes: the guest moved its offset"
+    );
+    let text = std::fs::read_to_string(&path).expect("read the log");
+    assert_eq!(
+        text,
+        "HEADER\n\
+         lseek1=ESPIPE lseek2=ESPIPE tell1=ESPIPE pwrite1=ESPIPE pwritev2=ESPIPE ftruncate1=EINVAL \n\
+         guest: stderr line\n\
+         TRAILER\n"
+    );
 }

@@ -196,14 +196,18 @@ pub(super) fn write_file(f: &mut OpenFile, buf: &[u8], at: Option<u64>) -> Resul
     }
     match &f.kind {
         FileKind::Event(_) | FileKind::Socket(_) => Err(Errno::EINVAL),
+        // Output goes on at the host's position, never elsewhere: the
+        // host's stdout or stderr may be a file it shares (an operator's
+        // log, a CI log), which the guest must not rewrite, so positional
+        // writes are refused as on a pipe (see `sys_lseek`).
         FileKind::Stdout | FileKind::Stderr => {
             let Some(h) = host_std(&f.kind) else {
                 return Err(Errno::EBADF);
             };
-            Ok(match at {
-                Some(off) => rustix::io::pwrite(h.as_fd(), buf, off)?,
-                None => rustix::io::write(h.as_fd(), buf)?,
-            })
+            match at {
+                Some(_) => Err(Errno::ESPIPE),
+                None => Ok(rustix::io::write(h.as_fd(), buf)?),
+            }
         }
         FileKind::Pipe(end) => match at {
             Some(_) => Err(Errno::ESPIPE),
@@ -546,12 +550,18 @@ fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     let cur = f.offset;
     match &f.kind {
         FileKind::Event(_) => Err(Errno::ESPIPE),
-        FileKind::Stdin | FileKind::Stdout | FileKind::Stderr => {
+        // Stdin seeks as natively, so `program < file` may look around
+        // in its input (what it moves is the offset of an input it was
+        // given to read). Stdout and stderr are pipes to the guest: their
+        // host offset, shared with whoever else writes that file, is not
+        // the guest's to move (see `write_file`).
+        FileKind::Stdin => {
             let Some(h) = host_std(&f.kind) else {
                 return Err(Errno::EBADF);
             };
             Ok(rustix::fs::seek(h.as_fd(), host_from()?)?)
         }
+        FileKind::Stdout | FileKind::Stderr => Err(Errno::ESPIPE),
         FileKind::Dir { fd, .. } => Ok(rustix::fs::seek(fd.as_fd(), host_from()?)?),
         FileKind::File { fd, .. } => {
             let new = match whence {
@@ -719,10 +729,11 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 0, name: "read", handler: sys_read, support: Support::Full, note: "" },
     SyscallEntry { nr: 1, name: "write", handler: sys_write, support: Support::Partial,
         note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE (a stream socket's does)" },
-    SyscallEntry { nr: 8, name: "lseek", handler: sys_lseek, support: Support::Full, note: "" },
+    SyscallEntry { nr: 8, name: "lseek", handler: sys_lseek, support: Support::Partial,
+        note: "ESPIPE on stdout and stderr, as on a pipe: the host's offset is not the guest's to move" },
     SyscallEntry { nr: 17, name: "pread64", handler: sys_pread64, support: Support::Full, note: "" },
     SyscallEntry { nr: 18, name: "pwrite64", handler: sys_pwrite64, support: Support::Partial,
-        note: "host files are read-only (EBADF)" },
+        note: "ESPIPE on stdout and stderr; files outside --allow-write are read-only (EBADF)" },
     SyscallEntry { nr: 19, name: "readv", handler: sys_readv, support: Support::Full, note: "" },
     SyscallEntry { nr: 20, name: "writev", handler: sys_writev, support: Support::Partial,
         note: "transfers of more than 64 KiB are split into several host writes" },
