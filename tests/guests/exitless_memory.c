@@ -10,6 +10,7 @@
 //
 // Argument: a file to map (its mapping is checked against pread).
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -156,6 +157,31 @@ int main(int argc, char **argv) {
         else expect_zero(b, 3 * MIB);
         if ((unsigned char *)syscall(SYS_brk, b) != b) wrong++;
     }
+    // MAP_FIXED over heap pages replaces them, as on Linux (musl's malloc
+    // puts a PROT_NONE guard page there): the new page reads as zero, its
+    // neighbours keep their bytes, NOREPLACE finds the heap in the way, and
+    // moving the break back takes the mapping with it.
+    if ((unsigned char *)syscall(SYS_brk, end) != end) wrong++;
+    else {
+        unsigned char *pg = (unsigned char *)(((uintptr_t)b + 4095) & ~(uintptr_t)4095);
+        memset(pg, 0x5a, 3 * 4096);
+        if (mmap(pg + 4096, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
+            pg + 4096)
+            wrong++;
+        else if (mprotect(pg + 4096, 4096, PROT_READ | PROT_WRITE) != 0)
+            wrong++;
+        else {
+            expect_zero(pg + 4096, 4096);
+            if (pg[0] != 0x5a || pg[2 * 4096] != 0x5a) wrong++;
+        }
+        errno = 0;
+        if (mmap(pg, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) !=
+                MAP_FAILED ||
+            errno != EEXIST)
+            wrong++;
+        if ((unsigned char *)syscall(SYS_brk, b) != b) wrong++;
+    }
+    printf("heap: wrong answers so far: %ld\n", wrong);
     map_file_and_check();
     printf("one thread: wrong answers so far: %ld\n", wrong);
 

@@ -84,8 +84,10 @@ fn sys_brk(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             discard(mem, from, to - from);
         }
         mem.unmap_user(from, to);
-    } else if new > old {
-        mem.map_user(p.mm.brk_start, to, RW);
+    } else if new > old && to > from {
+        // Only the new pages: what the program unmapped or mapped over in
+        // the heap before keeps its state, as on Linux.
+        mem.map_user(from, to, RW);
     }
     Ok(new)
 }
@@ -121,7 +123,13 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         // Validate the fd before taking address space.
         check_mappable(p, fd)?;
     }
-    let start = if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
+    let start = if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 && p.mm.in_heap(addr, len) {
+        aligned(addr)?;
+        if flags & MAP_FIXED_NOREPLACE != 0 {
+            return Err(Errno::EEXIST); // the heap is there
+        }
+        addr
+    } else if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 {
         aligned(addr)?;
         if !p.mm.fixed_ok(addr, len) {
             return Err(Errno::ENOMEM);

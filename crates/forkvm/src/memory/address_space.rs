@@ -102,6 +102,17 @@ impl AddressSpace {
         addr >= self.mmap_floor_min && end <= self.mmap_top
     }
 
+    /// Whether `addr..addr+len` lies within the brk heap's pages, where a
+    /// MAP_FIXED mapping replaces heap pages as on Linux (musl's malloc puts
+    /// a PROT_NONE guard page there). Such a mapping is not one of `maps`:
+    /// it is part of the heap, and goes when the break moves below it.
+    pub fn in_heap(&self, addr: u64, len: u64) -> bool {
+        match (addr.checked_add(len), page_up(self.brk)) {
+            (Some(end), Some(top)) => addr >= self.brk_start && end <= top,
+            _ => false,
+        }
+    }
+
     /// Records a fixed mapping at `addr` (caller checked it with `fixed_ok`).
     pub fn insert_fixed(&mut self, addr: u64, len: u64) {
         let Some(len) = page_up(len) else { return };
