@@ -37,9 +37,25 @@ pub enum KvmError {
     Missing(&'static str),
 }
 
-fn ioctl<T>(what: &'static str, r: Result<T, kvm_ioctls::Error>) -> Result<T, KvmError> {
-    r.map_err(|source| KvmError::Ioctl { what, source })
+fn ioctl<T>(
+    what: &'static str,
+    mut call: impl FnMut() -> Result<T, kvm_ioctls::Error>,
+) -> Result<T, KvmError> {
+    // A signal meant to kick this thread out of KVM_RUN (the watchdog, the
+    // thread-switch tick) may land in any ioctl. The slow ones are made with
+    // kicks held (`KicksHeld`); for the rest, an interrupted ioctl did
+    // nothing: make it again.
+    let mut tries = 0;
+    loop {
+        match call() {
+            Err(e) if e.errno() == libc::EINTR && tries < MAX_EINTR_RETRIES => tries += 1,
+            r => return r.map_err(|source| KvmError::Ioctl { what, source }),
+        }
+    }
 }
+
+/// How often an ioctl is made again after EINTR before the error stands.
+const MAX_EINTR_RETRIES: u32 = 100;
 
 /// Process-wide KVM state: the /dev/kvm handle and the CPUID it supports.
 pub struct Hypervisor {
@@ -68,10 +84,9 @@ impl Hypervisor {
         if !kvm.check_extension(kvm_ioctls::Cap::SyncRegs) {
             return Err(KvmError::Missing("KVM_CAP_SYNC_REGS"));
         }
-        let cpuid = ioctl(
-            "GET_SUPPORTED_CPUID",
-            kvm.get_supported_cpuid(KVM_MAX_CPUID_ENTRIES),
-        )?;
+        let cpuid = ioctl("GET_SUPPORTED_CPUID", || {
+            kvm.get_supported_cpuid(KVM_MAX_CPUID_ENTRIES)
+        })?;
         // XCR0: x87, SSE, AVX and the AVX-512 states, as far as supported.
         let mut xcr0 = 0b11;
         for e in cpuid.as_slice() {
@@ -165,9 +180,11 @@ impl Vcpu {
     /// Creates the VM, gives the chunks of `mem` in use their memory slots
     /// and creates the vCPU.
     pub fn new(hv: &Hypervisor, mem: &GuestMemory) -> Result<Self, KvmError> {
-        let vm = ioctl("CREATE_VM", hv.kvm.create_vm())?;
-        let mut vcpu = ioctl("CREATE_VCPU", vm.create_vcpu(0))?;
-        ioctl("SET_CPUID2", vcpu.set_cpuid2(&hv.cpuid))?;
+        let held = super::watchdog::KicksHeld::new();
+        let vm = ioctl("CREATE_VM", || hv.kvm.create_vm())?;
+        let mut vcpu = ioctl("CREATE_VCPU", || vm.create_vcpu(0))?;
+        drop(held);
+        ioctl("SET_CPUID2", || vcpu.set_cpuid2(&hv.cpuid))?;
         // The rate of the TSC the guest reads, for the shared time function.
         if let Ok(khz) = vcpu.get_tsc_khz() {
             crate::clock::set_tsc_khz(u64::from(khz));
@@ -207,7 +224,7 @@ impl Vcpu {
                 userspace_addr: mem.host_base(),
             };
             // SAFETY: as below: `mem`'s whole mapping, which outlives this VM.
-            ioctl("SET_USER_MEMORY_REGION", unsafe {
+            ioctl("SET_USER_MEMORY_REGION", || unsafe {
                 self.vm.set_user_memory_region(region)
             })?;
             self.slots = u64::MAX;
@@ -229,7 +246,7 @@ impl Vcpu {
             // SAFETY: the region lies within `mem`'s mapping, which outlives
             // this VM: the owner (Machine, pool Slot) keeps both and drops the
             // VM first, and a remap keeps the mapping's host addresses.
-            ioctl("SET_USER_MEMORY_REGION", unsafe {
+            ioctl("SET_USER_MEMORY_REGION", || unsafe {
                 self.vm.set_user_memory_region(region)
             })?;
             self.slots |= 1 << n;
@@ -250,7 +267,7 @@ impl Vcpu {
         frame
             .write(mem, guest_kernel::INITIAL_FRAME_ADDR)
             .map_err(|_| KvmError::Missing("room for the initial frame"))?;
-        let mut sregs: kvm_sregs = ioctl("GET_SREGS", self.vcpu.get_sregs())?;
+        let mut sregs: kvm_sregs = ioctl("GET_SREGS", || self.vcpu.get_sregs())?;
         let code = |sel: u16, dpl: u8| kvm_segment {
             base: 0,
             limit: 0xffff_ffff,
@@ -315,7 +332,7 @@ impl Vcpu {
         sregs.cr3 = cr3;
         sregs.cr4 = cr::CR4_PAE | cr::CR4_OSFXSR | cr::CR4_OSXMMEXCPT | cr::CR4_OSXSAVE;
         sregs.efer = cr::EFER_SCE | cr::EFER_LME | cr::EFER_LMA | cr::EFER_NXE;
-        ioctl("SET_SREGS", self.vcpu.set_sregs(&sregs))?;
+        ioctl("SET_SREGS", || self.vcpu.set_sregs(&sregs))?;
         self.sregs = Some(sregs);
 
         let mut xcrs = kvm_xcrs {
@@ -324,7 +341,7 @@ impl Vcpu {
         };
         xcrs.xcrs[0].xcr = 0;
         xcrs.xcrs[0].value = hv.xcr0;
-        ioctl("SET_XCRS", self.vcpu.set_xcrs(&xcrs))?;
+        ioctl("SET_XCRS", || self.vcpu.set_xcrs(&xcrs))?;
 
         let entries = [
             (msr::STAR, abi::STAR_VALUE),
@@ -361,13 +378,13 @@ impl Vcpu {
             rflags: 0x2,
             ..Default::default()
         };
-        ioctl("SET_REGS", self.vcpu.set_regs(&regs))?;
+        ioctl("SET_REGS", || self.vcpu.set_regs(&regs))?;
         Ok(())
     }
 
     fn set_msrs(&self, entries: &[kvm_msr_entry]) -> Result<(), KvmError> {
         let msrs = Msrs::from_entries(entries).map_err(|_| KvmError::Missing("MSR list"))?;
-        let n = ioctl("SET_MSRS", self.vcpu.set_msrs(&msrs))?;
+        let n = ioctl("SET_MSRS", || self.vcpu.set_msrs(&msrs))?;
         if n != entries.len() {
             return Err(KvmError::Missing("a writable syscall MSR"));
         }
@@ -507,24 +524,24 @@ impl Vcpu {
 
     /// The general registers through KVM_GET_REGS (an ioctl; for floors and debugging).
     pub fn get_regs_ioctl(&self) -> Result<kvm_regs, KvmError> {
-        ioctl("GET_REGS", self.vcpu.get_regs())
+        ioctl("GET_REGS", || self.vcpu.get_regs())
     }
 
     /// The guest's debug registers DR0-3, DR6, DR7 (an ioctl; gdb's watchpoints).
     pub fn debug_regs(&self) -> Result<kvm_bindings::kvm_debugregs, KvmError> {
-        ioctl("GET_DEBUGREGS", self.vcpu.get_debug_regs())
+        ioctl("GET_DEBUGREGS", || self.vcpu.get_debug_regs())
     }
 
     /// Loads the guest's debug registers (an ioctl; gdb's watchpoints).
     pub fn set_debug_regs(&self, regs: &kvm_bindings::kvm_debugregs) -> Result<(), KvmError> {
-        ioctl("SET_DEBUGREGS", self.vcpu.set_debug_regs(regs))
+        ioctl("SET_DEBUGREGS", || self.vcpu.set_debug_regs(regs))
     }
 
     /// Puts the vCPU back into guest-kernel mode with the system registers
     /// `reset` set, whatever the guest did (after a fault or a timeout).
     pub fn restore_kernel_mode(&mut self) -> Result<(), KvmError> {
         let sregs = self.sregs.ok_or(KvmError::Missing("an initialised vCPU"))?;
-        ioctl("SET_SREGS", self.vcpu.set_sregs(&sregs))?;
+        ioctl("SET_SREGS", || self.vcpu.set_sregs(&sregs))?;
         // Any general registers queued through SYNC_REGS would be stale now.
         self.vcpu.clear_sync_dirty_reg(SyncReg::Register);
         Ok(())
@@ -536,13 +553,13 @@ impl Vcpu {
     /// taken in user mode (an MMIO exit), which exceptions never are.
     pub fn enter_kernel_mode(&mut self) -> Result<(), KvmError> {
         let base = self.sregs.ok_or(KvmError::Missing("an initialised vCPU"))?;
-        let mut now: kvm_sregs = ioctl("GET_SREGS", self.vcpu.get_sregs())?;
+        let mut now: kvm_sregs = ioctl("GET_SREGS", || self.vcpu.get_sregs())?;
         if now.cs.dpl == base.cs.dpl {
             return Ok(());
         }
         now.cs = base.cs;
         now.ss = base.ss;
-        ioctl("SET_SREGS", self.vcpu.set_sregs(&now))?;
+        ioctl("SET_SREGS", || self.vcpu.set_sregs(&now))?;
         Ok(())
     }
 
@@ -550,7 +567,7 @@ impl Vcpu {
     /// ioctl): the vCPU stopped in the middle of delivering it, so its
     /// registers must not be swapped for another thread's.
     pub fn event_in_flight(&self) -> Result<bool, KvmError> {
-        let ev = ioctl("GET_VCPU_EVENTS", self.vcpu.get_vcpu_events())?;
+        let ev = ioctl("GET_VCPU_EVENTS", || self.vcpu.get_vcpu_events())?;
         Ok(ev.exception.injected != 0
             || ev.exception.pending != 0
             || ev.interrupt.injected != 0
@@ -560,7 +577,7 @@ impl Vcpu {
 
     /// The FPU/SSE/AVX state in XSAVE format (an ioctl).
     pub fn xsave(&self) -> Result<[u8; 4096], KvmError> {
-        let x = ioctl("GET_XSAVE", self.vcpu.get_xsave())?;
+        let x = ioctl("GET_XSAVE", || self.vcpu.get_xsave())?;
         let mut out = [0u8; 4096];
         for (chunk, word) in out.chunks_exact_mut(4).zip(x.region.iter()) {
             chunk.copy_from_slice(&word.to_le_bytes());
@@ -570,7 +587,7 @@ impl Vcpu {
 
     /// The running thread's extended state (an ioctl).
     pub fn xsave_area(&self) -> Result<XsaveArea, KvmError> {
-        let x = ioctl("GET_XSAVE", self.vcpu.get_xsave())?;
+        let x = ioctl("GET_XSAVE", || self.vcpu.get_xsave())?;
         Ok(XsaveArea::from_kvm(&x, self.xsave_layout))
     }
 
@@ -583,7 +600,7 @@ impl Vcpu {
         // unless dynamically enabled state (AMX) was granted to this process
         // with arch_prctl(ARCH_REQ_XCOMP_GUEST_PERM); forkvm never asks for it
         // and XCR0 excludes those components, so the kernel reads only `x`.
-        ioctl("SET_XSAVE", unsafe { self.vcpu.set_xsave(&x) })
+        ioctl("SET_XSAVE", || unsafe { self.vcpu.set_xsave(&x) })
     }
 
     /// The state signal handlers start with.
@@ -593,6 +610,6 @@ impl Vcpu {
 
     /// The system registers (an ioctl: for crash reports, not hot paths).
     pub fn sregs(&self) -> Result<kvm_sregs, KvmError> {
-        ioctl("GET_SREGS", self.vcpu.get_sregs())
+        ioctl("GET_SREGS", || self.vcpu.get_sregs())
     }
 }
