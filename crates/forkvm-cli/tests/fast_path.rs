@@ -307,3 +307,26 @@ fn scribbling_over_the_call_slot_hurts_only_the_program() {
     assert!(out.contains("hand-posted call: settled"), "{out}");
     assert!(out.contains("wrong answers: 0"), "{out}");
 }
+
+/// A write to a stream socket whose peer is gone raises SIGPIPE before the
+/// call returns, also when the poller takes the call: it declines a send
+/// that fails with EPIPE, and the exit makes it again and raises the signal
+/// (a handler counts it; then the default action kills the program).
+#[test]
+fn sigpipe_is_raised_by_a_send_the_poller_took() {
+    for prog in ["unix_sockets.glibc", "unix_sockets.musl"] {
+        let native = run_cmd(Command::new(guest(prog)), b"", Duration::from_secs(60));
+        assert_eq!(native.status, 128 + 13, "{}", native.describe());
+        let mut cmd = Command::new(common::forkvm_bin());
+        cmd.args(["run", "--syscalls", "fast", "--"])
+            .arg(guest(prog))
+            .env("FORKVM_LOG", "forkvm=debug")
+            .env("FORKVM_POLLER_SPIN_US", "0");
+        let r = run_cmd(cmd, b"", Duration::from_secs(60));
+        assert_eq!(r.status, native.status, "{}", r.describe());
+        assert_eq!(r.stdout_str(), native.stdout_str(), "{}", r.describe());
+        if std::path::Path::new("/sys/module/kvm_pvm").exists() {
+            assert!(answered_without_exit(&r) > 0, "{}", r.describe());
+        }
+    }
+}

@@ -27,9 +27,10 @@ enum Needs {
     Nothing,
     /// Its first argument is a descriptor a poller may use.
     Fd,
-    /// As `Fd`, and a write to a stream socket must not raise SIGPIPE
-    /// (which only the run loop can deliver): SIGPIPE ignored or blocked,
-    /// or MSG_NOSIGNAL in the argument at this index.
+    /// As `Fd`; a write to a stream socket may raise SIGPIPE, which only
+    /// the run loop can deliver: unless SIGPIPE is ignored or blocked, or
+    /// MSG_NOSIGNAL is in the argument at this index, a send that fails
+    /// with EPIPE (it sent nothing) is declined, and the exit makes it again.
     Send(Option<usize>),
     /// fcntl: an accepted descriptor and a command that cannot block.
     Fcntl,
@@ -165,36 +166,80 @@ fn classify(p: &Process, fd: u64) -> FdClass {
 /// SOCK_STREAM.
 const SOCK_STREAM: u32 = 1;
 
+/// How a poller may answer a call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Not at all: the call takes the exit.
+    Exit,
+    /// As the exit would.
+    Serve,
+    /// As the exit would, unless it fails with EPIPE, which must raise
+    /// SIGPIPE: then it is declined (see [`Needs::Send`]).
+    ServeUnlessEpipe,
+}
+
 /// Whether a poller may answer call `nr` with `args` in `p` now.
-fn may_serve(p: &Process, nr: u64, args: &Args) -> bool {
+fn may_serve(p: &Process, nr: u64, args: &Args) -> Verdict {
     let Some(&(_, _, needs)) = EXITLESS.iter().find(|(n, _, _)| *n == nr) else {
-        return false;
+        return Verdict::Exit;
     };
     if p.exit_status.is_some()
         || p.pending_signal.is_some()
         || p.sched.is_some()
         || super::child::signals_waiting(p)
     {
-        return false;
+        return Verdict::Exit;
     }
     let usable = || classify(p, args[0]) != FdClass::Refused;
+    let serve_if = |ok: bool| if ok { Verdict::Serve } else { Verdict::Exit };
     match needs {
-        Needs::Nothing => true,
-        Needs::Fd => usable(),
+        Needs::Nothing => Verdict::Serve,
+        Needs::Fd => serve_if(usable()),
         Needs::Send(flags) => match classify(p, args[0]) {
-            FdClass::Refused => false,
+            FdClass::Refused => Verdict::Exit,
             FdClass::Waitable {
                 stream_socket: true,
             } => {
                 let ignored = p.sigactions[SIGPIPE - 1].handler == SIG_IGN
                     || p.sigmask & (1 << (SIGPIPE - 1)) != 0;
-                ignored || flags.is_some_and(|i| args[i] & MSG_NOSIGNAL != 0)
+                if ignored || flags.is_some_and(|i| args[i] & MSG_NOSIGNAL != 0) {
+                    Verdict::Serve
+                } else {
+                    Verdict::ServeUnlessEpipe
+                }
             }
-            _ => true,
+            _ => Verdict::Serve,
         },
-        Needs::Fcntl => FCNTL_OK.contains(&args[1]) && usable(),
-        Needs::NoWaitingSignal => p.blocked_pending == 0,
-        Needs::Map => args[3] & MAP_ANONYMOUS != 0 || usable(),
+        Needs::Fcntl => serve_if(FCNTL_OK.contains(&args[1]) && usable()),
+        Needs::NoWaitingSignal => serve_if(p.blocked_pending == 0),
+        Needs::Map => serve_if(args[3] & MAP_ANONYMOUS != 0 || usable()),
+    }
+}
+
+/// What raising a signal changes in a process (see `signal::send_self`),
+/// kept to put back when a send that raised SIGPIPE is declined.
+struct SignalState {
+    pending_signal: Option<i32>,
+    blocked_pending: u64,
+    exit_status: Option<i32>,
+    killed_by: Option<i32>,
+}
+
+impl SignalState {
+    fn of(p: &Process) -> Self {
+        Self {
+            pending_signal: p.pending_signal,
+            blocked_pending: p.blocked_pending,
+            exit_status: p.exit_status,
+            killed_by: p.killed_by,
+        }
+    }
+
+    fn restore(self, p: &mut Process) {
+        p.pending_signal = self.pending_signal;
+        p.blocked_pending = self.blocked_pending;
+        p.exit_status = self.exit_status;
+        p.killed_by = self.killed_by;
     }
 }
 
@@ -204,11 +249,19 @@ fn may_serve(p: &Process, nr: u64, args: &Args) -> bool {
 /// no trace: waiting calls change nothing but the wait bookkeeping, which is
 /// put back, and the exit path then makes the call again and waits.
 pub fn serve(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> Option<u64> {
-    if !may_serve(p, nr, args) {
+    let verdict = may_serve(p, nr, args);
+    if verdict == Verdict::Exit {
         return None;
     }
     let waiting = p.waiting;
+    let signals = SignalState::of(p);
     let answer = super::dispatch(p, mem, nr, args);
+    if verdict == Verdict::ServeUnlessEpipe && answer == (-(super::Errno::EPIPE.0 as i64)) as u64 {
+        // Nothing was sent; the exit sends nothing again and raises SIGPIPE.
+        signals.restore(p);
+        p.waiting = waiting;
+        return None;
+    }
     if matches!(p.sched, Some(Sched::Retry(_))) {
         p.sched = None;
         p.waiting = waiting;
