@@ -286,6 +286,47 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use super::*;
 
+    /// A write to a stream socket whose peer is gone, with SIGPIPE at its
+    /// default (death), is declined without a trace; with MSG_NOSIGNAL it
+    /// is answered (EPIPE), and a write to a live peer is answered.
+    #[test]
+    fn a_send_that_would_raise_sigpipe_is_declined_without_a_trace() {
+        let (mut p, mut m, buf) = crate::linux::test_process();
+        // socketpair(AF_UNIX, SOCK_STREAM, 0, buf)
+        assert_eq!(
+            super::super::dispatch(&mut p, &mut m, 53, &[1, 1, 0, buf, 0, 0]),
+            0
+        );
+        let a = u64::from(m.read_u32(buf).unwrap());
+        let b = u64::from(m.read_u32(buf + 4).unwrap());
+        m.write(buf + 16, b"x").unwrap();
+        assert_eq!(
+            serve(&mut p, &mut m, 1, &[a, buf + 16, 1, 0, 0, 0]),
+            Some(1)
+        );
+        assert_eq!(
+            super::super::dispatch(&mut p, &mut m, 3, &[b, 0, 0, 0, 0, 0]),
+            0
+        );
+        assert_eq!(serve(&mut p, &mut m, 1, &[a, buf + 16, 1, 0, 0, 0]), None);
+        assert_eq!(
+            (
+                p.exit_status,
+                p.killed_by,
+                p.pending_signal,
+                p.blocked_pending
+            ),
+            (None, None, None, 0)
+        );
+        let epipe = (-(crate::linux::Errno::EPIPE.0 as i64)) as u64;
+        // sendto(a, buf+16, 1, MSG_NOSIGNAL, NULL, 0)
+        assert_eq!(
+            serve(&mut p, &mut m, 44, &[a, buf + 16, 1, MSG_NOSIGNAL, 0, 0]),
+            Some(epipe)
+        );
+        assert_eq!(p.exit_status, None);
+    }
+
     #[test]
     fn map_has_exactly_the_listed_calls() {
         let map = call_map();
