@@ -61,7 +61,20 @@ impl Machine {
         regs.rip = frame.rip;
         regs.rsp = frame.rsp;
         regs.rflags = frame.rflags;
-        let info = CrashInfo::from_exception(vector, error_code, cr2, regs);
+        let mut info = CrashInfo::from_exception(vector, error_code, cr2, regs);
+        if !frame.from_user() {
+            // Not the program's doing: forkvm's own guest kernel trapped.
+            // Say so, with what the next look at it needs.
+            let vcpu = self.vcpu.regs();
+            tracing::error!(
+                "exception {vector} (error code {error_code:#x}) in forkvm's guest kernel: \
+                 frame {frame:x?}; vCPU at rip {:#x} rsp {:#x}",
+                vcpu.rip,
+                vcpu.rsp
+            );
+            info.description
+                .push_str(" in forkvm's guest kernel, not in the program (a forkvm bug)");
+        }
         if frame.from_user() && self.mode != Mode::Call {
             if let Some(action) = linux::signal::handler_for(&self.proc, info.signal) {
                 let code = match (vector, info.signal) {
