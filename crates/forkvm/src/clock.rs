@@ -147,6 +147,25 @@ pub fn current() -> Option<Segment> {
     Some(s.current)
 }
 
+/// The time syscalls, whose answer the vDSO gives once its time base is current.
+pub const TIME_CALLS: [u64; 3] = [228, 96, 201]; // clock_gettime, gettimeofday, time
+
+/// Puts the current piece of the time function in the vDSO's time base in
+/// `mem`'s data page, if it holds another (written only then, so a fork's
+/// copy-on-write page stays shared otherwise). Safe while the vCPU runs
+/// only when no guest code reads the page meanwhile: the poller calls it
+/// while the calling thread spins for its answer on the one vCPU.
+pub fn refresh_page(mem: &mut crate::memory::GuestMemory) -> Result<(), crate::memory::Fault> {
+    let Some(seg) = current() else {
+        return Ok(());
+    };
+    let at = abi::FAST_DATA_ADDR + abi::fast::TIME;
+    if mem.kernel_read_u64(at)? != seg.generation {
+        mem.kernel_write(at, &seg.to_bytes())?;
+    }
+    Ok(())
+}
+
 /// CLOCK_MONOTONIC, CLOCK_REALTIME or CLOCK_BOOTTIME as the guest sees it,
 /// in ns; None for other clocks or when the clock is not set up.
 pub fn guest_ns(id: rustix::time::ClockId) -> Option<u64> {

@@ -224,7 +224,6 @@ impl Fork {
             m.poisoned = false;
         }
         m.ready = Some(image.ready);
-        m.host_time_reads = 0;
         m.proc.family = kept;
         self.new_tree();
         self.reseed();

@@ -131,6 +131,10 @@ pub struct Process {
     /// last looked at an older count may find something ready now
     /// (`thread::Threads::take_next`).
     pub progress: u64,
+    /// Time calls (clock_gettime, gettimeofday, time) the host answered for
+    /// this copy of the process: from the second on, the vDSO's time base
+    /// is refreshed (see `crate::clock::refresh_page`).
+    pub time_reads: u32,
     /// POSIX timers (timer_create).
     pub posix_timers: time::posix::Timers,
     /// The private /tmp and /dev/shm (see `fs::PrivateTmp`).
@@ -176,6 +180,7 @@ impl Process {
             started: Instant::now(),
             unknown_logged: HashSet::new(),
             progress: 0,
+            time_reads: 0,
             posix_timers: time::posix::Timers::default(),
             tmp: fs::PrivateTmp::new(),
             outbound: host_socket::Outbound::default(),
@@ -214,6 +219,7 @@ impl Process {
             started: self.started,
             unknown_logged: self.unknown_logged.clone(),
             progress: self.progress,
+            time_reads: 0,
             posix_timers: time::posix::Timers::default(),
             tmp: self.tmp.fork_copy()?,
             outbound: self.outbound.clone(),

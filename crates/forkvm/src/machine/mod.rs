@@ -148,9 +148,6 @@ pub struct Machine {
     pub(crate) vcpu: Vcpu,
     /// Whether guest-local calls are answered inside the VM.
     pub(crate) syscall_path: SyscallPath,
-    /// Time syscalls the host answered since the machine was built or reset
-    /// (see [`Machine::refresh_time_page`]).
-    pub(crate) host_time_reads: u32,
     pub(crate) mem: GuestMemory,
     pub(crate) proc: Process,
     pub(crate) symbols: Arc<Symbols>,
@@ -380,7 +377,6 @@ impl Machine {
         Ok(Self {
             exitless,
             syscall_path,
-            host_time_reads: 0,
             vcpu,
             mem,
             proc,
@@ -430,7 +426,6 @@ impl Machine {
         Self {
             exitless,
             syscall_path,
-            host_time_reads: 0,
             vcpu,
             mem,
             proc,
@@ -755,20 +750,7 @@ impl Machine {
     /// (~20-30 µs per request on PVM, measured with bench/http.sh). A time
     /// base shared by all VMs outside their snapshots would avoid both.
     pub(crate) fn refresh_time_page(&mut self) -> Result<(), MachineError> {
-        let Some(seg) = crate::clock::current() else {
-            return Ok(());
-        };
-        let at = abi::FAST_DATA_ADDR + abi::fast::TIME;
-        let generation = self
-            .mem
-            .kernel_read_u64(at)
-            .map_err(|f| MachineError::Internal(f.to_string()))?;
-        if generation != seg.generation {
-            self.mem
-                .kernel_write(at, &seg.to_bytes())
-                .map_err(|f| MachineError::Internal(f.to_string()))?;
-        }
-        Ok(())
+        crate::clock::refresh_page(&mut self.mem).map_err(|f| MachineError::Internal(f.to_string()))
     }
 
     /// Refreshes what the in-guest dispatcher answers that changes while the
@@ -856,9 +838,9 @@ impl Machine {
         // (a served request) from the second such call on, so a request that
         // reads the time once pays one exit rather than a page copied on write
         // and restored at reset, and one that reads it often gets the vDSO back.
-        if self.syscall_path.in_guest() && matches!(regs.rax, 228 | 96 | 201) {
-            self.host_time_reads = self.host_time_reads.saturating_add(1);
-            if self.ready.is_none() || self.host_time_reads >= 2 {
+        if self.syscall_path.in_guest() && crate::clock::TIME_CALLS.contains(&regs.rax) {
+            self.proc.time_reads = self.proc.time_reads.saturating_add(1);
+            if self.ready.is_none() || self.proc.time_reads >= 2 {
                 self.refresh_time_page()?;
             }
         }
