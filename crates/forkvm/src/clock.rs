@@ -147,9 +147,6 @@ pub fn current() -> Option<Segment> {
     Some(s.current)
 }
 
-/// The time syscalls, whose answer the vDSO gives once its time base is current.
-pub const TIME_CALLS: [u64; 3] = [228, 96, 201]; // clock_gettime, gettimeofday, time
-
 /// Puts the current piece of the time function in the vDSO's time base in
 /// `mem`'s data page, if it holds another (written only then, so a fork's
 /// copy-on-write page stays shared otherwise). Safe while the vCPU runs

@@ -270,15 +270,10 @@ pub fn serve(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> Op
         p.waiting = waiting;
         return None;
     }
-    if crate::clock::TIME_CALLS.contains(&nr) {
-        // As the exit path does (`Machine::syscall`): from the second time
-        // call the host answers, give the vDSO the current time base. The
-        // calling thread spins for this answer, so no guest code reads the
-        // page meanwhile.
-        p.time_reads = p.time_reads.saturating_add(1);
-        if p.time_reads >= 2 && crate::clock::refresh_page(mem).is_err() {
-            tracing::warn!("exitless: cannot write the vDSO's time base");
-        }
+    // As the exit path does; the calling thread spins for this answer, so
+    // no guest code reads the time page meanwhile.
+    if super::time::after_host_answer(p, mem, nr, false).is_err() {
+        tracing::warn!("exitless: cannot write the vDSO's time base");
     }
     if let Some(other) = &p.sched {
         // Not expected of these calls; the run loop acts on it at the next exit.

@@ -742,17 +742,6 @@ impl Machine {
         }
     }
 
-    /// Puts the current piece of the time function in the vDSO's time base,
-    /// if the page holds another. Done only when the guest asked the host for
-    /// the time (the vDSO falls back to the syscall once its piece has ended)
-    /// and when a machine is built: rewriting it on every entry made every
-    /// request of a long-lived master copy, and a reset restore, one more page
-    /// (~20-30 µs per request on PVM, measured with bench/http.sh). A time
-    /// base shared by all VMs outside their snapshots would avoid both.
-    pub(crate) fn refresh_time_page(&mut self) -> Result<(), MachineError> {
-        crate::clock::refresh_page(&mut self.mem).map_err(|f| MachineError::Internal(f.to_string()))
-    }
-
     /// Refreshes what the in-guest dispatcher answers that changes while the
     /// program runs: the running thread and whether it is alone. Written only
     /// when different, so a fork's copy-on-write page stays shared (and out
@@ -833,16 +822,15 @@ impl Machine {
         }
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
         let mut result = linux::dispatch(&mut self.proc, &mut self.mem, regs.rax, &args);
-        // clock_gettime, gettimeofday, time: the vDSO's piece of the time
-        // function may have ended; give it the current one. Before the ready point (a run, a master's start) at once; in a call
-        // (a served request) from the second such call on, so a request that
-        // reads the time once pays one exit rather than a page copied on write
-        // and restored at reset, and one that reads it often gets the vDSO back.
-        if self.syscall_path.in_guest() && crate::clock::TIME_CALLS.contains(&regs.rax) {
-            self.proc.time_reads = self.proc.time_reads.saturating_add(1);
-            if self.ready.is_none() || self.proc.time_reads >= 2 {
-                self.refresh_time_page()?;
-            }
+        if self.syscall_path.in_guest() {
+            // Before the ready point (a run, a master's start) at once.
+            linux::time::after_host_answer(
+                &mut self.proc,
+                &mut self.mem,
+                regs.rax,
+                self.ready.is_none(),
+            )
+            .map_err(|f| MachineError::Internal(f.to_string()))?;
         }
         linux::signal::fire_timer(&mut self.proc);
         if matches!(self.proc.sched, Some(Sched::Retry(_))) && self.proc.pending_signal.is_some() {
@@ -1059,12 +1047,8 @@ fn fast_page_init(mem: &mut GuestMemory, tid: u64, rdrand: bool) -> Result<(), M
         mem.kernel_write_u64(abi::FAST_DATA_ADDR + off, v)
             .map_err(|f| MachineError::Internal(f.to_string()))?;
     }
-    // The vDSO's first time base (see `Machine::refresh_time_page`).
-    if let Some(seg) = crate::clock::current() {
-        mem.kernel_write(abi::FAST_DATA_ADDR + abi::fast::TIME, &seg.to_bytes())
-            .map_err(|f| MachineError::Internal(f.to_string()))?;
-    }
-    Ok(())
+    // The vDSO's first time base (see `linux::time::after_host_answer`).
+    crate::clock::refresh_page(mem).map_err(|f| MachineError::Internal(f.to_string()))
 }
 
 #[cfg(test)]
