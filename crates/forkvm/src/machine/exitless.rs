@@ -49,9 +49,10 @@ use std::time::{Duration, Instant};
 
 /// How long the poller keeps spinning after the last sign of work. 1 ms
 /// (longer than the ~0.3 ms between two requests of one `wrk -c1` client)
-/// was tried: the C epoll server gained (0.33 → 0.29 ms a request) but node
-/// lost badly once its master was 10 s old (hello 2.1 → 8.3 ms, A/B in one
-/// sitting, `bench/js.sh`), so the window stays short.
+/// was tried: the C epoll server gained (0.33 → 0.29 ms a request,
+/// `bench/servers.sh`) but node lost badly once its master was 10 s old
+/// (hello 2.1 → 8.3 ms, `bench/js.sh`; A/B in one sitting), so the window
+/// stays short.
 pub const WINDOW: Duration = Duration::from_micros(200);
 /// About how long a guest waits for a poller before it takes the exit (a
 /// served call takes 2-7 µs; an exit ~40 µs on PVM).
