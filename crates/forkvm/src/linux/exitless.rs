@@ -32,6 +32,9 @@ enum Needs {
     /// MSG_NOSIGNAL is in the argument at this index, a send that fails
     /// with EPIPE (it sent nothing) is declined, and the exit makes it again.
     Send(Option<usize>),
+    /// As `Fd`; ends a connection (close, shutdown), which the host may
+    /// be waiting for (see [`serve`]'s `output_watched`).
+    Ends,
     /// fcntl: an accepted descriptor and a command that cannot block.
     Fcntl,
     /// rt_sigprocmask: no blocked signal is waiting (so unblocking one
@@ -46,7 +49,7 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (0, "read", Needs::Fd),
     (1, "write", Needs::Send(None)),
     (2, "open", Needs::Nothing),
-    (3, "close", Needs::Fd),
+    (3, "close", Needs::Ends),
     (4, "stat", Needs::Nothing),
     (5, "fstat", Needs::Fd),
     (6, "lstat", Needs::Nothing),
@@ -70,7 +73,7 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (45, "recvfrom", Needs::Fd),
     (46, "sendmsg", Needs::Send(Some(2))),
     (47, "recvmsg", Needs::Fd),
-    (48, "shutdown", Needs::Fd),
+    (48, "shutdown", Needs::Ends),
     (51, "getsockname", Needs::Fd),
     (52, "getpeername", Needs::Fd),
     (54, "setsockopt", Needs::Fd),
@@ -141,6 +144,19 @@ enum FdClass {
     Refused,
 }
 
+/// Whether `fd` is a virtual TCP socket: its peer, if connected, is the
+/// host's end of a client connection.
+fn virtual_tcp(p: &Process, fd: u64) -> bool {
+    let Ok(fd) = i32::try_from(fd) else {
+        return false;
+    };
+    let Ok(file) = p.fds.get(fd) else {
+        return false;
+    };
+    let f = lock(&file);
+    matches!(&f.kind, FileKind::Socket(s) if s.inet.is_some())
+}
+
 fn classify(p: &Process, fd: u64) -> FdClass {
     let Ok(fd) = i32::try_from(fd) else {
         return FdClass::Bad;
@@ -182,7 +198,7 @@ enum Verdict {
 }
 
 /// Whether a poller may answer call `nr` with `args` in `p` now.
-fn may_serve(p: &Process, nr: u64, args: &Args) -> Verdict {
+fn may_serve(p: &Process, nr: u64, args: &Args, output_watched: bool) -> Verdict {
     let Some(&(_, _, needs)) = EXITLESS.iter().find(|(n, _, _)| *n == nr) else {
         return Verdict::Exit;
     };
@@ -195,9 +211,13 @@ fn may_serve(p: &Process, nr: u64, args: &Args) -> Verdict {
     }
     let usable = || classify(p, args[0]) != FdClass::Refused;
     let serve_if = |ok: bool| if ok { Verdict::Serve } else { Verdict::Exit };
+    if output_watched && matches!(needs, Needs::Send(_) | Needs::Ends) && virtual_tcp(p, args[0]) {
+        // The host looks at its connections only between exits.
+        return Verdict::Exit;
+    }
     match needs {
         Needs::Nothing => Verdict::Serve,
-        Needs::Fd => serve_if(usable()),
+        Needs::Fd | Needs::Ends => serve_if(usable()),
         Needs::Send(flags) => match classify(p, args[0]) {
             FdClass::Refused => Verdict::Exit,
             FdClass::Waitable {
@@ -247,12 +267,23 @@ impl SignalState {
 }
 
 /// Serves call `nr` for a poller: `Some(answer)` when it may (see
-/// [`may_serve`]), `None` when the call must take the exit. A call that
+/// [`may_serve`]), `None` when the call must take the exit.
+/// `output_watched`: the host stops the run as soon as the program's answer
+/// is whole, looking between exits (`Machine::run_until_answered`), so
+/// sends and closes on virtual TCP sockets take the exit. Served, they left
+/// the host blind until some later exit: node went on with timers and
+/// garbage collection after its answer, ~10 ms a request. A call that
 /// finds nothing ready (it would wait) is declined after the fact, leaving
 /// no trace: waiting calls change nothing but the wait bookkeeping, which is
 /// put back, and the exit path then makes the call again and waits.
-pub fn serve(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> Option<u64> {
-    let verdict = may_serve(p, nr, args);
+pub fn serve(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    nr: u64,
+    args: &Args,
+    output_watched: bool,
+) -> Option<u64> {
+    let verdict = may_serve(p, nr, args, output_watched);
     if verdict == Verdict::Exit {
         return None;
     }
@@ -309,14 +340,17 @@ mod tests {
         let b = u64::from(m.read_u32(buf + 4).unwrap());
         m.write(buf + 16, b"x").unwrap();
         assert_eq!(
-            serve(&mut p, &mut m, 1, &[a, buf + 16, 1, 0, 0, 0]),
+            serve(&mut p, &mut m, 1, &[a, buf + 16, 1, 0, 0, 0], false),
             Some(1)
         );
         assert_eq!(
             super::super::dispatch(&mut p, &mut m, 3, &[b, 0, 0, 0, 0, 0]),
             0
         );
-        assert_eq!(serve(&mut p, &mut m, 1, &[a, buf + 16, 1, 0, 0, 0]), None);
+        assert_eq!(
+            serve(&mut p, &mut m, 1, &[a, buf + 16, 1, 0, 0, 0], false),
+            None
+        );
         assert_eq!(
             (
                 p.exit_status,
@@ -329,10 +363,58 @@ mod tests {
         let epipe = (-(crate::linux::Errno::EPIPE.0 as i64)) as u64;
         // sendto(a, buf+16, 1, MSG_NOSIGNAL, NULL, 0)
         assert_eq!(
-            serve(&mut p, &mut m, 44, &[a, buf + 16, 1, MSG_NOSIGNAL, 0, 0]),
+            serve(
+                &mut p,
+                &mut m,
+                44,
+                &[a, buf + 16, 1, MSG_NOSIGNAL, 0, 0],
+                false
+            ),
             Some(epipe)
         );
         assert_eq!(p.exit_status, None);
+    }
+
+    /// While the host watches for the program's answer, what could send or
+    /// end it on a virtual TCP socket exits; other sockets are still served.
+    #[test]
+    fn sends_on_virtual_tcp_exit_while_the_host_watches_for_the_answer() {
+        let (mut p, mut m, buf) = crate::linux::test_process();
+        // socket(AF_INET, SOCK_STREAM, 0)
+        let tcp = super::super::dispatch(&mut p, &mut m, 41, &[2, 1, 0, 0, 0, 0]);
+        assert!(tcp < 1024, "socket: {tcp:#x}");
+        // socketpair(AF_UNIX, SOCK_STREAM, 0, buf)
+        assert_eq!(
+            super::super::dispatch(&mut p, &mut m, 53, &[1, 1, 0, buf, 0, 0]),
+            0
+        );
+        let unix = u64::from(m.read_u32(buf).unwrap());
+        m.write(buf + 16, b"x").unwrap();
+        let write = |fd| [fd, buf + 16, 1, 0, 0, 0];
+        assert_eq!(serve(&mut p, &mut m, 1, &write(tcp), true), None);
+        assert_eq!(serve(&mut p, &mut m, 48, &[tcp, 1, 0, 0, 0, 0], true), None);
+        assert_eq!(serve(&mut p, &mut m, 3, &[tcp, 0, 0, 0, 0, 0], true), None);
+        assert_eq!(serve(&mut p, &mut m, 1, &write(unix), true), Some(1));
+        // The same calls are served while the host waits for the program
+        // to go idle instead.
+        assert_ne!(
+            serve(&mut p, &mut m, 48, &[tcp, 1, 0, 0, 0, 0], false),
+            None
+        );
+        assert_ne!(
+            serve(
+                &mut p,
+                &mut m,
+                44,
+                &[tcp, buf + 16, 1, MSG_NOSIGNAL, 0, 0],
+                false
+            ),
+            None
+        );
+        assert_eq!(
+            serve(&mut p, &mut m, 3, &[tcp, 0, 0, 0, 0, 0], false),
+            Some(0)
+        );
     }
 
     #[test]

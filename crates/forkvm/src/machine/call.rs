@@ -403,7 +403,10 @@ impl Machine {
         timeout: Duration,
         answered: &mut dyn FnMut() -> bool,
     ) -> Result<Outcome, CallError> {
-        self.run_until_idle_or(timeout, answered)
+        self.output_watched = true;
+        let r = self.run_until_idle_or(timeout, answered);
+        self.output_watched = false;
+        r
     }
 
     fn run_until_idle_or(

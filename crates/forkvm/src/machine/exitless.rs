@@ -89,6 +89,9 @@ struct Lent {
     mem: NonNull<GuestMemory>,
     /// The machine wants its calls posted (it is not backing off).
     post: bool,
+    /// The host stops the run at the answer it waits for (see
+    /// `linux::exitless::serve`).
+    output_watched: bool,
 }
 
 // SAFETY: Process and GuestMemory are Send (both are moved between threads
@@ -133,7 +136,9 @@ impl Link {
             return false;
         }
         let call = read_call(mem);
-        let answer = call.and_then(|(nr, args)| linux::exitless::serve(proc, mem, nr, &args));
+        let answer = call.and_then(|(nr, args)| {
+            linux::exitless::serve(proc, mem, nr, &args, lent.output_watched)
+        });
         tracing::trace!("poller: call {:?} answered {answer:?}", call.map(|c| c.0));
         let done = match answer {
             Some(v) if mem.kernel_write_u64(slot(fast::CALL_RESULT), v).is_ok() => {
@@ -414,8 +419,15 @@ impl Exitless {
 
     /// Runs `run` (the vCPU inside `KVM_RUN`) with `proc` and `mem` lent to
     /// the poller, and takes them back before returning, waiting for a call
-    /// the poller is serving.
-    pub fn lend<R>(&self, proc: &mut Process, mem: &mut GuestMemory, run: impl FnOnce() -> R) -> R {
+    /// the poller is serving. `output_watched`: the host looks for the
+    /// program's answer between exits, so what sends it must exit.
+    pub fn lend<R>(
+        &self,
+        proc: &mut Process,
+        mem: &mut GuestMemory,
+        output_watched: bool,
+        run: impl FnOnce() -> R,
+    ) -> R {
         struct Revoke<'a>(&'a Link);
         impl Drop for Revoke<'_> {
             fn drop(&mut self) {
@@ -435,6 +447,7 @@ impl Exitless {
             proc: NonNull::from(proc),
             mem: NonNull::from(mem),
             post,
+            output_watched,
         });
         let _revoke = Revoke(&self.link);
         if post && self.demand.replace(false) {

@@ -168,6 +168,9 @@ pub struct Machine {
     breakpoint: Option<(u64, u8)>,
     /// What the current run waits for.
     mode: Mode,
+    /// The host looks for the program's answer between exits
+    /// ([`Machine::run_until_answered`]): sends to it must exit.
+    output_watched: bool,
     /// The program's stack pointer at the last trap.
     trap_rsp: u64,
     /// The syscall number of the last syscall trap.
@@ -389,6 +392,7 @@ impl Machine {
             breakpoint: None,
             stalled: false,
             mode: Mode::Program,
+            output_watched: false,
             trap_rsp: 0,
             trap_nr: 0,
             at_random: None,
@@ -438,6 +442,7 @@ impl Machine {
             breakpoint: None,
             stalled: false,
             mode: Mode::Program,
+            output_watched: false,
             trap_rsp: 0,
             trap_nr: 0,
             at_random,
@@ -607,7 +612,9 @@ impl Machine {
             }
             self.vcpu.sync_slots(&self.mem)?;
             let exit = match &self.exitless {
-                Some(x) => x.lend(&mut self.proc, &mut self.mem, || self.vcpu.run()),
+                Some(x) => x.lend(&mut self.proc, &mut self.mem, self.output_watched, || {
+                    self.vcpu.run()
+                }),
                 None => self.vcpu.run(),
             }?;
 
