@@ -164,21 +164,21 @@ pub mod entry {
         /// The PVM block (CPL3, returns like the PVM dispatcher).
         pub const PVM: u64 = SYSCALL_STUB_ADDR + 0x600;
         /// The hardware block (CPL0, returns with `sysretq`).
-        pub const HW: u64 = SYSCALL_STUB_ADDR + 0x780;
+        pub const HW: u64 = SYSCALL_STUB_ADDR + 0x800;
         /// Offset of the post code in a block.
         pub const POST: u64 = 0x00;
         /// Offset of the spin loop in a block.
         pub const SPIN: u64 = 0x80;
         /// Bytes of the spin loop.
-        pub const SPIN_SIZE: u64 = 0xa0;
+        pub const SPIN_SIZE: u64 = 0xe0;
         /// Offset of the cancel code in a block.
-        pub const CANCEL: u64 = 0x120;
+        pub const CANCEL: u64 = 0x160;
         /// Offset of the answered-call code (read the answer, free the slot).
-        pub const DONE: u64 = 0x130;
+        pub const DONE: u64 = 0x170;
         /// Offset of the return to the program (RAX holds the answer).
-        pub const RETURN: u64 = 0x150;
+        pub const RETURN: u64 = 0x190;
         /// Bytes of a block.
-        pub const SIZE: u64 = 0x180;
+        pub const SIZE: u64 = 0x200;
     }
     /// Bytes reserved for each exception vector's entry (vector `v` at `KERNEL_CODE_ADDR + v * ENTRY_SIZE`).
     pub const ENTRY_SIZE: u64 = 16;
@@ -330,6 +330,11 @@ pub mod hypercall {
     /// Answer the request being served: `(status, headers, headers_len, body, body_len)`.
     /// Headers are `Name: value` lines separated by `\n`.
     pub const RESPOND: u64 = 0x666f_0003;
+    /// From the exitless block only: a poller claimed the posted call and
+    /// has not answered within the wait's bound (it lost its core). The
+    /// host finishes the call once the poller is done with it (see
+    /// `machine::exitless` in the forkvm crate).
+    pub const AWAIT_ANSWER: u64 = 0x666f_0004;
 }
 
 /// The request a serving guest's handler receives (a pointer to this, in

@@ -249,6 +249,38 @@ fn exitless_file_calls_match_native_under_signals_and_threads() {
     }
 }
 
+/// A poller that claims a call and then loses its core (a test hook makes it
+/// wait 300 µs before serving each call) does not keep the guest spinning: the
+/// guest leaves through the exit after four spin budgets, the host finishes
+/// the call once the poller is done with it, and every answer is still right.
+#[test]
+fn a_guest_stops_waiting_for_a_poller_that_lost_its_core() {
+    let prog = "exitless_files.musl";
+    let mut native = Command::new(guest(prog));
+    native
+        .arg(common::forkvm_bin())
+        .arg("/usr/lib")
+        .current_dir("/");
+    let native = run_cmd(native, b"", Duration::from_secs(120));
+    assert_eq!(native.status, 0, "{}", native.describe());
+    let mut cmd = Command::new(common::forkvm_bin());
+    cmd.args(["run", "--syscalls", "fast", "--allow-read"])
+        .arg(common::forkvm_bin())
+        .arg("--")
+        .arg(guest(prog))
+        .arg(common::forkvm_bin())
+        .arg("/usr/lib")
+        .env("FORKVM_LOG", "forkvm=debug")
+        .env("FORKVM_POLLER_SPIN_US", "50")
+        .env("FORKVM_POLLER_DELAY_US", "300");
+    let r = run_cmd(cmd, b"", Duration::from_secs(120));
+    succeeds_as_native("fast", &r, &native);
+    if std::path::Path::new("/sys/module/kvm_pvm").exists() {
+        let awaited = logged_count(&r, " calls finished by an exit after their guest");
+        assert!(awaited > 100, "{awaited} calls finished by an exit");
+    }
+}
+
 /// Accesses the run loop did for memory a served call mapped before its
 /// chunk had a memory slot, from the debug log.
 fn late_slot_accesses(r: &Run) -> u64 {

@@ -338,6 +338,7 @@ fn exitless_block(stubs: &mut Vec<u8>, base: u64, ret: FastReturn) -> Result<(),
         assemble_at(spin, |a| {
             let mut rounds = a.create_label();
             let mut claimed = a.create_label();
+            let mut serving = a.create_label();
             let mut declined = a.create_label();
             a.mov(state(), exitless::POSTED as i32)?;
             let mut no_poller = a.create_label();
@@ -364,11 +365,22 @@ fn exitless_block(stubs: &mut Vec<u8>, base: u64, ret: FastReturn) -> Result<(),
             a.jmp(cancel)?;
             a.set_label(&mut no_poller)?;
             a.lock().btr(state(), 0)?;
-            a.jc(cancel)?;
+            a.jnc(claimed)?;
+            a.jmp(cancel)?;
+            // A poller has the call: wait four budgets for its answer,
+            // then leave through the exit, where the host waits for the
+            // poller to finish. A poller that lost its core (a busy host)
+            // then runs on the one the vCPU gives up.
             a.set_label(&mut claimed)?;
+            a.mov(asm::rax, data(fast::CALL_SPIN))?;
+            a.shl(asm::rax, 2)?;
+            a.set_label(&mut serving)?;
             answered(a, declined)?;
             a.pause()?;
-            a.jmp(claimed)?;
+            a.dec(asm::rax)?;
+            a.jnz(serving)?;
+            a.mov(asm::rax, abi::hypercall::AWAIT_ANSWER)?;
+            a.jmp(exit_stub)?;
             a.set_label(&mut declined)?;
             a.mov(state(), exitless::IDLE as i32)?;
             a.jmp(cancel)

@@ -6,27 +6,45 @@
 //! On PVM a VM exit and re-entry costs ~40 µs, while a guest spinning on a
 //! page that a host thread polls gets its answer in ~2.5 µs. So:
 //!
-//! - **One poller thread per host process**, shared by every VM in it. It
-//!   serves the VMs' slots one after another; a call takes it a few µs, so
-//!   one thread keeps up with many VMs and leaves the other cores to vCPUs.
+//! - **One poller per host process**, shared by every VM in it: two
+//!   threads that serve the VMs' slots one after another (a call takes a
+//!   few µs, so one thread keeps up with many VMs). `forkvm-poller` runs at
+//!   the normal priority and takes its fair share on a busy host;
+//!   `forkvm-linger` runs in the idle class (`SCHED_IDLE`): it only gets a
+//!   core nothing else wants, so it can keep watching long after the last
+//!   call at no cost to anyone.
 //! - **Lending.** A machine owns its process state; it lends it to the
 //!   poller only while its vCPU thread is inside `KVM_RUN`
 //!   ([`Exitless::lend`]), and takes it back, waiting for a call being
 //!   served, before it looks at the state again.
-//! - **Sleeping.** The poller spins while there is work: a call served, or a
-//!   VM entered whose guest made calls it could answer, within the last
-//!   [`WINDOW`]. Then it tells every VM that no one is watching (the slot's
-//!   `CALL_AWAKE` word, which the guest reads before it posts and while it
-//!   waits) and sleeps until such a VM enters again. A VM whose program
-//!   makes no such calls never wakes it; an idle or compute-bound one costs
-//!   at most one window of spinning per exit. While it waits for work it
-//!   yields its core at every round, so on a host with more runnable
-//!   threads than cores the vCPUs and the HTTP side run first (p99 of the
-//!   epoll server at `wrk -c1`: 1.0 → 0.68 ms). A woken poller says it
-//!   watches only once it runs: until then the guest's calls exit rather
-//!   than wait in vain.
+//! - **Sleeping.** Each thread spins while there is work: a call served,
+//!   or a VM entered whose guest made calls it could answer, within the
+//!   last [`WINDOW`] (the normal thread) or [`LINGER`] (the idle one). Then
+//!   it sleeps until such a VM enters again; the last one to sleep tells
+//!   every VM that no one is watching (the slot's `CALL_AWAKE` word, which
+//!   the guest reads before it posts and while it waits). A VM whose
+//!   program makes no such calls never wakes them. While the normal thread
+//!   waits for work it yields its core at every round, so on a host with
+//!   more runnable threads than cores the vCPUs and the HTTP side run first
+//!   (p99 of the epoll server at `wrk -c1`: 1.0 → 0.68 ms). A woken thread
+//!   says it watches only once it runs: until then the guest's calls exit
+//!   rather than wait in vain. Waking takes long here (100-250 µs on PVM,
+//!   the idle core has to be woken first), and with only the normal thread
+//!   a quiet spell of 200 µs between two requests was enough for a request
+//!   to make all its calls through exits (`bench/servers.sh`, reset per
+//!   request, with it: epoll 0.34 → 0.25 ms, Go 0.56-0.62 → 0.39-0.40 ms). A longer
+//!   window at the normal priority gained less (1 ms or 5 ms: epoll 0.28 ms,
+//!   p99 0.73 against 0.43 ms), as its spinning takes cores from wrk and
+//!   the HTTP side.
 //! - **Bounded guest spin.** A guest waits at most `CALL_SPIN` pause rounds
 //!   (calibrated to [`GUEST_SPIN`]) for a claim, then cancels and exits.
+//!   Once a poller has claimed the call it waits four times that for the
+//!   answer, then leaves through the exit with `hypercall::AWAIT_ANSWER`:
+//!   by the time the vCPU thread has taken the state back, the poller is
+//!   done, and the run loop finishes the call
+//!   ([`Exitless::take_awaited`]). A poller that lost its core in the
+//!   middle of a call (always possible for the idle-class thread) then
+//!   gets the core the vCPU gave up, instead of a guest spinning on it.
 //! - **Backing off.** A cancel means no poller got a CPU in time (more
 //!   runnable threads than cores). Each served call earns the machine a
 //!   credit (up to [`CREDIT_CAP`]) and each cancel costs [`VAIN_COST`];
@@ -50,13 +68,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How long the poller keeps spinning after the last sign of work. 1 ms
-/// (longer than the ~0.3 ms between two requests of one `wrk -c1` client)
-/// was tried: the C epoll server gained (0.33 → 0.29 ms a request,
-/// `bench/servers.sh`) but node lost badly once its master was 10 s old
-/// (hello 2.1 → 8.3 ms, `bench/js.sh`; A/B in one sitting), so the window
-/// stays short.
+/// How long the normal-priority poller thread keeps spinning after the
+/// last sign of work.
 pub const WINDOW: Duration = Duration::from_micros(200);
+/// How long the idle-class poller thread keeps spinning after the last sign
+/// of work (see "Sleeping"): it costs no one a core, only power.
+pub const LINGER: Duration = Duration::from_millis(5);
 /// About how long a guest waits for a poller before it takes the exit (a
 /// served call takes 2-7 µs; an exit ~40 µs on PVM).
 pub const GUEST_SPIN: Duration = Duration::from_micros(15);
@@ -135,6 +152,9 @@ impl Link {
         {
             return false;
         }
+        if let Some(pause) = claimed_pause() {
+            std::thread::sleep(pause);
+        }
         let call = read_call(mem);
         let answer = call.and_then(|(nr, args)| {
             linux::exitless::serve(proc, mem, nr, &args, lent.output_watched)
@@ -170,6 +190,16 @@ impl Link {
     }
 }
 
+/// For tests only: `FORKVM_POLLER_DELAY_US` makes the poller wait this long
+/// after claiming each call, as a poller that lost its core would.
+fn claimed_pause() -> Option<Duration> {
+    static PAUSE: OnceLock<Option<Duration>> = OnceLock::new();
+    *PAUSE.get_or_init(|| {
+        let us = std::env::var("FORKVM_POLLER_DELAY_US").ok()?.parse().ok()?;
+        Some(Duration::from_micros(us))
+    })
+}
+
 /// The call number and arguments posted in the slot.
 fn read_call(mem: &GuestMemory) -> Option<(u64, linux::Args)> {
     let nr = mem.kernel_read_u64(slot(fast::CALL_NR)).ok()?;
@@ -182,20 +212,42 @@ fn read_call(mem: &GuestMemory) -> Option<(u64, linux::Args)> {
     Some((nr, args))
 }
 
-/// The process-wide poller.
-struct Poller {
-    links: Mutex<Vec<Arc<Link>>>,
-    /// Bumped when `links` changes, so the thread refreshes its copy.
-    generation: AtomicU64,
-    /// Bumped by every VM entry: a sign of work.
-    entries: AtomicU64,
-    /// The poller sleeps (or is about to). Cleared only by the poller
-    /// itself once it runs again, so that a VM entering meanwhile does not
-    /// tell its guest someone watches before anyone does.
+/// One thread of the poller: how it sleeps.
+struct Watcher {
+    name: &'static str,
+    /// Spins this long after its last sign of work, then sleeps.
+    window: Duration,
+    /// It sleeps (or is about to). Cleared only by the thread itself once
+    /// it runs again, so that a VM entering meanwhile does not tell its
+    /// guest someone watches before anyone does.
     asleep: AtomicBool,
-    /// A VM asked the sleeping poller to run (guarded: the condvar's flag).
+    /// A VM asked it to run (guarded: the condvar's flag).
     sleep: Mutex<bool>,
     wake: Condvar,
+}
+
+impl Watcher {
+    fn new(name: &'static str, window: Duration) -> Self {
+        Self {
+            name,
+            window,
+            asleep: AtomicBool::new(false),
+            sleep: Mutex::new(false),
+            wake: Condvar::new(),
+        }
+    }
+}
+
+/// The process-wide poller: two threads serving the same slots (see the
+/// module's "Sleeping").
+struct Poller {
+    links: Mutex<Vec<Arc<Link>>>,
+    /// Bumped when `links` changes, so the threads refresh their copies.
+    generation: AtomicU64,
+    /// Bumped by every VM entry that wants calls served: a sign of work.
+    entries: AtomicU64,
+    /// [`ACTIVE`] and [`LINGERING`].
+    watchers: [Watcher; 2],
     /// Guest pause rounds in [`GUEST_SPIN`].
     spin_rounds: u64,
     /// Never sleep: guests were told to wait for the poller however long it
@@ -203,6 +255,11 @@ struct Poller {
     /// every listed call being posted, whatever the machine's load.
     stays_awake: bool,
 }
+
+/// The watcher at the normal priority, which sleeps [`WINDOW`] after work.
+const ACTIVE: usize = 0;
+/// The watcher at idle priority, which sleeps [`LINGER`] after work.
+const LINGERING: usize = 1;
 
 fn poller() -> Option<&'static Poller> {
     static POLLER: OnceLock<Option<&'static Poller>> = OnceLock::new();
@@ -212,9 +269,10 @@ fn poller() -> Option<&'static Poller> {
             links: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
             entries: AtomicU64::new(0),
-            asleep: AtomicBool::new(false),
-            sleep: Mutex::new(false),
-            wake: Condvar::new(),
+            watchers: [
+                Watcher::new("forkvm-poller", WINDOW),
+                Watcher::new("forkvm-linger", LINGER),
+            ],
             spin_rounds,
             stays_awake: spin_rounds == u64::MAX,
         }));
@@ -222,19 +280,33 @@ fn poller() -> Option<&'static Poller> {
             "exitless poller: guests spin {} pause rounds",
             p.spin_rounds
         );
-        match std::thread::Builder::new()
-            .name("forkvm-poller".into())
-            .spawn(move || p.run())
-        {
-            Ok(_) => Some(p),
-            Err(e) => {
-                tracing::warn!("cannot start the exitless-call poller ({e}); every call exits");
-                None
-            }
+        if let Err(e) = p.start(ACTIVE) {
+            tracing::warn!("cannot start the exitless-call poller ({e}); every call exits");
+            return None;
         }
+        if let Err(e) = p.start(LINGERING) {
+            // Only the quick answers right after a quiet spell are lost.
+            tracing::debug!("exitless poller: no idle-priority thread ({e})");
+            p.watchers[LINGERING].asleep.store(true, Ordering::SeqCst);
+        }
+        Some(p)
     })
 }
 
+/// Puts the calling thread in the `SCHED_IDLE` class: it runs only on a
+/// core nothing else wants. Going back needs a privilege, so a thread that
+/// asks this keeps it.
+fn idle_priority() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid, initialised
+    // struct that outlives the call, which only reads it.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
 /// Pause rounds that take about [`GUEST_SPIN`] on this CPU (the guest's
 /// `pause` runs natively, at the host's speed), or what
 /// `FORKVM_POLLER_SPIN_US` asks for: 0 makes guests wait for the poller
@@ -263,7 +335,39 @@ fn calibrate_spin() -> u64 {
 }
 
 impl Poller {
-    fn run(&self) {
+    /// Starts watcher `me`'s thread; the lingering one is in the idle class
+    /// before this returns (the host's seccomp filter, installed later,
+    /// does not allow the call).
+    fn start(&'static self, me: usize) -> std::io::Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name(self.watchers[me].name.into())
+            .spawn(move || {
+                if me == LINGERING {
+                    let set = idle_priority();
+                    let ok = set.is_ok();
+                    let _ = tx.send(set);
+                    if !ok {
+                        return;
+                    }
+                } else {
+                    let _ = tx.send(Ok(()));
+                }
+                self.run(me)
+            })?;
+        rx.recv()
+            .map_err(|_| std::io::Error::other("the thread ended"))?
+    }
+
+    /// Whether any watcher is awake.
+    fn watching(&self) -> bool {
+        self.watchers
+            .iter()
+            .any(|w| !w.asleep.load(Ordering::SeqCst))
+    }
+
+    fn run(&self, me: usize) {
+        let w = &self.watchers[me];
         let mut links: Vec<Arc<Link>> = Vec::new();
         let mut generation = u64::MAX;
         let mut entries = 0;
@@ -285,36 +389,42 @@ impl Poller {
             }
             if busy {
                 last_work = Instant::now();
-            } else if !self.stays_awake && last_work.elapsed() > WINDOW {
-                let mut guard = lock(&self.sleep);
-                self.asleep.store(true, Ordering::SeqCst);
-                for c in &links {
-                    c.set_awake(false);
-                }
-                // A guest that saw the word set just before it was cleared
-                // may have posted since; it looks at the word again while it
-                // waits, and we look at the slots again here (both after a
-                // full barrier), so one of us sees the other.
-                let mut late = false;
-                for c in &links {
-                    late |= c.poll(false);
-                }
-                if late {
-                    *guard = false;
-                    self.asleep.store(false, Ordering::SeqCst);
-                    drop(guard);
-                    last_work = Instant::now();
-                    continue;
+            } else if !self.stays_awake && last_work.elapsed() > w.window {
+                let mut guard = lock(&w.sleep);
+                w.asleep.store(true, Ordering::SeqCst);
+                // The last watcher to sleep tells the guests. Each stores
+                // its flag before it looks at the other's (both SeqCst), so
+                // of two going to sleep at once at least one sees the other.
+                if !self.watching() {
+                    for c in &links {
+                        c.set_awake(false);
+                    }
+                    // A guest that saw the word set just before it was
+                    // cleared may have posted since; it looks at the word
+                    // again while it waits, and we look at the slots again
+                    // here (both after a full barrier), so one of us sees
+                    // the other.
+                    let mut late = false;
+                    for c in &links {
+                        late |= c.poll(false);
+                    }
+                    if late {
+                        *guard = false;
+                        w.asleep.store(false, Ordering::SeqCst);
+                        drop(guard);
+                        last_work = Instant::now();
+                        continue;
+                    }
                 }
                 // A VM that entered between our last look at `entries` and
                 // `asleep` being set did not wake us: look once more.
                 if self.entries.load(Ordering::SeqCst) == entries {
                     while !*guard {
-                        guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
+                        guard = w.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
                     }
                 }
                 *guard = false;
-                self.asleep.store(false, Ordering::SeqCst);
+                w.asleep.store(false, Ordering::SeqCst);
                 drop(guard);
                 last_work = Instant::now();
                 continue;
@@ -326,12 +436,14 @@ impl Poller {
         }
     }
 
-    /// A VM is about to enter: wake the poller if it sleeps.
+    /// A VM is about to enter: wake the watchers that sleep.
     fn entering(&self) {
         self.entries.fetch_add(1, Ordering::SeqCst);
-        if self.asleep.load(Ordering::SeqCst) {
-            *lock(&self.sleep) = true;
-            self.wake.notify_one();
+        for w in &self.watchers {
+            if w.asleep.load(Ordering::SeqCst) {
+                *lock(&w.sleep) = true;
+                w.wake.notify_one();
+            }
         }
     }
 
@@ -344,6 +456,14 @@ impl Poller {
         lock(&self.links).retain(|c| !Arc::ptr_eq(c, link));
         self.generation.fetch_add(1, Ordering::Release);
     }
+}
+
+/// See [`Exitless::take_awaited`].
+pub(crate) enum Awaited {
+    /// The poller's answer.
+    Answer(u64),
+    /// The poller declined call number `.0`: the exit path makes it.
+    Call(u64),
 }
 
 /// A machine's use of exitless calls.
@@ -369,6 +489,8 @@ pub(crate) struct Exitless {
     /// Guest accesses done by the run loop because a served call had mapped
     /// memory in a chunk that got its memory slot only at the next entry.
     late_slots: std::cell::Cell<u64>,
+    /// See [`Self::take_awaited`].
+    awaited: std::cell::Cell<u64>,
 }
 
 impl Exitless {
@@ -403,6 +525,7 @@ impl Exitless {
             demand: std::cell::Cell::new(false),
             map,
             late_slots: std::cell::Cell::new(0),
+            awaited: std::cell::Cell::new(0),
         })
     }
 
@@ -438,7 +561,7 @@ impl Exitless {
         // A sleeping poller takes a while to run again: the guest's first
         // calls would wait for it in vain. It sets the word itself once it
         // runs; until then calls exit.
-        let awake = u64::from(post && !self.poller.asleep.load(Ordering::SeqCst));
+        let awake = u64::from(post && self.poller.watching());
         let at = slot(fast::CALL_AWAKE);
         if mem.kernel_read_u64(at).ok() != Some(awake) {
             let _ = mem.kernel_write_u64(at, awake);
@@ -505,9 +628,33 @@ impl Exitless {
         self.late_slots.get()
     }
 
+    /// Calls whose guest stopped waiting for the poller that had them.
+    pub fn awaited(&self) -> u64 {
+        self.awaited.get()
+    }
+
     /// Calls the poller answered for this machine.
     pub fn served(&self) -> u64 {
         self.link.served.load(Ordering::Relaxed)
+    }
+
+    /// The exit of a guest that gave up waiting for the poller that claimed
+    /// its call (`hypercall::AWAIT_ANSWER`): the vCPU is out of the guest, so
+    /// the poller is done with the call ([`Self::lend`] took the state
+    /// back). Frees the slot and says what the program gets: the answer, or
+    /// (declined) the call to make through the exit path. The slot is the
+    /// guest's to write: a program that jumps here itself gets its own
+    /// value back, or the call its slot names.
+    pub fn take_awaited(&self, mem: &mut GuestMemory) -> Result<Awaited, crate::memory::Fault> {
+        self.awaited.set(self.awaited.get() + 1);
+        let st = mem.kernel_read_u64(slot(fast::CALL_STATE))?;
+        mem.kernel_write_u64(slot(fast::CALL_STATE), state::IDLE)?;
+        if st == state::DONE {
+            return Ok(Awaited::Answer(
+                mem.kernel_read_u64(slot(fast::CALL_RESULT))?,
+            ));
+        }
+        Ok(Awaited::Call(mem.kernel_read_u64(slot(fast::CALL_NR))?))
     }
 
     /// After an exit that may have stopped the vCPU inside the spin loop:

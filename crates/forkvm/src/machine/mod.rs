@@ -465,9 +465,11 @@ impl Machine {
         }
         if let Some(x) = &self.exitless {
             tracing::debug!(
-                "{} host calls answered without an exit, {} accesses before a late memory slot",
+                "{} host calls answered without an exit, {} accesses before a late memory slot, \
+                 {} calls finished by an exit after their guest stopped waiting",
                 x.served(),
-                x.late_slots()
+                x.late_slots(),
+                x.awaited()
             );
         }
         // The first process's end is the run's: its children end too.
@@ -772,7 +774,7 @@ impl Machine {
 
     /// Serves one system call; `Some` when the program is done.
     fn syscall(&mut self, ret: SyscallReturn) -> Result<Option<Outcome>, MachineError> {
-        let regs = self.vcpu.regs();
+        let mut regs = self.vcpu.regs();
         self.trap_rsp = match ret {
             SyscallReturn::Sysret => regs.rsp,
             SyscallReturn::Iret(frame_addr) => {
@@ -781,6 +783,33 @@ impl Machine {
                     .rsp
             }
         };
+        if regs.rax == abi::hypercall::AWAIT_ANSWER {
+            // The guest stopped waiting for a poller that had its call.
+            let awaited = match &self.exitless {
+                Some(x) => x.take_awaited(&mut self.mem),
+                // Without a poller nothing was posted: ENOSYS (see below).
+                None => Ok(exitless::Awaited::Call(u64::MAX)),
+            }
+            .map_err(|f| MachineError::Internal(f.to_string()))?;
+            match awaited {
+                exitless::Awaited::Answer(v) => {
+                    self.vcpu.set_rax(v);
+                    if let SyscallReturn::Iret(frame_addr) = ret {
+                        self.return_through_frame(&regs, frame_addr)?;
+                    }
+                    return Ok(None);
+                }
+                exitless::Awaited::Call(nr) => {
+                    // Only a call the guest may post; anything else is ENOSYS.
+                    regs.rax = if linux::exitless::listed(nr) {
+                        nr
+                    } else {
+                        u64::MAX
+                    };
+                    self.vcpu.set_rax(regs.rax);
+                }
+            }
+        }
         self.trap_nr = regs.rax;
         *self.exits_by_call.entry(regs.rax).or_default() += 1;
         if let Some(x) = &self.exitless {
