@@ -216,13 +216,16 @@ impl Fork {
             .process
             .fork_copy()
             .map_err(|e| MachineError::Internal(format!("copying open files: {}", e.name())))?;
-        if m.poisoned {
+        if m.poisoned && !m.in_kernel {
             // The vCPU may have stopped anywhere (a timeout in user mode).
+            // A run stopped at an exit (a whole answer, `--ephemeral`) is in
+            // guest-kernel mode already; the next entry sets every general
+            // register and the FS and GS bases (one ioctl less a request).
             m.vcpu.restore_kernel_mode()?;
             // The system registers carry an FS base too: reload it on the next call.
             m.vcpu_fs_base = u64::MAX;
-            m.poisoned = false;
         }
+        m.poisoned = false;
         m.ready = Some(image.ready);
         m.proc.family = kept;
         self.new_tree();

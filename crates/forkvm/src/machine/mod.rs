@@ -168,6 +168,10 @@ pub struct Machine {
     breakpoint: Option<(u64, u8)>,
     /// What the current run waits for.
     mode: Mode,
+    /// The vCPU last left the guest at an I/O exit, i.e. in guest-kernel
+    /// mode with the return to the program set up by the host: a run that
+    /// stopped there needs no system registers put back before the next.
+    pub(crate) in_kernel: bool,
     /// The host looks for the program's answer between exits
     /// ([`Machine::run_until_answered`]): sends to it must exit.
     output_watched: bool,
@@ -393,6 +397,7 @@ impl Machine {
             stalled: false,
             mode: Mode::Program,
             output_watched: false,
+            in_kernel: true,
             trap_rsp: 0,
             trap_nr: 0,
             at_random: None,
@@ -443,6 +448,7 @@ impl Machine {
             stalled: false,
             mode: Mode::Program,
             output_watched: false,
+            in_kernel: true,
             trap_rsp: 0,
             trap_nr: 0,
             at_random,
@@ -619,6 +625,7 @@ impl Machine {
                 }),
                 None => self.vcpu.run(),
             }?;
+            self.in_kernel = matches!(exit, Exit::Io(_));
 
             match exit {
                 Exit::Io(port) => {
