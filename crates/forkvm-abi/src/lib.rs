@@ -230,6 +230,10 @@ pub mod fast {
     /// Calls the guest took back after waiting its whole spin budget
     /// (guest-written; the host backs off when it grows: no poller got a CPU).
     pub const CALL_CANCELS: u64 = 0x258;
+    /// How many `pause` rounds the guest waits for the answer once a poller
+    /// has claimed its call, before it leaves through the exit with
+    /// [`super::hypercall::AWAIT_ANSWER`] (host-written).
+    pub const CALL_ANSWER_SPIN: u64 = 0x260;
     /// Bitmap of the call numbers (0..512) worth posting (host-written).
     pub const CALL_MAP: u64 = 0x280;
     /// Bytes of [`CALL_MAP`].

@@ -351,6 +351,9 @@ fn exitless_block(stubs: &mut Vec<u8>, base: u64, ret: FastReturn) -> Result<(),
             };
             a.set_label(&mut rounds)?;
             answered(a, declined)?;
+            // POSTED cleared by a poller: it has the call.
+            a.cmp(state(), exitless::IDLE as i32)?;
+            a.je(claimed)?;
             // The poller went to sleep after we looked (it clears the word,
             // then looks at the slot once more): take the call back.
             a.cmp(data(fast::CALL_AWAKE), 0)?;
@@ -367,13 +370,12 @@ fn exitless_block(stubs: &mut Vec<u8>, base: u64, ret: FastReturn) -> Result<(),
             a.lock().btr(state(), 0)?;
             a.jnc(claimed)?;
             a.jmp(cancel)?;
-            // A poller has the call: wait four budgets for its answer,
-            // then leave through the exit, where the host waits for the
+            // A poller has the call: wait `CALL_ANSWER_SPIN` rounds (four
+            // budgets) for its answer, then leave through the exit, where the host waits for the
             // poller to finish. A poller that lost its core (a busy host)
             // then runs on the one the vCPU gives up.
             a.set_label(&mut claimed)?;
-            a.mov(asm::rax, data(fast::CALL_SPIN))?;
-            a.shl(asm::rax, 2)?;
+            a.mov(asm::rax, data(fast::CALL_ANSWER_SPIN))?;
             a.set_label(&mut serving)?;
             answered(a, declined)?;
             a.pause()?;

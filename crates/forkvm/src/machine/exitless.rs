@@ -38,8 +38,9 @@
 //!   the HTTP side.
 //! - **Bounded guest spin.** A guest waits at most `CALL_SPIN` pause rounds
 //!   (calibrated to [`GUEST_SPIN`]) for a claim, then cancels and exits.
-//!   Once a poller has claimed the call it waits four times that for the
-//!   answer, then leaves through the exit with `hypercall::AWAIT_ANSWER`:
+//!   Once a poller has claimed the call (the guest sees POSTED cleared) it
+//!   waits `CALL_ANSWER_SPIN` rounds (four budgets) for the answer, then
+//!   leaves through the exit with `hypercall::AWAIT_ANSWER`:
 //!   by the time the vCPU thread has taken the state back, the poller is
 //!   done, and the run loop finishes the call
 //!   ([`Exitless::take_awaited`]). A poller that lost its core in the
@@ -250,6 +251,8 @@ struct Poller {
     watchers: [Watcher; 2],
     /// Guest pause rounds in [`GUEST_SPIN`].
     spin_rounds: u64,
+    /// Guest pause rounds it waits for a claimed call's answer.
+    answer_rounds: u64,
     /// Never sleep: guests were told to wait for the poller however long it
     /// takes (`FORKVM_POLLER_SPIN_US=0`), and tests that do so count on
     /// every listed call being posted, whatever the machine's load.
@@ -274,6 +277,7 @@ fn poller() -> Option<&'static Poller> {
                 Watcher::new("forkvm-linger", LINGER),
             ],
             spin_rounds,
+            answer_rounds: answer_rounds(spin_rounds),
             stays_awake: spin_rounds == u64::MAX,
         }));
         tracing::debug!(
@@ -307,25 +311,43 @@ fn idle_priority() -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
 /// Pause rounds that take about [`GUEST_SPIN`] on this CPU (the guest's
 /// `pause` runs natively, at the host's speed), or what
 /// `FORKVM_POLLER_SPIN_US` asks for: 0 makes guests wait for the poller
 /// however long it takes, and keeps the poller from sleeping, so a test can
 /// count on it on a loaded machine.
 fn calibrate_spin() -> u64 {
-    const ROUNDS: u32 = 2_000;
-    let budget = match std::env::var("FORKVM_POLLER_SPIN_US")
+    match std::env::var("FORKVM_POLLER_SPIN_US")
         .ok()
         .map(|v| v.parse::<u64>())
     {
-        Some(Ok(0)) => return u64::MAX,
-        Some(Ok(us)) => Duration::from_micros(us),
+        Some(Ok(0)) => u64::MAX,
+        Some(Ok(us)) => rounds_in(Duration::from_micros(us)),
         Some(Err(_)) => {
             tracing::warn!("FORKVM_POLLER_SPIN_US is not a number of µs; using the default");
-            GUEST_SPIN
+            rounds_in(GUEST_SPIN)
         }
-        None => GUEST_SPIN,
-    };
+        None => rounds_in(GUEST_SPIN),
+    }
+}
+
+/// How many pause rounds a guest waits for the answer to a call a poller
+/// has claimed: four times its budget for a claim, or, for tests,
+/// `FORKVM_POLLER_ANSWER_US` µs whatever that budget is.
+fn answer_rounds(spin_rounds: u64) -> u64 {
+    match std::env::var("FORKVM_POLLER_ANSWER_US")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        Some(us) => rounds_in(Duration::from_micros(us)),
+        None => spin_rounds.saturating_mul(4),
+    }
+}
+
+/// Pause rounds that take about `budget` on this CPU.
+fn rounds_in(budget: Duration) -> u64 {
+    const ROUNDS: u32 = 2_000;
     let start = Instant::now();
     for _ in 0..ROUNDS {
         std::hint::spin_loop();
@@ -507,6 +529,10 @@ impl Exitless {
         let at = slot(fast::CALL_SPIN);
         if mem.kernel_read_u64(at).ok()? != poller.spin_rounds {
             mem.kernel_write_u64(at, poller.spin_rounds).ok()?;
+        }
+        let at = slot(fast::CALL_ANSWER_SPIN);
+        if mem.kernel_read_u64(at).ok()? != poller.answer_rounds {
+            mem.kernel_write_u64(at, poller.answer_rounds).ok()?;
         }
         let link = Arc::new(Link {
             lent: Mutex::new(None),
