@@ -173,6 +173,28 @@ fn reading_never_mapped_memory_is_sigsegv() {
 /// Runs exitless_files on a real file and directory with `path`, with the
 /// forkvm debug log on (it counts the calls the poller answered).
 fn exitless_files(path: &str, prog: &str, scribble: bool) -> Run {
+    run_cmd(
+        exitless_files_cmd(path, prog, scribble),
+        b"",
+        Duration::from_secs(120),
+    )
+}
+
+/// exitless_files natively, on the same file and directory.
+fn exitless_files_native(prog: &str) -> Run {
+    let mut native = Command::new(guest(prog));
+    native
+        .arg(common::forkvm_bin())
+        .arg("/usr/lib")
+        .current_dir("/");
+    let native = run_cmd(native, b"", Duration::from_secs(120));
+    assert_eq!(native.status, 0, "{}", native.describe());
+    assert!(native.stdout_str().contains("wrong answers: 0"));
+    native
+}
+
+/// The command [`exitless_files`] runs.
+fn exitless_files_cmd(path: &str, prog: &str, scribble: bool) -> Command {
     let exe = guest(prog);
     let mut cmd = Command::new(common::forkvm_bin());
     cmd.args(["run", "--syscalls", path, "--allow-read"])
@@ -189,7 +211,7 @@ fn exitless_files(path: &str, prog: &str, scribble: bool) -> Run {
         // poller is awake when none is).
         cmd.env("FORKVM_POLLER_SPIN_US", "0");
     }
-    run_cmd(cmd, b"", Duration::from_secs(120))
+    cmd
 }
 
 /// A count the debug log gives as "N<what>" (e.g. " host calls answered
@@ -226,14 +248,7 @@ fn answered_without_exit(r: &Run) -> u64 {
 #[test]
 fn exitless_file_calls_match_native_under_signals_and_threads() {
     for prog in ["exitless_files.glibc", "exitless_files.musl"] {
-        let mut native = Command::new(guest(prog));
-        native
-            .arg(common::forkvm_bin())
-            .arg("/usr/lib")
-            .current_dir("/");
-        let native = run_cmd(native, b"", Duration::from_secs(120));
-        assert_eq!(native.status, 0, "{}", native.describe());
-        assert!(native.stdout_str().contains("wrong answers: 0"));
+        let native = exitless_files_native(prog);
         for path in ["fast", "guest", "exit"] {
             let r = exitless_files(path, prog, false);
             succeeds_as_native(path, &r, &native);
@@ -256,26 +271,12 @@ fn exitless_file_calls_match_native_under_signals_and_threads() {
 #[test]
 fn a_guest_stops_waiting_for_a_poller_that_lost_its_core() {
     let prog = "exitless_files.musl";
-    let mut native = Command::new(guest(prog));
-    native
-        .arg(common::forkvm_bin())
-        .arg("/usr/lib")
-        .current_dir("/");
-    let native = run_cmd(native, b"", Duration::from_secs(120));
-    assert_eq!(native.status, 0, "{}", native.describe());
-    let mut cmd = Command::new(common::forkvm_bin());
-    cmd.args(["run", "--syscalls", "fast", "--allow-read"])
-        .arg(common::forkvm_bin())
-        .arg("--")
-        .arg(guest(prog))
-        .arg(common::forkvm_bin())
-        .arg("/usr/lib")
-        .env("FORKVM_LOG", "forkvm=debug")
-        // Posted calls are always claimed, however busy the machine (0:
-        // wait however long for a poller, which never sleeps), and then
-        // waited for 50 µs.
-        .env("FORKVM_POLLER_SPIN_US", "0")
-        .env("FORKVM_POLLER_ANSWER_US", "50")
+    let native = exitless_files_native(prog);
+    // Posted calls are always claimed, however busy the machine (the
+    // command waits however long for a poller, which never sleeps), and
+    // their answers waited for 50 µs.
+    let mut cmd = exitless_files_cmd("fast", prog, false);
+    cmd.env("FORKVM_POLLER_ANSWER_US", "50")
         .env("FORKVM_POLLER_DELAY_US", "300");
     let r = run_cmd(cmd, b"", Duration::from_secs(120));
     succeeds_as_native("fast", &r, &native);

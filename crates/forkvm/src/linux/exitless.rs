@@ -316,11 +316,6 @@ pub fn serve(
     Some(answer)
 }
 
-/// Whether a poller may ever answer call `nr` (it is in [`EXITLESS`]).
-pub fn listed(nr: u64) -> bool {
-    EXITLESS.iter().any(|&(n, _, _)| n == nr)
-}
-
 /// The names of the calls a poller may answer, for `forkvm syscalls`.
 pub fn names() -> impl Iterator<Item = &'static str> {
     EXITLESS.iter().map(|&(_, name, _)| name)
