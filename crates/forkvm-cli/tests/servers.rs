@@ -124,11 +124,8 @@ fn an_answer_is_delivered_whatever_the_program_does_after_it() {
     let r = get(port, "/answer-then-crash");
     assert_eq!(r.status, 200, "{}", fs.output());
     assert_eq!(r.text(), "answered\n", "{}", fs.output());
-    assert!(
-        fs.output().contains("crashed after a whole answer"),
-        "{}",
-        fs.output()
-    );
+    let out = fs.output_once_it_says("crashed after a whole answer");
+    assert!(out.contains("crashed after a whole answer"), "{out}");
     assert_eq!(get(port, "/count").text(), "count=1\n", "{}", fs.output());
 }
 

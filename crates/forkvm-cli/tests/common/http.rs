@@ -51,6 +51,20 @@ impl Server {
     pub fn output(&self) -> String {
         String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
     }
+
+    /// What the server has written once it says `what`, or after
+    /// [`IO_TIMEOUT`] if it never does. The server logs through a background
+    /// writer, so a line logged before an answer may reach the file after it.
+    pub fn output_once_it_says(&self, what: &str) -> String {
+        let t = Instant::now();
+        loop {
+            let out = self.output();
+            if out.contains(what) || t.elapsed() > IO_TIMEOUT {
+                return out;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {
