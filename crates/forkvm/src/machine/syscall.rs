@@ -1,0 +1,175 @@
+//! The exit path of a system call: what the run loop does when the guest
+//! traps into the host with a call (hypercalls included), and how the
+//! program resumes after it.
+
+use super::*;
+
+impl Machine {
+    /// Serves one system call; `Some` when the program is done.
+    pub(super) fn syscall(&mut self, ret: SyscallReturn) -> Result<Option<Outcome>, MachineError> {
+        let mut regs = self.vcpu.regs();
+        self.trap_rsp = match ret {
+            SyscallReturn::Sysret => regs.rsp,
+            SyscallReturn::Iret(frame_addr) => {
+                Frame::read(&self.mem, frame_addr)
+                    .map_err(|f| MachineError::Internal(f.to_string()))?
+                    .rsp
+            }
+        };
+        if regs.rax == abi::hypercall::AWAIT_ANSWER {
+            // The guest stopped waiting for a poller that had its call.
+            let awaited = match &self.exitless {
+                Some(x) => x.take_awaited(&mut self.mem),
+                // Without a poller nothing was posted: ENOSYS.
+                None => Ok(exitless::Awaited::Call(u64::MAX)),
+            }
+            .map_err(|f| MachineError::Internal(f.to_string()))?;
+            match awaited {
+                exitless::Awaited::Answer(v) => {
+                    self.vcpu.set_rax(v);
+                    if let SyscallReturn::Iret(frame_addr) = ret {
+                        self.return_through_frame(&regs, frame_addr)?;
+                    }
+                    return Ok(None);
+                }
+                exitless::Awaited::Call(nr) => {
+                    // Declined: made here as the cancel path would, whatever
+                    // the number (the guest's call map is its own to write:
+                    // rt_sigreturn, from a program that posts every call).
+                    regs.rax = nr;
+                    self.vcpu.set_rax(nr);
+                }
+            }
+        }
+        self.trap_nr = regs.rax;
+        *self.exits_by_call.entry(regs.rax).or_default() += 1;
+        if let Some(x) = &self.exitless {
+            x.exit_call(regs.rax);
+        }
+        match (regs.rax, self.mode) {
+            (abi::hypercall::READY, Mode::UntilReady) => {
+                self.ready_handler = regs.rdi;
+                return Ok(Some(Outcome::Ready));
+            }
+            (abi::hypercall::RESPOND, Mode::Call) => {
+                let r = self.take_guest_response(&regs);
+                if r.is_ok() && self.respond_ends_call {
+                    // The answer is all the caller wants; skip the way back (one exit less).
+                    self.response = r.ok();
+                    return Ok(Some(Outcome::Returned(0)));
+                }
+                self.vcpu.set_rax(match r {
+                    Ok(resp) => {
+                        self.response = Some(resp);
+                        0
+                    }
+                    Err(e) => (-(e.0 as i64)) as u64,
+                });
+                if let SyscallReturn::Iret(frame_addr) = ret {
+                    self.return_through_frame(&regs, frame_addr)?;
+                }
+                return Ok(None);
+            }
+            (abi::hypercall::CALL_RETURN, Mode::Call) => {
+                return Ok(Some(Outcome::Returned(regs.rdi)))
+            }
+            _ => {}
+        }
+        if regs.rax == RT_SIGRETURN {
+            let initial = self.vcpu.initial_xsave_area();
+            match linux::signal::sigreturn(&mut self.proc, &self.mem, self.trap_rsp, initial) {
+                // KVM may still refuse the (sanitised) state: a bad frame all the same.
+                Ok((user, fpu)) if self.vcpu.set_xsave_area(&fpu).is_ok() => {
+                    self.resume_user(&user)?;
+                    return Ok(None);
+                }
+                // A bad frame kills the process, as on Linux.
+                _ => return Ok(Some(Outcome::Exited(128 + 11))),
+            }
+        }
+        let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
+        let mut result = linux::dispatch(&mut self.proc, &mut self.mem, regs.rax, &args);
+        if self.syscall_path.in_guest() {
+            // Before the ready point (a run, a master's start) at once.
+            linux::time::after_host_answer(
+                &mut self.proc,
+                &mut self.mem,
+                regs.rax,
+                self.ready.is_none(),
+            )
+            .map_err(|f| MachineError::Internal(f.to_string()))?;
+        }
+        linux::signal::fire_timer(&mut self.proc);
+        if matches!(self.proc.sched, Some(Sched::Retry(_))) && self.proc.pending_signal.is_some() {
+            // A signal arrived while the thread waits: the wait ends with EINTR
+            // and the handler runs, as on Linux.
+            self.proc.sched = None;
+            self.proc.waiting = None;
+            result = (-(linux::Errno::EINTR.0 as i64)) as u64;
+        }
+        if let Some(status) = self.proc.exit_status {
+            // An attached gdb sees a kill by signal first (crate::debug).
+            if let Some(outcome) = self.debug_signal_exit(&regs, self.trap_rsp, status)? {
+                return Ok(Some(outcome));
+            }
+            return Ok(Some(Outcome::Exited(status)));
+        }
+        if let Some(outcome) = self.net_stop(&regs)? {
+            return Ok(Some(outcome));
+        }
+        if let Some(req) = self.proc.sched.take() {
+            let ctx = kvm_bindings::kvm_regs {
+                rax: result,
+                rip: regs.rcx,
+                rflags: regs.r11,
+                rsp: self.trap_rsp,
+                ..regs
+            };
+            if self.schedule(req, ctx)? {
+                return Ok(None);
+            }
+        }
+        if let Some(sig) = self.proc.pending_signal.take() {
+            // The syscall sent a signal to the process itself: run its handler now.
+            let ctx = kvm_bindings::kvm_regs {
+                rax: result,
+                rip: regs.rcx,
+                rflags: regs.r11,
+                rsp: self.trap_rsp,
+                ..regs
+            };
+            let info = linux::signal::SigInfo {
+                signo: sig,
+                code: -6, // SI_TKILL
+                addr: 0,
+            };
+            if let Some(action) = linux::signal::handler_for(&self.proc, sig) {
+                let fpu = self.vcpu.xsave_area()?;
+                match self.deliver_signal(&ctx, fpu, info, action, 0, 0)? {
+                    Some(user) => {
+                        self.resume_user(&user)?;
+                        return Ok(None);
+                    }
+                    None => return Ok(Some(Outcome::Exited(128 + 11))),
+                }
+            }
+        }
+        self.vcpu.set_rax(result);
+        if let SyscallReturn::Iret(frame_addr) = ret {
+            self.return_through_frame(&regs, frame_addr)?;
+        }
+        Ok(None)
+    }
+
+    /// Turns the #BP/#GP frame into the syscall's return: RIP←RCX, RFLAGS←R11.
+    /// (The program's RSP was read from this frame when the trap was decoded: `trap_rsp`.)
+    pub(super) fn return_through_frame(
+        &mut self,
+        regs: &kvm_bindings::kvm_regs,
+        frame_addr: u64,
+    ) -> Result<(), MachineError> {
+        Frame::user(regs.rcx, self.trap_rsp, regs.r11)
+            .write(&mut self.mem, frame_addr)
+            .map_err(|f| MachineError::Internal(f.to_string()))
+    }
+}
