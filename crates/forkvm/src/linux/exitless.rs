@@ -138,23 +138,13 @@ enum FdClass {
     Waitable {
         /// A stream socket, whose writes may raise SIGPIPE.
         stream_socket: bool,
+        /// A virtual TCP socket: its peer, if connected, is the host's end
+        /// of a client connection (see [`serve`]'s `output_watched`).
+        virtual_tcp: bool,
     },
     /// The host's standard streams: a host read or write may block for
     /// long, and the poller is shared by every VM in the process.
     Refused,
-}
-
-/// Whether `fd` is a virtual TCP socket: its peer, if connected, is the
-/// host's end of a client connection.
-fn virtual_tcp(p: &Process, fd: u64) -> bool {
-    let Ok(fd) = i32::try_from(fd) else {
-        return false;
-    };
-    let Ok(file) = p.fds.get(fd) else {
-        return false;
-    };
-    let f = lock(&file);
-    matches!(&f.kind, FileKind::Socket(s) if s.inet.is_some())
 }
 
 fn classify(p: &Process, fd: u64) -> FdClass {
@@ -174,9 +164,11 @@ fn classify(p: &Process, fd: u64) -> FdClass {
         | FileKind::Urandom => FdClass::Plain,
         FileKind::Pipe(_) | FileKind::Event(_) => FdClass::Waitable {
             stream_socket: false,
+            virtual_tcp: false,
         },
         FileKind::Socket(s) => FdClass::Waitable {
             stream_socket: s.ty == SOCK_STREAM,
+            virtual_tcp: s.inet.is_some(),
         },
         FileKind::Stdin | FileKind::Stdout | FileKind::Stderr => FdClass::Refused,
     }
@@ -211,17 +203,29 @@ fn may_serve(p: &Process, nr: u64, args: &Args, output_watched: bool) -> Verdict
     }
     let usable = || classify(p, args[0]) != FdClass::Refused;
     let serve_if = |ok: bool| if ok { Verdict::Serve } else { Verdict::Exit };
-    if output_watched && matches!(needs, Needs::Send(_) | Needs::Ends) && virtual_tcp(p, args[0]) {
-        // The host looks at its connections only between exits.
-        return Verdict::Exit;
-    }
+    // The host looks at its client connections only between exits.
+    let to_watched_host = |c| {
+        matches!(
+            c,
+            FdClass::Waitable {
+                virtual_tcp: true,
+                ..
+            }
+        ) && output_watched
+    };
     match needs {
         Needs::Nothing => Verdict::Serve,
-        Needs::Fd | Needs::Ends => serve_if(usable()),
+        Needs::Fd => serve_if(usable()),
+        Needs::Ends => {
+            let c = classify(p, args[0]);
+            serve_if(c != FdClass::Refused && !to_watched_host(c))
+        }
         Needs::Send(flags) => match classify(p, args[0]) {
             FdClass::Refused => Verdict::Exit,
+            c if to_watched_host(c) => Verdict::Exit,
             FdClass::Waitable {
                 stream_socket: true,
+                ..
             } => {
                 let ignored = p.sigactions[SIGPIPE - 1].handler == SIG_IGN
                     || p.sigmask & (1 << (SIGPIPE - 1)) != 0;

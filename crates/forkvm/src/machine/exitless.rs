@@ -370,17 +370,16 @@ impl Poller {
         std::thread::Builder::new()
             .name(self.watchers[me].name.into())
             .spawn(move || {
-                if me == LINGERING {
-                    let set = idle_priority();
-                    let ok = set.is_ok();
-                    let _ = tx.send(set);
-                    if !ok {
-                        return;
-                    }
+                let set = if me == LINGERING {
+                    idle_priority()
                 } else {
-                    let _ = tx.send(Ok(()));
+                    Ok(())
+                };
+                let ok = set.is_ok();
+                let _ = tx.send(set);
+                if ok {
+                    self.run(me)
                 }
-                self.run(me)
             })?;
         rx.recv()
             .map_err(|_| std::io::Error::other("the thread ended"))?
@@ -422,6 +421,7 @@ impl Poller {
                 // The last watcher to sleep tells the guests. Each stores
                 // its flag before it looks at the other's (both SeqCst), so
                 // of two going to sleep at once at least one sees the other.
+                let mut late = false;
                 if !self.watching() {
                     for c in &links {
                         c.set_awake(false);
@@ -431,21 +431,13 @@ impl Poller {
                     // again while it waits, and we look at the slots again
                     // here (both after a full barrier), so one of us sees
                     // the other.
-                    let mut late = false;
                     for c in &links {
                         late |= c.poll(false);
-                    }
-                    if late {
-                        *guard = false;
-                        w.asleep.store(false, Ordering::SeqCst);
-                        drop(guard);
-                        last_work = Instant::now();
-                        continue;
                     }
                 }
                 // A VM that entered between our last look at `entries` and
                 // `asleep` being set did not wake us: look once more.
-                if self.entries.load(Ordering::SeqCst) == entries {
+                if !late && self.entries.load(Ordering::SeqCst) == entries {
                     while !*guard {
                         guard = w.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
                     }
@@ -531,13 +523,14 @@ impl Exitless {
         if mem.kernel_read(at, map.len() as u64).ok()? != map {
             mem.kernel_write(at, &map).ok()?;
         }
-        let at = slot(fast::CALL_SPIN);
-        if mem.kernel_read_u64(at).ok()? != poller.spin_rounds {
-            mem.kernel_write_u64(at, poller.spin_rounds).ok()?;
-        }
-        let at = slot(fast::CALL_ANSWER_SPIN);
-        if mem.kernel_read_u64(at).ok()? != poller.answer_rounds {
-            mem.kernel_write_u64(at, poller.answer_rounds).ok()?;
+        for (off, rounds) in [
+            (fast::CALL_SPIN, poller.spin_rounds),
+            (fast::CALL_ANSWER_SPIN, poller.answer_rounds),
+        ] {
+            // Written only where they differ: a fork's page stays shared.
+            if mem.kernel_read_u64(slot(off)).ok()? != rounds {
+                mem.kernel_write_u64(slot(off), rounds).ok()?;
+            }
         }
         let link = Arc::new(Link {
             lent: Mutex::new(None),

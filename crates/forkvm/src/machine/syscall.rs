@@ -25,13 +25,7 @@ impl Machine {
             }
             .map_err(|f| MachineError::Internal(f.to_string()))?;
             match awaited {
-                exitless::Awaited::Answer(v) => {
-                    self.vcpu.set_rax(v);
-                    if let SyscallReturn::Iret(frame_addr) = ret {
-                        self.return_through_frame(&regs, frame_addr)?;
-                    }
-                    return Ok(None);
-                }
+                exitless::Awaited::Answer(v) => return self.answer(&regs, ret, v),
                 exitless::Awaited::Call(nr) => {
                     // Declined: made here as the cancel path would, whatever
                     // the number (the guest's call map is its own to write:
@@ -58,17 +52,14 @@ impl Machine {
                     self.response = r.ok();
                     return Ok(Some(Outcome::Returned(0)));
                 }
-                self.vcpu.set_rax(match r {
+                let v = match r {
                     Ok(resp) => {
                         self.response = Some(resp);
                         0
                     }
                     Err(e) => (-(e.0 as i64)) as u64,
-                });
-                if let SyscallReturn::Iret(frame_addr) = ret {
-                    self.return_through_frame(&regs, frame_addr)?;
-                }
-                return Ok(None);
+                };
+                return self.answer(&regs, ret, v);
             }
             (abi::hypercall::CALL_RETURN, Mode::Call) => {
                 return Ok(Some(Outcome::Returned(regs.rdi)))
@@ -117,27 +108,21 @@ impl Machine {
         if let Some(outcome) = self.net_stop(&regs)? {
             return Ok(Some(outcome));
         }
+        // The program's registers as the call returns to it.
+        let ctx = kvm_bindings::kvm_regs {
+            rax: result,
+            rip: regs.rcx,
+            rflags: regs.r11,
+            rsp: self.trap_rsp,
+            ..regs
+        };
         if let Some(req) = self.proc.sched.take() {
-            let ctx = kvm_bindings::kvm_regs {
-                rax: result,
-                rip: regs.rcx,
-                rflags: regs.r11,
-                rsp: self.trap_rsp,
-                ..regs
-            };
             if self.schedule(req, ctx)? {
                 return Ok(None);
             }
         }
         if let Some(sig) = self.proc.pending_signal.take() {
             // The syscall sent a signal to the process itself: run its handler now.
-            let ctx = kvm_bindings::kvm_regs {
-                rax: result,
-                rip: regs.rcx,
-                rflags: regs.r11,
-                rsp: self.trap_rsp,
-                ..regs
-            };
             let info = linux::signal::SigInfo {
                 signo: sig,
                 code: -6, // SI_TKILL
@@ -154,9 +139,19 @@ impl Machine {
                 }
             }
         }
-        self.vcpu.set_rax(result);
+        self.answer(&regs, ret, result)
+    }
+
+    /// Returns `value` to the program from the call it trapped with.
+    fn answer(
+        &mut self,
+        regs: &kvm_bindings::kvm_regs,
+        ret: SyscallReturn,
+        value: u64,
+    ) -> Result<Option<Outcome>, MachineError> {
+        self.vcpu.set_rax(value);
         if let SyscallReturn::Iret(frame_addr) = ret {
-            self.return_through_frame(&regs, frame_addr)?;
+            self.return_through_frame(regs, frame_addr)?;
         }
         Ok(None)
     }
