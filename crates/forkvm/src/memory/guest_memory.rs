@@ -590,17 +590,20 @@ impl GuestMemory {
         // In a fork, MADV_DONTNEED would bring back the master's bytes, not zeroes.
         let aligned = addr.is_multiple_of(abi::PAGE_SIZE) && len.is_multiple_of(abi::PAGE_SIZE);
         if self.snapshot.is_some() || !aligned {
-            // Only pages holding something are written: writing every page
-            // would copy each out of the snapshot (a fork's munmap of a
-            // 64 MiB malloc arena reservation cost ~250 ms; reading is cheap).
-            for page in self
-                .kernel_slice_mut(addr, len)?
-                .chunks_mut(abi::PAGE_SIZE as usize)
-            {
-                // A slice comparison (memcmp) is fast even in debug builds.
-                static ZERO: [u8; abi::PAGE_SIZE as usize] = [0; abi::PAGE_SIZE as usize];
-                if page != &ZERO[..page.len()] {
-                    page.fill(0);
+            // Only the parts that may hold something are looked at, and of
+            // those only pages holding something are written: writing every
+            // page would copy each out of the snapshot (a fork's munmap of a
+            // 64 MiB malloc arena reservation cost ~250 ms).
+            for (from, to) in self.may_hold_data(addr, addr + len) {
+                for page in self
+                    .kernel_slice_mut(from, to - from)?
+                    .chunks_mut(abi::PAGE_SIZE as usize)
+                {
+                    // A slice comparison (memcmp) is fast even in debug builds.
+                    static ZERO: [u8; abi::PAGE_SIZE as usize] = [0; abi::PAGE_SIZE as usize];
+                    if page != &ZERO[..page.len()] {
+                        page.fill(0);
+                    }
                 }
             }
             return Ok(());

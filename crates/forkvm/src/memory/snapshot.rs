@@ -130,6 +130,28 @@ impl Snapshot {
         unsafe { std::slice::from_raw_parts(self.view.as_ptr().add(addr as usize), len as usize) }
     }
 
+    /// The parts of `start..end` (offsets into the image) where it holds
+    /// data; the rest are holes and read as zero.
+    fn data_in(&self, start: u64, end: u64) -> std::io::Result<Vec<(u64, u64)>> {
+        use rustix::fs::SeekFrom;
+        let mut out = Vec::new();
+        let mut at = start;
+        while at < end {
+            let from = match rustix::fs::seek(&self.fd, SeekFrom::Data(at)) {
+                Ok(from) => from,
+                Err(rustix::io::Errno::NXIO) => break,
+                Err(e) => return Err(e.into()),
+            };
+            if from >= end {
+                break;
+            }
+            let to = rustix::fs::seek(&self.fd, SeekFrom::Hole(from))?.min(end);
+            out.push((from, to));
+            at = to;
+        }
+        Ok(out)
+    }
+
     /// A hash of the whole image (for tests that prove the master never changes).
     pub fn digest(&self) -> u64 {
         use std::hash::{Hash, Hasher};
@@ -212,6 +234,47 @@ impl GuestMemory {
         self.snapshot.as_ref()
     }
 
+    /// The parts of guest `start..end` that may hold something other than
+    /// zeroes: all of it, except in a fork, where only pages present in its
+    /// view or holding data in the snapshot can. Looking at the others would
+    /// fault each one into the view (and make the snapshot's memfd allocate a
+    /// page for a hole): node's first request in a fork unmaps 64 MiB it
+    /// reserved, which left 16,000 page-table entries that every later reset
+    /// scanned (1.8 → 0.4 ms a reset) and cost that request ~90 ms.
+    pub(super) fn may_hold_data(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        let whole = vec![(start, end)];
+        let Some(snap) = self.snapshot.as_ref() else {
+            return whole;
+        };
+        let (lo, hi) = (
+            start & !(PAGE_SIZE - 1),
+            end.next_multiple_of(PAGE_SIZE).min(self.size),
+        );
+        let base = self.base.as_ptr() as u64;
+        let (Ok(present), Ok(data)) = (
+            pagemap::scan(base + lo, base + hi, PAGE_IS_PRESENT, 0),
+            snap.data_in(lo, hi),
+        ) else {
+            return whole;
+        };
+        let mut parts: Vec<(u64, u64)> = present
+            .into_iter()
+            .map(|(s, e)| (s - base, e - base))
+            .chain(data)
+            .map(|(s, e)| (s.max(start), e.min(end)))
+            .filter(|(s, e)| s < e)
+            .collect();
+        parts.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(parts.len());
+        for (s, e) in parts {
+            match merged.last_mut() {
+                Some((_, me)) if s <= *me => *me = (*me).max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        merged
+    }
+
     /// Makes this memory equal to its snapshot again; cost follows the pages written.
     pub fn reset(&mut self) -> std::io::Result<ResetStats> {
         let Some(snap) = self.snapshot.clone() else {
@@ -282,5 +345,53 @@ impl GuestMemory {
             unsafe { libc::madvise(s as *mut libc::c_void, len as usize, libc::MADV_DONTNEED) };
         }
         Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{HUGE_PAGE_SIZE, USER_BASE};
+
+    fn present_pages(mem: &GuestMemory) -> u64 {
+        let base = mem.host_base();
+        pagemap::scan(base, base + mem.size(), PAGE_IS_PRESENT, 0)
+            .unwrap()
+            .iter()
+            .map(|(s, e)| (e - s) / PAGE_SIZE)
+            .sum()
+    }
+
+    #[test]
+    fn discarding_in_a_fork_zeroes_what_was_there_and_touches_nothing_else() {
+        let size = 64 * HUGE_PAGE_SIZE;
+        let mut master = GuestMemory::new(size).unwrap();
+        let area = USER_BASE + 8 * HUGE_PAGE_SIZE;
+        let len = 32 * HUGE_PAGE_SIZE;
+        master.kernel_write(area + 0x5000, b"master's").unwrap();
+        master.kernel_write(area + len - 8, b"last one").unwrap();
+        let snap = Snapshot::capture(&master).unwrap();
+        let mut fork = GuestMemory::fork_of(&snap).unwrap();
+        fork.kernel_write(area + 0x30_0000, b"fork's").unwrap();
+        let before = present_pages(&fork);
+        fork.discard(area, len).unwrap();
+        assert_eq!(fork.kernel_read(area + 0x5000, 8).unwrap(), [0; 8]);
+        assert_eq!(fork.kernel_read(area + len - 8, 8).unwrap(), [0; 8]);
+        assert_eq!(fork.kernel_read(area + 0x30_0000, 6).unwrap(), [0; 6]);
+        // 64 MiB were discarded; only the pages that held something were
+        // looked at (each a page-table entry every later reset scans).
+        let after = present_pages(&fork);
+        assert!(after <= before + 2, "{before} → {after} pages present");
+        // An unaligned discard in a fork still zeroes exactly its bytes.
+        fork.kernel_write(area + 0x40_0000, b"abcdef").unwrap();
+        fork.discard(area + 0x40_0001, 4).unwrap();
+        assert_eq!(
+            fork.kernel_read(area + 0x40_0000, 6).unwrap(),
+            b"a\0\0\0\0f"
+        );
+        // The reset brings the master's bytes back.
+        fork.reset().unwrap();
+        assert_eq!(fork.kernel_read(area + 0x5000, 8).unwrap(), b"master's");
+        assert_eq!(fork.kernel_read(area + len - 8, 8).unwrap(), b"last one");
     }
 }
