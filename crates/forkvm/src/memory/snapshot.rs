@@ -33,6 +33,10 @@ pub const KEEP_PRIVATE_PAGES: u64 = 2048;
 /// [`KEEP_PRIVATE_PAGES`]; an idle kept page costs a 4 KiB compare a reset.
 const IDLE_RESETS: u8 = 64;
 
+/// Up to this many bytes a fork's discard looks at every page: a page-table
+/// scan and two seeks cost more than faulting in a few pages.
+const SMALL_DISCARD: u64 = 16 * PAGE_SIZE;
+
 /// An immutable image of guest RAM in a memfd.
 pub struct Snapshot {
     /// What the program had mapped at the snapshot.
@@ -246,6 +250,10 @@ impl GuestMemory {
         let Some(snap) = self.snapshot.as_ref() else {
             return whole;
         };
+        if end - start <= SMALL_DISCARD {
+            // Cheaper to look than to ask (musl's free of a few pages).
+            return whole;
+        }
         let (lo, hi) = (
             start & !(PAGE_SIZE - 1),
             end.next_multiple_of(PAGE_SIZE).min(self.size),
