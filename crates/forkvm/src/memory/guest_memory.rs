@@ -86,7 +86,9 @@ pub struct GuestMemory {
     /// What the program has mapped; `None` until tracking is enabled (then
     /// user accesses outside it fault, as they would on Linux).
     pub(super) user_map: Option<super::UserMap>,
-    /// For a fork: kept private pages (by offset) equal to the master's, and for how many resets.
+    /// For a fork: kept private pages (by offset) equal to the master's, and
+    /// for how many resets; or whether a page was returned for that, or came
+    /// back after (see `memory::snapshot`).
     pub(super) idle: std::collections::HashMap<u64, u8>,
     /// Most bytes the program may have mapped accessible (its memory limit).
     pub(super) commit_limit: u64,
