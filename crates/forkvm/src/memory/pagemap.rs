@@ -81,10 +81,7 @@ pub fn scan(start: u64, end: u64, want: u64, unwanted: u64) -> std::io::Result<V
             return Err(std::io::Error::last_os_error());
         }
         for r in &buf[..n as usize] {
-            match out.last_mut() {
-                Some((_, e)) if *e == r.start => *e = r.end,
-                _ => out.push((r.start, r.end)),
-            }
+            push_range(&mut out, r.start, r.end);
         }
         if arg.walk_end <= from {
             break;
@@ -92,4 +89,13 @@ pub fn scan(start: u64, end: u64, want: u64, unwanted: u64) -> std::io::Result<V
         from = arg.walk_end;
     }
     Ok(out)
+}
+
+/// Appends `start..end` to ranges sorted by start, extending the last one
+/// instead where the two touch or overlap.
+pub fn push_range(out: &mut Vec<(u64, u64)>, start: u64, end: u64) {
+    match out.last_mut() {
+        Some((_, e)) if start <= *e => *e = (*e).max(end),
+        _ => out.push((start, end)),
+    }
 }
