@@ -320,6 +320,8 @@ pub mod pte {
     pub const PRESENT: u64 = 1 << 0;
     pub const WRITABLE: u64 = 1 << 1;
     pub const USER: u64 = 1 << 2;
+    pub const ACCESSED: u64 = 1 << 5;
+    pub const DIRTY: u64 = 1 << 6;
     pub const HUGE: u64 = 1 << 7;
     pub const NO_EXECUTE: u64 = 1 << 63;
 }

@@ -175,6 +175,11 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
                 (inside > 0 && mem.map_file(start, inside, hfd.as_fd(), off)).then_some(inside)
             })
             .unwrap_or(0);
+        // A writable private file mapping (a library's data) is written
+        // where it is used: copy it now, so that its faults can be batched.
+        if rights.write && flags & MAP_PRIVATE != 0 && direct > 0 {
+            mem.copy_file_pages(start, direct);
+        }
         let buf = mem.kernel_slice_mut(start + direct, len - direct)?;
         if let Err(e) = read_file_into(p, fd, buf, off + direct) {
             p.mm.remove(start, len);

@@ -26,6 +26,12 @@ const MAX_SYMBOLS: usize = 1 << 20;
 /// Longest symbol name kept; longer ones are cut.
 const MAX_SYMBOL_NAME: usize = 1024;
 
+/// Largest program image (bytes of file data in its segments) whose mapped
+/// pages are copied at load rather than at first write: below it, copying
+/// costs less than the page faults it saves (`python3 -c pass`: 43 → 36 ms
+/// with its 6.8 MiB image copied; `node -e 0`: 137 → 172 ms with 95 MiB).
+const EAGER_COPY_LIMIT: u64 = 16 << 20;
+
 fn bytes_at<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
     b.get(off..off.checked_add(N)?)?.try_into().ok()
 }
@@ -603,6 +609,10 @@ impl ElfImage {
                 mem_size,
             });
         }
+        // A small program touches most of its image while it starts; a large
+        // one (node's 95 MiB) a small part, which copying whole would cost
+        // more than the faults it saves.
+        let copy_pages = self.segments.iter().map(|s| s.filesz).sum::<u64>() <= EAGER_COPY_LIMIT;
         for s in &self.segments {
             let outside = || LoadError::SegmentOutsideFile {
                 index: s.index,
@@ -626,6 +636,9 @@ impl ElfImage {
                 }
                 _ => false,
             };
+            if mapped && copy_pages {
+                mem.copy_file_pages(first, last - first);
+            }
             if mapped {
                 let head = (first - s.start) as usize;
                 let tail = (last - s.start) as usize;
