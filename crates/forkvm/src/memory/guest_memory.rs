@@ -689,6 +689,50 @@ mod tests {
     }
 
     #[test]
+    fn copied_file_pages_are_private_and_hold_the_file() {
+        use super::super::pagemap::{scan, PAGE_IS_FILE, PAGE_IS_PRESENT};
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let mut file = tempfile_in_tmp();
+        let data: Vec<u8> = (0..4 * abi::PAGE_SIZE)
+            .map(|i| (i / 4096) as u8 + 1)
+            .collect();
+        file.write_all(&data).unwrap();
+        let mut m = GuestMemory::new(4 << 20).unwrap();
+        let at = abi::USER_BASE;
+        assert!(m.map_file(at, 4 * abi::PAGE_SIZE, file.as_fd(), 0));
+        let host = m.host_base() + at;
+        let private = || {
+            scan(
+                host,
+                host + 4 * abi::PAGE_SIZE,
+                PAGE_IS_PRESENT,
+                PAGE_IS_FILE,
+            )
+            .unwrap()
+        };
+        assert!(private().is_empty(), "mapped, not yet copied");
+        m.copy_file_pages(at, 4 * abi::PAGE_SIZE);
+        assert_eq!(private(), vec![(host, host + 4 * abi::PAGE_SIZE)]);
+        assert_eq!(m.read(at, data.len() as u64).unwrap(), &data[..]);
+        // Out of range: nothing happens.
+        m.copy_file_pages(u64::MAX - 4096, 4096);
+    }
+
+    fn tempfile_in_tmp() -> std::fs::File {
+        let path = std::env::temp_dir().join(format!("forkvm-copy-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        f
+    }
+
+    #[test]
     fn a_shared_budget_counts_every_memory_in_it() {
         const MIB: u64 = 1 << 20;
         let rw = super::super::Rights {

@@ -201,6 +201,10 @@ mod tests {
         assert_eq!(t & (pte::WRITABLE | pte::NO_EXECUTE), 0);
         let huge = walk(&mem, cr3, 0x60_0000).unwrap();
         assert_ne!(huge & pte::HUGE, 0);
+        // Every present entry is born accessed and dirty.
+        for e in [gdt, stub, t, huge] {
+            assert_eq!(e & (pte::ACCESSED | pte::DIRTY), pte::ACCESSED | pte::DIRTY);
+        }
         assert_eq!(huge & 0x000f_ffff_ffe0_0000, 0x60_0000);
     }
 
