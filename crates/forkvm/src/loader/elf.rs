@@ -637,7 +637,7 @@ impl ElfImage {
                 _ => false,
             };
             if mapped && copy_pages {
-                mem.copy_file_pages(first, last - first);
+                mem.populate(first, last - first);
             }
             if mapped {
                 let head = (first - s.start) as usize;
