@@ -27,6 +27,10 @@ enum Needs {
     Nothing,
     /// Its first argument is a descriptor a poller may use.
     Fd,
+    /// Its first argument is any open descriptor, the host's standard
+    /// streams included: the call moves no data (a query, a seek), so it
+    /// cannot wait on them.
+    Query,
     /// As `Fd`; a write to a stream socket may raise SIGPIPE, which only
     /// the run loop can deliver: unless SIGPIPE is ignored or blocked, or
     /// MSG_NOSIGNAL is in the argument at this index, a send that fails
@@ -35,12 +39,14 @@ enum Needs {
     /// As `Fd`; ends a connection (close, shutdown), which the host may
     /// be waiting for (see [`serve`]'s `output_watched`).
     Ends,
-    /// fcntl: an accepted descriptor and a command that cannot block.
+    /// fcntl: a command that cannot block (it keeps the descriptor's
+    /// flags, as for [`Needs::Query`]).
     Fcntl,
     /// rt_sigprocmask: no blocked signal is waiting (so unblocking one
     /// cannot make it due, which only the run loop can deliver).
     NoWaitingSignal,
-    /// mmap: anonymous, or of a descriptor a poller may use.
+    /// mmap: anonymous, or of a descriptor (its fifth argument) a poller
+    /// may use.
     Map,
 }
 
@@ -51,16 +57,16 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (2, "open", Needs::Nothing),
     (3, "close", Needs::Ends),
     (4, "stat", Needs::Nothing),
-    (5, "fstat", Needs::Fd),
+    (5, "fstat", Needs::Query),
     (6, "lstat", Needs::Nothing),
-    (8, "lseek", Needs::Fd),
+    (8, "lseek", Needs::Query),
     (9, "mmap", Needs::Map),
     (10, "mprotect", Needs::Nothing),
     (11, "munmap", Needs::Nothing),
     (12, "brk", Needs::Nothing),
     (13, "rt_sigaction", Needs::Nothing),
     (14, "rt_sigprocmask", Needs::NoWaitingSignal),
-    (16, "ioctl", Needs::Fd),
+    (16, "ioctl", Needs::Query),
     (17, "pread64", Needs::Fd),
     (18, "pwrite64", Needs::Fd),
     (19, "readv", Needs::Fd),
@@ -214,7 +220,7 @@ fn may_serve(p: &Process, nr: u64, args: &Args, output_watched: bool) -> Verdict
         ) && output_watched
     };
     match needs {
-        Needs::Nothing => Verdict::Serve,
+        Needs::Nothing | Needs::Query => Verdict::Serve,
         Needs::Fd => serve_if(usable()),
         Needs::Ends => {
             let c = classify(p, args[0]);
@@ -237,9 +243,11 @@ fn may_serve(p: &Process, nr: u64, args: &Args, output_watched: bool) -> Verdict
             }
             _ => Verdict::Serve,
         },
-        Needs::Fcntl => serve_if(FCNTL_OK.contains(&args[1]) && usable()),
+        Needs::Fcntl => serve_if(FCNTL_OK.contains(&args[1])),
         Needs::NoWaitingSignal => serve_if(p.blocked_pending == 0),
-        Needs::Map => serve_if(args[3] & MAP_ANONYMOUS != 0 || usable()),
+        Needs::Map => {
+            serve_if(args[3] & MAP_ANONYMOUS != 0 || classify(p, args[4]) != FdClass::Refused)
+        }
     }
 }
 
@@ -418,6 +426,47 @@ mod tests {
         assert_eq!(
             serve(&mut p, &mut m, 3, &[tcp, 0, 0, 0, 0, 0], false),
             Some(0)
+        );
+    }
+
+    /// On the host's standard streams, calls that move data exit (a host
+    /// pipe or terminal may keep them waiting); queries, seeks and flags
+    /// are answered.
+    #[test]
+    fn standard_streams_are_queried_without_an_exit_and_used_through_one() {
+        let (mut p, mut m, buf) = crate::linux::test_process();
+        let call = |p: &mut Process, m: &mut GuestMemory, nr, a: [u64; 3]| {
+            serve(p, m, nr, &[a[0], a[1], a[2], 0, 0, 0], false)
+        };
+        assert_eq!(call(&mut p, &mut m, 0, [0, buf, 1]), None, "read stdin");
+        assert_eq!(call(&mut p, &mut m, 1, [1, buf, 1]), None, "write stdout");
+        assert_eq!(call(&mut p, &mut m, 20, [2, buf, 0]), None, "writev stderr");
+        let espipe = (-(crate::linux::Errno::ESPIPE.0 as i64)) as u64;
+        assert_eq!(call(&mut p, &mut m, 8, [1, 0, 1]), Some(espipe), "lseek");
+        assert_eq!(call(&mut p, &mut m, 5, [2, buf, 0]), Some(0), "fstat");
+        assert!(
+            call(&mut p, &mut m, 16, [1, 0x5401, buf]).is_some(),
+            "TCGETS"
+        );
+        assert!(call(&mut p, &mut m, 72, [0, 3, 0]).is_some(), "F_GETFL");
+        assert_eq!(call(&mut p, &mut m, 72, [0, 7, 0]), None, "F_SETLKW");
+    }
+
+    /// mmap's descriptor is its fifth argument (a zero hint is not stdin).
+    #[test]
+    fn a_file_mapping_is_judged_by_its_descriptor() {
+        let (mut p, mut m, buf) = crate::linux::test_process();
+        m.write(buf, b"/dev/zero\0").unwrap();
+        // openat(AT_FDCWD, "/dev/zero", O_RDONLY)
+        let fd = super::super::dispatch(&mut p, &mut m, 257, &[-100i64 as u64, buf, 0, 0, 0, 0]);
+        assert!(fd < 1024, "openat: {fd:#x}");
+        // mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0)
+        let at = serve(&mut p, &mut m, 9, &[0, 4096, 1, 2, fd, 0], false);
+        assert!(at.is_some_and(|a| a < u64::MAX - 4096), "{at:?}");
+        // The same from stdin exits.
+        assert_eq!(
+            serve(&mut p, &mut m, 9, &[0, 4096, 1, 2, 0, 0], false),
+            None
         );
     }
 
