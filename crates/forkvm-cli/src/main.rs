@@ -3,6 +3,7 @@
 
 mod bench;
 mod launch;
+mod logging;
 mod seccomp;
 mod serve;
 
@@ -120,23 +121,6 @@ pub(crate) fn parse_env(s: &str) -> Result<String, String> {
 /// Logs go to stderr through a background writer, so a log line per
 /// request (serve) costs a queue push on the request's path, not a write.
 /// The returned guard flushes what is queued when dropped.
-fn init_logging(default: &str) -> tracing_appender::non_blocking::WorkerGuard {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("FORKVM_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // 1,024 queued lines, not the default 128,000: the default's channel touched
-    // ~4 MB at start-up, about 30 % of `forkvm run hello`'s CPU.
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .buffered_lines_limit(1024)
-        .finish(std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer)
-        .with_target(false)
-        .without_time()
-        .init();
-    guard
-}
-
 fn run(args: RunArgs) -> anyhow::Result<u8> {
     let timeout = match args.timeout {
         None => Duration::MAX,
@@ -273,11 +257,14 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let _log_guard = init_logging(match &cli.command {
-        Command::Run(a) if a.verbose => "forkvm=debug,info",
-        Command::Serve(a) if !a.quiet() => "info",
-        _ => "warn",
-    });
+    let _log_guard = logging::init(
+        match &cli.command {
+            Command::Run(a) if a.verbose => "forkvm=debug,info",
+            Command::Serve(a) if !a.quiet() => "info",
+            _ => "warn",
+        },
+        matches!(cli.command, Command::Serve(_)),
+    );
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Bench(args) => bench::main(args).map(|_| 0),
