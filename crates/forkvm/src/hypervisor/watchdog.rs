@@ -141,6 +141,10 @@ impl Drop for KicksHeld {
     }
 }
 
+/// Deadlines this far away are none: they cannot come in the life of a
+/// process.
+const NEVER: Duration = Duration::from_secs(100 * 365 * 86400);
+
 /// An armed deadline for the current thread; disarmed on drop.
 pub struct Deadline {
     id: u64,
@@ -160,11 +164,13 @@ impl Deadline {
     }
 
     fn add(after: Duration, period: Option<Duration>) -> Self {
-        let s = shared();
         let expired = Arc::new(AtomicBool::new(false));
-        let deadline = Instant::now()
-            .checked_add(after)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86400 * 365));
+        let Some(deadline) = Instant::now().checked_add(after).filter(|_| after < NEVER) else {
+            // No limit (`forkvm run` without --timeout): nothing to watch,
+            // and no watchdog thread to start for it.
+            return Self { id: 0, expired };
+        };
+        let s = shared();
         let mut wake = true;
         let id = match s.state.lock() {
             Ok(mut st) => {
@@ -202,8 +208,32 @@ impl Deadline {
 
 impl Drop for Deadline {
     fn drop(&mut self) {
+        if self.id == 0 {
+            return;
+        }
         if let Ok(mut st) = shared().state.lock() {
             st.entries.remove(&self.id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limitless_deadline_is_not_watched_and_a_real_one_expires() {
+        let none = Deadline::arm(Duration::MAX);
+        assert_eq!(none.id, 0, "nothing registered for no limit");
+        let soon = Deadline::arm(Duration::from_millis(1));
+        assert_ne!(soon.id, 0);
+        // The watchdog kicks this thread once expired; the kick handler is
+        // installed by `shared()`, so the signal is harmless here.
+        let until = Instant::now() + Duration::from_secs(30);
+        while !soon.expired() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(soon.expired());
+        assert!(!none.expired());
     }
 }
