@@ -70,14 +70,16 @@ fn zero_kept(mem: &mut GuestMemory, addr: u64, len: u64) {
     }
 }
 
-/// Implements brk(2).
-/// Largest anonymous mapping or heap growth populated as it is made (see
-/// [`GuestMemory::populate`]): at this size allocators use what they map
-/// (python's 1 MiB arenas, malloc's heap steps); larger reservations are
-/// often touched sparsely. `python3 -c pass` takes 444 guest page faults
-/// instead of 757, and a loop building 10⁶ strings 4,700 instead of 18,700.
-const POPULATE_ANON: u64 = 1 << 20;
+/// Largest mapping or heap growth populated as it is made (see
+/// [`GuestMemory::populate`]): at this size programs use what they map
+/// (python's 1 MiB arenas, malloc's heap steps, a library's data);
+/// larger ranges are often touched sparsely, and a large file mapped
+/// writable would be read whole. `python3 -c pass` takes 444 guest page
+/// faults instead of 757, and a loop building 10⁶ strings 4,700 instead of
+/// 18,700.
+const POPULATE_MAX: u64 = 1 << 20;
 
+/// Implements brk(2).
 fn sys_brk(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let old = p.mm.brk;
     if a[0] > old && !mem.may_commit(page_up(a[0])?.saturating_sub(page_up(old)?)) {
@@ -95,7 +97,7 @@ fn sys_brk(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         // Only the new pages: what the program unmapped or mapped over in
         // the heap before keeps its state, as on Linux.
         mem.map_user(from, to, RW);
-        if to - from <= POPULATE_ANON {
+        if to - from <= POPULATE_MAX {
             mem.populate(from, to - from);
         }
     }
@@ -187,7 +189,7 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             .unwrap_or(0);
         // A writable private file mapping (a library's data) is written
         // where it is used: copy it now, so that its faults can be batched.
-        if rights.write && flags & MAP_PRIVATE != 0 && direct > 0 {
+        if rights.write && flags & MAP_PRIVATE != 0 && direct > 0 && direct <= POPULATE_MAX {
             mem.populate(start, direct);
         }
         let buf = mem.kernel_slice_mut(start + direct, len - direct)?;
@@ -197,7 +199,7 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             return Err(e);
         }
     }
-    if anonymous && rights.write && len <= POPULATE_ANON {
+    if anonymous && rights.write && len <= POPULATE_MAX {
         mem.populate(start, len);
     }
     mem.map_user(start, start + len, rights);

@@ -674,6 +674,11 @@ impl Exitless {
         let st = mem.kernel_read_u64(slot(fast::CALL_STATE))?;
         mem.kernel_write_u64(slot(fast::CALL_STATE), state::IDLE)?;
         if st == state::DONE {
+            // Which calls outlast the guest's wait (`-v` counts them).
+            tracing::trace!(
+                "awaited answer to call {:?}",
+                mem.kernel_read_u64(slot(fast::CALL_NR)).ok()
+            );
             return Ok(Awaited::Answer(
                 mem.kernel_read_u64(slot(fast::CALL_RESULT))?,
             ));
