@@ -75,6 +75,40 @@ static void map_and_check(size_t len, unsigned char seed) {
     if (munmap(q, len * 2) != 0) wrong++;
 }
 
+// A mapping full of bytes, grown by mremap where it cannot grow in place
+// (a page mapped right after it): the bytes move with it, the growth reads
+// as zero, and the old range is free to map again.
+static void move_and_check(size_t len, unsigned char seed) {
+    unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        wrong++;
+        return;
+    }
+    for (size_t i = 0; i < len; i += 512) p[i] = (unsigned char)(seed + i / 512);
+    unsigned char *block = mmap(p + len, 4096, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    unsigned char *q = mremap(p, len, 2 * len, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED) {
+        wrong++;
+    } else {
+        if (block != MAP_FAILED && q == p) wrong++; // it had to move
+        for (size_t i = 0; i < len; i += 512)
+            if (q[i] != (unsigned char)(seed + i / 512)) wrong++;
+        expect_zero(q + len, len);
+        if (q != p) {
+            unsigned char *r = mmap(p, len, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+            if (r == MAP_FAILED) wrong++;
+            else {
+                expect_zero(r, len);
+                munmap(r, len);
+            }
+        }
+        munmap(q, 2 * len);
+    }
+    if (block != MAP_FAILED) munmap(block, 4096);
+}
+
 static void map_file_and_check(void) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -145,6 +179,7 @@ int main(int argc, char **argv) {
         munmap(keep[i], big);
     }
     for (int i = 0; i < 8; i++) map_and_check((size_t)(i + 1) * MIB, (unsigned char)(3 * i));
+    for (int i = 0; i < 6; i++) move_and_check((size_t)4096 << (2 * i), (unsigned char)(5 * i));
     // The heap (raw brk: musl's sbrk takes only 0): grow it, touch what it
     // gave, give it back, grow again (zero), and put the break back.
     unsigned char *b = (unsigned char *)syscall(SYS_brk, 0);

@@ -272,9 +272,12 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     for (s, l) in p.mm.take_dirty(new, new_len) {
         zero_kept(mem, s, l);
     }
-    let data = mem.read(old, old_len)?.to_vec();
-    mem.write(new, &data)?;
-    discard(mem, old, old_len);
+    // Moved as Linux does, without a copy, where the memory allows it.
+    if !mem.move_pages(old, new, old_len) {
+        let data = mem.read(old, old_len)?.to_vec();
+        mem.write(new, &data)?;
+        discard(mem, old, old_len);
+    }
     p.mm.remove(old, old_len);
     mem.unmap_user(old, old + old_len);
     Ok(new)

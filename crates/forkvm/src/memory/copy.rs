@@ -111,6 +111,8 @@ impl GuestMemory {
         self.snapshot = None;
         self.idle.clear();
         self.file_mapped.clear();
+        // One mapping again: the moves it was split by are gone.
+        self.moves_left = super::guest_memory::MAX_MOVES;
         self.leave_budget();
         Ok(())
     }

@@ -215,6 +215,7 @@ impl GuestMemory {
             chunks: snap.chunks,
             budget: None,
             charged: 0,
+            moves_left: super::guest_memory::MAX_MOVES,
         })
     }
 
@@ -415,6 +416,8 @@ mod tests {
         // reset then has to drop.
         fork.populate(area, len);
         assert_eq!(present_pages(&fork), before);
+        // Nor are a fork's pages moved: each is the snapshot's at its own offset.
+        assert!(!fork.move_pages(area, area + len, PAGE_SIZE));
         fork.discard(area, len).unwrap();
         assert_eq!(fork.kernel_read(area + 0x5000, 8).unwrap(), [0; 8]);
         assert_eq!(fork.kernel_read(area + len - 8, 8).unwrap(), [0; 8]);
