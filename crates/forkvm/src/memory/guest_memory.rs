@@ -111,8 +111,12 @@ pub struct GuestMemory {
     pub(super) moves_left: u32,
 }
 
-/// Page moves a memory may make before mremap copies instead.
-pub const MAX_MOVES: u32 = 256;
+/// Page moves a memory may make before mremap copies instead. A move adds
+/// about two areas to the host process's mappings (its limit is ~65,000 by
+/// default, shared by every VM and every guest process in it): 128 moves in
+/// each of `--max-processes`' 64 processes stay far below it, and a python
+/// list grown to 10⁶ entries takes 17.
+pub const MAX_MOVES: u32 = 128;
 
 /// `MREMAP_DONTUNMAP` (Linux 5.7; not in every libc crate version).
 const MREMAP_DONTUNMAP: libc::c_int = 4;
