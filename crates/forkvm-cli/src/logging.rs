@@ -11,7 +11,8 @@
 //! looks again [`FLUSH_EVERY`] later, so under load it wakes ~100 times a
 //! second whatever the request rate. A stderr nobody reads never blocks a
 //! request: beyond [`MAX_PENDING`] bytes lines are dropped, and how many is
-//! said once the writer gets through again.
+//! said once the writer gets through again; nor does it keep the process
+//! from exiting (the last lines get [`FINAL_FLUSH`]).
 
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -48,10 +49,16 @@ pub struct Batched {
     shared: Arc<Shared>,
 }
 
-/// Writes what is left and stops the writer thread when dropped.
+/// How long the guard's drop waits for what is left to be written (a
+/// stderr nobody reads must not keep the process from exiting).
+pub const FINAL_FLUSH: Duration = Duration::from_secs(1);
+
+/// Writes what is left (for up to [`FINAL_FLUSH`]) and stops the writer
+/// thread when dropped.
 pub struct Guard {
     shared: Arc<Shared>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Closed by the writer thread when it returns.
+    finished: std::sync::mpsc::Receiver<()>,
 }
 
 impl Batched {
@@ -62,17 +69,18 @@ impl Batched {
             wake: Condvar::new(),
         });
         let s = shared.clone();
-        let thread = std::thread::Builder::new()
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
             .name("forkvm-log".into())
-            .spawn(move || write_batches(&s, &mut out))?;
+            .spawn(move || {
+                write_batches(&s, &mut out);
+                drop(done);
+            })?;
         Ok((
             Self {
                 shared: shared.clone(),
             },
-            Guard {
-                shared,
-                thread: Some(thread),
-            },
+            Guard { shared, finished },
         ))
     }
 }
@@ -107,7 +115,13 @@ fn write_batches(shared: &Shared, out: &mut impl Write) {
             }
             continue;
         }
-        std::thread::sleep(FLUSH_EVERY);
+        // Let lines gather (producers do not wake a writer that is not
+        // idle); the guard's drop cuts the wait short.
+        let p = shared.lock();
+        let _ = shared
+            .wake
+            .wait_timeout_while(p, FLUSH_EVERY, |p| !p.closing)
+            .map_err(|e| e.into_inner());
     }
 }
 
@@ -146,9 +160,8 @@ impl Drop for Guard {
     fn drop(&mut self) {
         self.shared.lock().closing = true;
         self.shared.wake.notify_one();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        // Returns when the writer is done (its sender dropped) or gives up.
+        let _ = self.finished.recv_timeout(FINAL_FLUSH);
     }
 }
 
@@ -208,6 +221,15 @@ mod tests {
         let text = String::from_utf8(sink.bytes.lock().unwrap().clone()).unwrap();
         let want: String = (0..1000).map(|i| format!("line {i}\n")).collect();
         assert_eq!(text, want);
+    }
+
+    #[test]
+    fn a_stderr_stuck_for_good_does_not_keep_the_guard_from_returning() {
+        let sink = Sink::default();
+        let _stuck = sink.stuck.lock().unwrap();
+        let (w, guard) = Batched::start(sink.clone()).unwrap();
+        writeln!(w.make_writer(), "never written").unwrap();
+        drop(guard); // returns after FINAL_FLUSH instead of waiting forever
     }
 
     #[test]
