@@ -571,7 +571,7 @@ impl GuestMemory {
     /// with it (up to 8 on a shadow-paging hypervisor) only when their host
     /// pages are present and writable; otherwise every page the program
     /// touches costs its own fault (~7-10 µs on PVM, where a fault leaves
-    /// guest user mode, against ~1 µs to populate a page here). Does nothing
+    /// guest user mode, against ~2.5 µs to populate a page here). Does nothing
     /// in a fork, whose pages are the snapshot's until written (populating
     /// would copy them, and its reset drop them again). A failure (a file
     /// that shrank) only loses the batching.
