@@ -118,9 +118,6 @@ pub(crate) fn parse_env(s: &str) -> Result<String, String> {
     }
 }
 
-/// Logs go to stderr through a background writer, so a log line per
-/// request (serve) costs a queue push on the request's path, not a write.
-/// The returned guard flushes what is queued when dropped.
 fn run(args: RunArgs) -> anyhow::Result<u8> {
     let timeout = match args.timeout {
         None => Duration::MAX,

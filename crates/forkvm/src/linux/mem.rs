@@ -79,6 +79,13 @@ fn zero_kept(mem: &mut GuestMemory, addr: u64, len: u64) {
 /// 18,700.
 const POPULATE_MAX: u64 = 1 << 20;
 
+/// Populates `addr..addr+len` if it is no larger than [`POPULATE_MAX`].
+fn populate_small(mem: &mut GuestMemory, addr: u64, len: u64) {
+    if len <= POPULATE_MAX {
+        mem.populate(addr, len);
+    }
+}
+
 /// Implements brk(2).
 fn sys_brk(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let old = p.mm.brk;
@@ -97,9 +104,7 @@ fn sys_brk(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         // Only the new pages: what the program unmapped or mapped over in
         // the heap before keeps its state, as on Linux.
         mem.map_user(from, to, RW);
-        if to - from <= POPULATE_MAX {
-            mem.populate(from, to - from);
-        }
+        populate_small(mem, from, to - from);
     }
     Ok(new)
 }
@@ -189,8 +194,8 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             .unwrap_or(0);
         // A writable private file mapping (a library's data) is written
         // where it is used: copy it now, so that its faults can be batched.
-        if rights.write && flags & MAP_PRIVATE != 0 && direct > 0 && direct <= POPULATE_MAX {
-            mem.populate(start, direct);
+        if rights.write && flags & MAP_PRIVATE != 0 && direct > 0 {
+            populate_small(mem, start, direct);
         }
         let buf = mem.kernel_slice_mut(start + direct, len - direct)?;
         if let Err(e) = read_file_into(p, fd, buf, off + direct) {
@@ -199,8 +204,8 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             return Err(e);
         }
     }
-    if anonymous && rights.write && len <= POPULATE_MAX {
-        mem.populate(start, len);
+    if anonymous && rights.write {
+        populate_small(mem, start, len);
     }
     mem.map_user(start, start + len, rights);
     Ok(start)

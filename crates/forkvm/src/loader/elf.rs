@@ -636,10 +636,10 @@ impl ElfImage {
                 }
                 _ => false,
             };
-            if mapped && copy_pages {
-                mem.populate(first, last - first);
-            }
             if mapped {
+                if copy_pages {
+                    mem.populate(first, last - first);
+                }
                 let head = (first - s.start) as usize;
                 let tail = (last - s.start) as usize;
                 mem.write(s.start, &data[..head])?;
