@@ -15,6 +15,19 @@ fn pthreads_mutex_and_condvar_musl() {
     differential("pthreads.musl", &[], &[]);
 }
 
+/// Calls taking a process or thread id, made with a thread's own id: glibc's
+/// `pthread_getattr_np` asks `sched_getaffinity` with it, and the JVM stops
+/// at start-up when that fails (it did, ESRCH, before threads' ids counted).
+#[test]
+fn per_thread_id_calls_glibc() {
+    differential("thread_ids.glibc", &[], &[]);
+}
+
+#[test]
+fn per_thread_id_calls_musl() {
+    differential("thread_ids.musl", &[], &[]);
+}
+
 #[test]
 fn rust_threads_and_channels() {
     differential("threads_rs", &[], &[]);

@@ -127,10 +127,21 @@ fn rlimit(p: &Process, mem: &GuestMemory, resource: u64) -> Result<(u64, u64), E
     })
 }
 
+/// Whether `id` names the caller for the calls that take a process or
+/// thread id (`sched_*affinity`, `sched_*param`, `prlimit64`, PRIO_PROCESS
+/// priorities): 0, the process's pid, or the id of one of its threads, as
+/// `pthread_getaffinity_np` passes.
+fn is_own_task(p: &Process, id: u64) -> bool {
+    id == 0
+        || id == super::child::pid_of(p)
+        || id == p.tid
+        || p.threads.others.iter().any(|t| t.tid == id)
+}
+
 /// Implements prlimit64(2) for the process itself; limits are fixed.
 fn sys_prlimit64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [pid, resource, new, old, ..] = *a;
-    if pid != 0 && pid != PID {
+    if !is_own_task(p, pid) {
         return Err(Errno::ESRCH);
     }
     let (cur, max) = rlimit(p, mem, resource)?;
@@ -168,9 +179,9 @@ fn sys_setrlimit(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
 }
 
 /// Implements sched_getaffinity(2): one CPU.
-fn sys_sched_getaffinity(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+fn sys_sched_getaffinity(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [pid, len, ptr, ..] = *a;
-    if pid != 0 && pid != PID {
+    if !is_own_task(p, pid) {
         return Err(Errno::ESRCH);
     }
     if len < 8 || len % 8 != 0 {
@@ -281,27 +292,29 @@ fn sys_eperm(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 }
 
 /// Implements getpriority(2): nice 0 (the kernel reports 20 - nice).
-fn sys_getpriority(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+fn sys_getpriority(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     match (a[0], a[1]) {
-        (0..=2, 0) | (0, PID) => Ok(20),
+        (0..=2, 0) => Ok(20),
+        (0, who) if is_own_task(p, who) => Ok(20),
         (0..=2, _) => Err(Errno::ESRCH),
         _ => Err(Errno::EINVAL),
     }
 }
 
 /// Implements setpriority(2): accepted for the process itself, not enforced (one vCPU).
-fn sys_setpriority(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+fn sys_setpriority(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     match (a[0], a[1]) {
-        (0..=2, 0) | (0, PID) => Ok(0),
+        (0..=2, 0) => Ok(0),
+        (0, who) if is_own_task(p, who) => Ok(0),
         (0..=2, _) => Err(Errno::ESRCH),
         _ => Err(Errno::EINVAL),
     }
 }
 
 /// Implements sched_setaffinity(2): the mask must include CPU 0, the only one.
-fn sys_sched_setaffinity(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+fn sys_sched_setaffinity(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [pid, len, ptr, ..] = *a;
-    if pid != 0 && pid != PID {
+    if !is_own_task(p, pid) {
         return Err(Errno::ESRCH);
     }
     if len == 0 {
@@ -315,16 +328,16 @@ fn sys_sched_setaffinity(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sy
 }
 
 /// Implements sched_getscheduler(2): SCHED_OTHER.
-fn sys_sched_getscheduler(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[0] != 0 && a[0] != PID {
+fn sys_sched_getscheduler(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if !is_own_task(p, a[0]) {
         return Err(Errno::ESRCH);
     }
     Ok(0)
 }
 
 /// Implements sched_getparam(2): priority 0.
-fn sys_sched_getparam(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[0] != 0 && a[0] != PID {
+fn sys_sched_getparam(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if !is_own_task(p, a[0]) {
         return Err(Errno::ESRCH);
     }
     mem.write_u32(a[1], 0)?;
@@ -332,8 +345,8 @@ fn sys_sched_getparam(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
 }
 
 /// Implements sched_setparam(2) and sched_setscheduler(2): only normal scheduling at priority 0.
-fn sys_sched_set(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[0] != 0 && a[0] != PID {
+fn sys_sched_set(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if !is_own_task(p, a[0]) {
         return Err(Errno::ESRCH);
     }
     // setparam: (pid, param); setscheduler: (pid, policy, param).
@@ -646,7 +659,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         name: "prlimit64",
         handler: sys_prlimit64,
         support: Support::Partial,
-        note: "own process only; limits are fixed by the sandbox configuration",
+        note: "own process and its threads only; limits are fixed by the sandbox configuration",
     },
     SyscallEntry {
         nr: 309,
