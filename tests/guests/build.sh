@@ -125,6 +125,14 @@ else
     log "go not found: the Go guest is skipped (install Go to test it)"
 fi
 
+# Dynamically linked: such programs get an address space far larger than
+# their memory limit, which is what memory_size checks they do not see as RAM.
+if needs_build "$OUT/memory_size.dyn" "$HERE/memory_size.c" "$HERE/build.sh"; then
+    log "gcc (dynamic) memory_size.c -> out/memory_size.dyn"
+    gcc -O2 -Wall -Wextra -g0 -o "$OUT/memory_size.dyn.tmp" "$HERE/memory_size.c"
+    mv -f "$OUT/memory_size.dyn.tmp" "$OUT/memory_size.dyn"
+fi
+
 # Unmodified network servers (crates/forkvm-cli/tests/servers.rs): the C epoll server
 # static with musl and dynamic with glibc; the Go net/http server when Go is installed.
 SRV="$HERE/servers"

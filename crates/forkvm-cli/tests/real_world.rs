@@ -293,6 +293,53 @@ fn interval_timers_and_sigalrm() {
     differential("alarm.musl", &[], &[]);
 }
 
+/// sysinfo, /proc/meminfo and sysconf(_SC_PHYS_PAGES) give one RAM size,
+/// the memory limit, also for a dynamically linked program, whose address
+/// space is far larger (sysinfo used to report the address space: 8 GiB).
+#[test]
+fn the_memory_limit_is_the_ram_every_interface_reports() {
+    differential("memory_size.dyn", &[], &[]);
+    let guest = common::guest("memory_size.dyn");
+    let run = common::forkvm(&[
+        "run",
+        "--memory",
+        "300",
+        guest.to_str().expect("utf-8 path"),
+        "print",
+    ]);
+    assert!(
+        run.stdout_str().contains("MemTotal 307200 kB"),
+        "{}",
+        run.describe()
+    );
+}
+
+/// OpenJDK at forkvm's defaults: it sizes its heap from the RAM sysinfo
+/// reports and calls sched_getaffinity with each thread's id (it stopped at
+/// start-up on both before). GC, a thread pool and JIT-compiled loops.
+#[test]
+fn java_threads_gc_and_jit_at_default_memory() {
+    if !installed("/usr/bin/java") || !installed("/usr/bin/javac") {
+        return;
+    }
+    let dir = common::scratch_dir("java-threads");
+    let src = common::repo_root().join("tests/guests/java/Threads.java");
+    let status = std::process::Command::new("/usr/bin/javac")
+        .arg("-d")
+        .arg(&dir)
+        .arg(&src)
+        .status()
+        .expect("run javac");
+    assert!(status.success(), "javac failed");
+    let classes = dir.to_str().expect("utf-8 path");
+    check(
+        &Case::new("/usr/bin/java")
+            .args(["-cp", classes, "Threads"])
+            .flags(["--allow-read", classes])
+            .limit(std::time::Duration::from_secs(120)),
+    );
+}
+
 /// GNU sort with two threads comparing floating-point keys (it gave wrong
 /// output or crashed while threads shared one set of vector registers).
 #[test]

@@ -224,11 +224,15 @@ fn sys_getrandom(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
 fn sys_sysinfo(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let mut info = [0u8; 112];
     let uptime = p.started.elapsed().as_secs().max(1);
-    let ram = mem.size();
-    let used = p.mm.brk - p.mm.brk_start + p.mm.mappings().map(|(_, l)| l).sum::<u64>();
+    // The memory limit is the program's RAM, as in /proc/meminfo: runtimes
+    // size their heaps from it (the JVM takes a quarter, glibc's
+    // sysconf(_SC_PHYS_PAGES) reads it), and the address space can be far
+    // larger than what the program may use.
+    let ram = mem.commit_limit().min(mem.size());
+    let free = ram.saturating_sub(mem.committed_by_all());
     info[0..8].copy_from_slice(&uptime.to_le_bytes());
     info[32..40].copy_from_slice(&ram.to_le_bytes()); // totalram
-    info[40..48].copy_from_slice(&ram.saturating_sub(used).to_le_bytes()); // freeram
+    info[40..48].copy_from_slice(&free.to_le_bytes()); // freeram
     info[80..82].copy_from_slice(&1u16.to_le_bytes()); // procs
     info[104..108].copy_from_slice(&1u32.to_le_bytes()); // mem_unit
     mem.write(a[0], &info)?;
