@@ -191,7 +191,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         );
     }
     if outcome.status() != 0 && !args.verbose {
-        hints(machine.notes());
+        hints(&machine.refused_paths(), machine.notes());
     }
     Ok(outcome.status() as u8)
 }
@@ -213,12 +213,12 @@ fn run_under_gdb(machine: &mut Machine, addr: &str) -> anyhow::Result<Outcome> {
 }
 
 /// After a failed run: what the guest was refused that may explain it.
-fn hints(notes: &forkvm::linux::trace::Notes) {
-    if !notes.denied.is_empty() {
+fn hints(refused: &[String], notes: &forkvm::linux::trace::Notes) {
+    if !refused.is_empty() {
         eprintln!(
             "forkvm: hint: the program was refused {} (outside the allow-list); \
              allow what it needs with --allow-read PATH (-v lists every refusal)",
-            notes.denied.join(", ")
+            refused.join(", ")
         );
     }
     if let Some(len) = notes.mmap_enomem {

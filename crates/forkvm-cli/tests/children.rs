@@ -154,6 +154,30 @@ fn exec_follows_the_read_policy() {
     assert_eq!(vm.stdout_str(), "env: 127\nallowed\n", "{}", vm.describe());
 }
 
+/// A failed run's hint names what its children were refused too: python's
+/// subprocess forks, and only the child tries (and fails) to exec a program
+/// outside --allow-read.
+#[test]
+fn the_hint_names_what_a_child_was_refused() {
+    if !installed("/usr/bin/python3") {
+        return;
+    }
+    let vm = Case::new("/usr/bin/python3")
+        .args(["-c", "import subprocess; subprocess.run(['/usr/bin/env'])"])
+        .run_forkvm();
+    assert_ne!(vm.status, 0, "{}", vm.describe());
+    let hint = vm
+        .stderr_str()
+        .lines()
+        .find(|l| l.contains("hint: the program was refused"))
+        .map(str::to_string);
+    assert!(
+        hint.as_deref().is_some_and(|h| h.contains("/usr/bin/env")),
+        "{}",
+        vm.describe()
+    );
+}
+
 /// --timeout ends the whole tree: children sleeping in the background do
 /// not keep the run alive.
 #[test]

@@ -93,6 +93,9 @@ pub struct Tree {
     pub deadline: Option<Instant>,
     /// Set when the first process ended: children stop at their next syscall.
     pub ended: AtomicBool,
+    /// Paths the run's other processes were refused as outside the
+    /// allow-list (a shell's `exec` of a tool), for the first one's hints.
+    refused: Mutex<Vec<String>>,
 }
 
 /// A process's place in its run's tree.
@@ -113,6 +116,25 @@ fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 }
 
 impl Tree {
+    /// Adds what an ended process was refused to the run's list (the first
+    /// few paths; repeats once).
+    pub fn note_refused(&self, paths: &[String]) {
+        let mut all = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        for path in paths {
+            if all.len() < super::trace::MAX_DENIED && !all.contains(path) {
+                all.push(path.clone());
+            }
+        }
+    }
+
+    /// What the run's other processes were refused (see [`Tree::note_refused`]).
+    pub fn refused(&self) -> Vec<String> {
+        self.refused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// The tree of a new run whose first process has pid `PID` and the
     /// configuration `config`; `None` as the limit means the default.
     pub fn root(config: Config) -> Family {
@@ -140,6 +162,7 @@ impl Tree {
             config,
             deadline,
             ended: AtomicBool::new(false),
+            refused: Mutex::new(Vec::new()),
         };
         Family {
             tree: Arc::new(tree),

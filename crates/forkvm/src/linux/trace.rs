@@ -25,7 +25,7 @@ const STRING_LIMIT: usize = 32;
 /// Distinct notes kept per process; beyond it nothing more is checked or said.
 const MAX_NOTES: usize = 256;
 /// Paths outside the allow-list kept for the hint.
-const MAX_DENIED: usize = 8;
+pub(crate) const MAX_DENIED: usize = 8;
 
 /// Notes already given, and what the command line may want to say at the end.
 #[derive(Debug, Clone, Default)]

@@ -270,6 +270,7 @@ fn run_child(mut m: Machine, family: Family) {
             killed_status(9)
         }
     };
+    family.tree.note_refused(&m.proc.notes.denied);
     // The VM goes back to the pool, emptied, for the next fork; the process
     // state (open files: pipe ends) is dropped here.
     let Machine {

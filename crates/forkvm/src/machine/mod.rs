@@ -815,6 +815,21 @@ impl Machine {
         &self.proc.notes
     }
 
+    /// Existing host paths the run's processes were refused as outside the
+    /// allow-list: this one's first, then those of its ended children (the
+    /// first few of each, for a failed run's hint).
+    pub fn refused_paths(&self) -> Vec<String> {
+        let mut all = self.proc.notes.denied.clone();
+        if let Some(f) = &self.proc.family {
+            for path in f.tree.refused() {
+                if !all.contains(&path) {
+                    all.push(path);
+                }
+            }
+        }
+        all
+    }
+
     /// Guest memory (for tests and embedding).
     pub fn memory(&self) -> &GuestMemory {
         &self.mem
