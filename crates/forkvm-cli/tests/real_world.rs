@@ -340,6 +340,35 @@ fn java_threads_gc_and_jit_at_default_memory() {
     );
 }
 
+/// TCP between a program's own sockets: blocking and nonblocking connects to
+/// its listener over IPv4 and IPv6, data both ways, names that agree, and a
+/// closed port refused. The connect was refused (no network) before.
+#[test]
+fn tcp_over_loopback_inside_one_program() {
+    differential("tcp_loopback.glibc", &[], &[]);
+    differential("tcp_loopback.musl", &[], &[]);
+}
+
+/// node's `http.get` of its own `http` server, as tests and in-process
+/// clients do.
+#[test]
+fn node_http_client_reaches_its_own_server() {
+    if !installed("/usr/bin/node") {
+        return;
+    }
+    let script = "const http = require('http'); \
+        const s = http.createServer((q, r) => r.end('ok ' + q.method + ' ' + q.url)); \
+        s.listen(0, '127.0.0.1', () => http.get('http://127.0.0.1:' + s.address().port + '/x', res => { \
+          let b = ''; res.on('data', d => b += d); \
+          res.on('end', () => { console.log(res.statusCode, b); s.close(); }); }));";
+    check(
+        &Case::new("/usr/bin/node")
+            .args(["-e", script])
+            .flags(["--memory", "1024"])
+            .limit(std::time::Duration::from_secs(60)),
+    );
+}
+
 /// GNU sort with two threads comparing floating-point keys (it gave wrong
 /// output or crashed while threads shared one set of vector registers).
 #[test]

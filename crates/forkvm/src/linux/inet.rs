@@ -6,7 +6,8 @@
 //! writes the host takes. Reads, writes, shutdown, close and readiness
 //! (poll, epoll, select) are those of the stream pair; this file adds the
 //! names (bind, getsockname, getpeername), listen/accept and the TCP/IP
-//! socket options servers set. Outbound connect is refused (ECONNREFUSED)
+//! socket options servers set. A connect to a socket the program itself
+//! listens on stays in the VM ([`super::loopback`]); any other outbound connect is refused (ECONNREFUSED)
 //! unless the address is in `--allow-connect`: then the socket is backed by
 //! a real host connection ([`super::host_socket`]).
 //! UDP and raw sockets stay refused (EACCES).
@@ -132,7 +133,7 @@ pub struct Inet {
 }
 
 impl Inet {
-    fn new(family: u16) -> Self {
+    pub(super) fn new(family: u16) -> Self {
         Self {
             family,
             local: None,
@@ -179,6 +180,11 @@ impl Inet {
             .map_or(0, |o| o.2)
     }
 
+    /// Whether IPV6_V6ONLY is set (an AF_INET6 socket then takes no IPv4).
+    pub(super) fn v6only(&self) -> bool {
+        self.family == AF_INET6 && self.opt(IPPROTO_IPV6, IPV6_V6ONLY) != 0
+    }
+
     fn unspecified(&self) -> SocketAddr {
         if self.family == AF_INET6 {
             SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0)
@@ -189,7 +195,7 @@ impl Inet {
 }
 
 /// The next virtual port for bind(port 0) and listen without bind.
-fn next_port() -> u16 {
+pub(super) fn next_port() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(40000);
     let p = NEXT.fetch_add(1, Ordering::Relaxed);
     if p < 40000 {
@@ -411,7 +417,9 @@ pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u6
     Ok(fd as u64)
 }
 
-/// connect(2): to an address in `--allow-connect`, a host TCP connection
+/// connect(2): to a socket of this program listening on a loopback address,
+/// a connection inside the VM ([`super::loopback`]); to an address in
+/// `--allow-connect`, a host TCP connection
 /// (blocking, or EINPROGRESS and writable readiness when nonblocking);
 /// anything else ECONNREFUSED, as a firewall's REJECT.
 pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
@@ -464,6 +472,10 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
         Some((true, _)) => return Err(EALREADY),
         None if connected => return Err(Errno::EISCONN),
         None => {}
+    }
+    // One of the program's own listening sockets: a connection inside the VM.
+    if let Some(listener) = super::loopback::own_listener(p, to) {
+        return super::loopback::connect(p, a[0], to, listener);
     }
     if !p.outbound.check(to) {
         return Err(Errno::ECONNREFUSED);

@@ -14,6 +14,7 @@ pub mod host_socket;
 pub mod inet;
 pub mod io;
 pub mod ioctl;
+pub mod loopback;
 pub mod mem;
 pub mod names;
 pub mod net;
