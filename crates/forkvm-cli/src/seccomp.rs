@@ -57,6 +57,7 @@ const ALLOWED: &[i64] = &[
     libc::SYS_fsync,
     libc::SYS_fdatasync,
     libc::SYS_ftruncate,
+    libc::SYS_fallocate,
     libc::SYS_poll,
     libc::SYS_ppoll,
     // Changes under --allow-write and in the private /tmp.

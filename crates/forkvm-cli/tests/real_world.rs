@@ -369,6 +369,93 @@ fn node_http_client_reaches_its_own_server() {
     );
 }
 
+/// MAP_SHARED: writes through a file mapping reach the file (they stayed in
+/// a private copy, silently, before), mremap growth, MADV_DONTNEED, anonymous
+/// and /dev/zero memory shared with a forked child, and a file truncated
+/// under its mappings whose pages are handed to system calls (that killed
+/// forkvm with SIGBUS before).
+#[test]
+fn shared_mappings_reach_the_file_and_the_child() {
+    for libc in ["glibc", "musl"] {
+        let dir = common::scratch_dir(&format!("shared-mappings-{libc}"));
+        let d = dir.to_str().expect("utf-8 path");
+        check(
+            &Case::new(common::guest(&format!("shared_mappings.{libc}")))
+                .args([d])
+                .flags(["--allow-write", d]),
+        );
+    }
+}
+
+/// The Go toolchain links inside forkvm: its linker sizes the output with
+/// fallocate and writes it through a shared mapping (it stopped at
+/// fallocate, ENOSYS, and would have written nothing). The build cache is
+/// filled natively first, so the run is the link (and a check of the cache).
+#[test]
+fn go_build_links_a_working_binary() {
+    let go = "/usr/local/go/bin/go";
+    if !installed(go) {
+        return;
+    }
+    let dir = common::scratch_dir("go-build");
+    let src = common::repo_root().join("tests/guests/go");
+    let d = dir.to_str().expect("utf-8 path");
+    for f in ["main.go", "go.mod"] {
+        std::fs::copy(src.join(f), dir.join(f)).expect("copy the Go program");
+    }
+    std::fs::create_dir_all(dir.join("tmp")).expect("tmp");
+    let env = [
+        "PATH=/usr/local/go/bin:/usr/bin:/bin".to_string(),
+        format!("HOME={d}"),
+        format!("GOCACHE={d}/cache"),
+        format!("GOPATH={d}/gopath"),
+        format!("TMPDIR={d}/tmp"),
+        "CGO_ENABLED=0".to_string(),
+        "GOFLAGS=-mod=mod".to_string(),
+        "GOTOOLCHAIN=local".to_string(),
+    ];
+    let mut native = std::process::Command::new(go);
+    native
+        .args(["build", "-o", "native.out", "."])
+        .current_dir(&dir)
+        .env_clear();
+    for kv in &env {
+        let (k, v) = kv.split_once('=').expect("K=V");
+        native.env(k, v);
+    }
+    assert!(
+        native.status().expect("run go").success(),
+        "native go build"
+    );
+    let mut args = vec![
+        "run",
+        "--memory",
+        "2048",
+        "--cwd",
+        d,
+        "--allow-read",
+        "/usr",
+        "--allow-read",
+        "/etc",
+        "--allow-write",
+        d,
+    ];
+    for kv in &env {
+        args.extend(["--env", kv.as_str()]);
+    }
+    args.extend([go, "build", "-o", "forkvm.out", "."]);
+    let run = common::forkvm(&args);
+    assert_eq!(run.status, 0, "{}", run.describe());
+    let built = std::process::Command::new(dir.join("forkvm.out"))
+        .output()
+        .expect("run the binary linked in forkvm");
+    let reference = std::process::Command::new(dir.join("native.out"))
+        .output()
+        .expect("run the binary linked natively");
+    assert!(built.status.success(), "the binary linked in forkvm fails");
+    assert_eq!(built.stdout, reference.stdout);
+}
+
 /// GNU sort with two threads comparing floating-point keys (it gave wrong
 /// output or crashed while threads shared one set of vector registers).
 #[test]

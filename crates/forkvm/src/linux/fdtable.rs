@@ -393,6 +393,26 @@ impl FdTable {
         }
     }
 
+    /// What a writable `MAP_SHARED` mapping of `fd` maps: `Some` host file
+    /// (a duplicate of its descriptor, and its size), `None` for /dev/zero
+    /// (shared anonymous memory); EACCES unless opened for reading and
+    /// writing, as Linux requires.
+    pub fn host_file_for_shared_mmap(&self, fd: i32) -> Result<Option<(OwnedFd, u64)>, Errno> {
+        self.check_mappable(fd)?;
+        let f = self.get(fd)?;
+        let f = lock(&f);
+        if !f.writable() {
+            return Err(Errno::EACCES);
+        }
+        match &f.kind {
+            FileKind::File { fd, .. } => {
+                let size = rustix::fs::fstat(fd)?.st_size as u64;
+                Ok(Some((fd.try_clone().map_err(|_| Errno::ENOMEM)?, size)))
+            }
+            _ => Ok(None),
+        }
+    }
+
     pub fn read_at_for_mmap(&self, fd: i32, buf: &mut [u8], off: u64) -> Result<(), Errno> {
         self.check_mappable(fd)?;
         let f = self.get(fd)?;

@@ -135,10 +135,21 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         return Err(Errno::ENOMEM);
     }
     let anonymous = flags & MAP_ANONYMOUS != 0;
+    // MAP_SHARED (or MAP_SHARED_VALIDATE): written through to the file, or
+    // shared with forked children. Read-only shared file mappings are
+    // private copies (nothing can be written through them).
+    let shared = flags & (MAP_SHARED | MAP_PRIVATE) != MAP_PRIVATE && (anonymous || prot & 2 != 0);
+    let mut shared_file = None;
     if !anonymous {
         aligned(off)?;
         // Validate the fd before taking address space.
         check_mappable(p, fd)?;
+        if shared {
+            shared_file = Some(
+                p.fds
+                    .host_file_for_shared_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?)?,
+            );
+        }
     }
     let start = if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 && p.mm.in_heap(addr, len) {
         aligned(addr)?;
@@ -180,6 +191,10 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     for (s, l) in p.mm.take_dirty(start, len) {
         zero_kept(mem, s, l);
     }
+    if shared && share(mem, start, len, off, shared_file) {
+        mem.map_user(start, start + len, rights);
+        return Ok(start);
+    }
     if !anonymous {
         // Whole pages inside the file are mapped from the host's page cache
         // (shared between VMs); what lies past the end of the file is copied
@@ -211,6 +226,40 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(start)
 }
 
+/// Maps `start..start+len` shared (see [`crate::memory::SharedRange`]):
+/// the whole pages of `file` from `off` that the file holds (what lies past
+/// its end is zero-filled, as for a private mapping), or, for an anonymous
+/// or /dev/zero mapping (`file` None or `Some(None)`), a new memfd. False
+/// when the memory cannot share (a fork's, or the host refused): the caller
+/// maps privately then, and the program's writes stay in this process.
+fn share(
+    mem: &mut GuestMemory,
+    start: u64,
+    len: u64,
+    off: u64,
+    file: Option<Option<(std::os::fd::OwnedFd, u64)>>,
+) -> bool {
+    let done = match file.flatten() {
+        Some((fd, size)) => {
+            let inside = size.saturating_sub(off).min(len) & !(PAGE_SIZE - 1);
+            inside > 0 && mem.map_shared(start, inside, std::sync::Arc::new(fd), off, false) && {
+                if inside < len {
+                    zero_kept(mem, start + inside, len - inside);
+                }
+                true
+            }
+        }
+        None => crate::memory::anonymous_backing(len)
+            .is_ok_and(|b| mem.map_shared(start, len, b, 0, true)),
+    };
+    if !done {
+        tracing::debug!(
+            "a MAP_SHARED mapping at {start:#x} is private to this process (its memory cannot share: a fork's)"
+        );
+    }
+    done
+}
+
 /// Implements munmap(2).
 fn sys_munmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [addr, len, ..] = *a;
@@ -220,6 +269,11 @@ fn sys_munmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     let len = page_up(len)?;
     addr.checked_add(len).ok_or(Errno::EINVAL)?;
+    // A file or shared mapping goes at once (a freed range kept for reuse
+    // below would otherwise be zeroed through to the file).
+    if addr >= crate::abi::USER_BASE && addr + len <= mem.size() {
+        mem.unmap_files(addr, len);
+    }
     let overlapping: Vec<(u64, u64)> =
         p.mm.mappings()
             .filter(|(s, l)| *s < addr + len && s + l > addr)
@@ -256,6 +310,11 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if new_len > old_len && !mem.may_commit(new_len - old_len) {
         return Err(Errno::ENOMEM);
     }
+    if new_len > old_len {
+        if let Some((s, r)) = mem.shared_at(old).filter(|(_, r)| r.end >= old + old_len) {
+            return remap_shared(p, mem, old, old_len, new_len, flags, s, r);
+        }
+    }
     if new_len <= old_len {
         discard(mem, old + new_len, old_len - new_len);
         p.mm.remove(old + new_len, old_len - new_len);
@@ -286,6 +345,50 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     p.mm.remove(old, old_len);
     mem.unmap_user(old, old + old_len);
     Ok(new)
+}
+
+/// mremap's growth of a shared mapping: the backing is mapped over the
+/// larger range, in place or at a new address (an anonymous one's memfd
+/// grows first), so the pages stay shared.
+#[allow(clippy::too_many_arguments)]
+fn remap_shared(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    old: u64,
+    old_len: u64,
+    new_len: u64,
+    flags: u64,
+    start: u64,
+    r: crate::memory::SharedRange,
+) -> SysResult {
+    let offset = r.offset + (old - start);
+    if r.anonymous {
+        let want = offset + new_len;
+        let size = rustix::fs::fstat(&*r.backing).map_err(Errno::from)?.st_size as u64;
+        if size < want {
+            rustix::fs::ftruncate(&*r.backing, want).map_err(Errno::from)?;
+        }
+    }
+    let at = if p.mm.mapping_at(old) == Some(old_len) && p.mm.grow_in_place(old, new_len) {
+        old
+    } else if flags & MREMAP_MAYMOVE == 0 {
+        return Err(Errno::ENOMEM);
+    } else {
+        p.mm.alloc(new_len).ok_or(Errno::ENOMEM)?
+    };
+    if !mem.map_shared(at, new_len, r.backing.clone(), offset, r.anonymous) {
+        if at != old {
+            p.mm.remove(at, new_len);
+        }
+        return Err(Errno::ENOMEM);
+    }
+    mem.map_user(at, at + new_len, RW);
+    if at != old {
+        discard(mem, old, old_len);
+        p.mm.remove(old, old_len);
+        mem.unmap_user(old, old + old_len);
+    }
+    Ok(at)
 }
 
 /// Implements mprotect(2): checked and accepted; rights are not enforced.
@@ -329,10 +432,14 @@ fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         let in_heap = addr >= p.mm.brk_start && end <= page_up(p.mm.brk)?;
         let mapped = p.mm.mappings().any(|(s, l)| addr >= s && end <= s + l);
         if in_heap || mapped {
-            if len <= KEEP_FREED {
-                zero_kept(mem, addr, len);
-            } else {
-                discard(mem, addr, len);
+            // Shared pages keep their contents (they are the file's, or
+            // shared with another process), as on Linux.
+            for (from, to) in mem.outside_shared(addr, end) {
+                if to - from <= KEEP_FREED {
+                    zero_kept(mem, from, to - from);
+                } else {
+                    discard(mem, from, to - from);
+                }
             }
         }
     }
@@ -346,7 +453,7 @@ fn sys_nop(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 9, name: "mmap", handler: sys_mmap, support: Support::Partial,
-        note: "anonymous and file-backed private mappings (file contents are copied); protections are not enforced" },
+        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); protections are not enforced" },
     SyscallEntry { nr: 10, name: "mprotect", handler: sys_mprotect, support: Support::Partial,
         note: "system calls honour the new rights; the program's own accesses keep the rights it was loaded with (PVM cannot change live page-table entries)" },
     SyscallEntry { nr: 11, name: "munmap", handler: sys_munmap, support: Support::Partial,

@@ -72,6 +72,9 @@ impl GuestMemory {
                     .copy_from_slice(from);
             }
         }
+        // Shared mappings are the same pages in both (copied above only to
+        // stay correct where they cannot be shared).
+        self.share_ranges_of(src);
         self.user_map = src.user_map.clone();
         self.commit_limit = src.commit_limit;
         self.chunks |= src.chunks;
@@ -111,6 +114,8 @@ impl GuestMemory {
         self.snapshot = None;
         self.idle.clear();
         self.file_mapped.clear();
+        self.shared.clear();
+        self.unguard_if_no_files();
         // One mapping again: the moves it was split by are gone.
         self.moves_left = super::guest_memory::MAX_MOVES;
         self.leave_budget();

@@ -95,6 +95,10 @@ pub struct GuestMemory {
     /// Ranges where a host file is mapped directly (start → end), shared
     /// with every other mapping of that file until written.
     pub(super) file_mapped: std::collections::BTreeMap<u64, u64>,
+    /// The file-mapped ranges that are shared (`MAP_SHARED`), by start.
+    pub(super) shared: std::collections::BTreeMap<u64, super::shared::SharedRange>,
+    /// This memory's slot in [`super::bus_guard`], once a file is mapped in it.
+    pub(super) bus_slot: Option<usize>,
     /// Chunks of guest RAM (bit n: the n-th [`GuestMemory::chunk_size`]
     /// bytes) the program has mapped something in, ever. Only these get a
     /// KVM memory slot: on shadow-paging hypervisors (PVM) KVM allocates and
@@ -193,6 +197,8 @@ impl GuestMemory {
             idle: Default::default(),
             commit_limit: size,
             file_mapped: Default::default(),
+            shared: Default::default(),
+            bus_slot: None,
             chunks: 1,
             budget: None,
             charged: 0,
@@ -210,7 +216,7 @@ impl GuestMemory {
         self.base.as_ptr() as u64
     }
 
-    fn check(&self, lo: u64, addr: u64, len: u64) -> Result<usize, Fault> {
+    pub(super) fn check(&self, lo: u64, addr: u64, len: u64) -> Result<usize, Fault> {
         if len == 0 {
             // An empty range names no memory: valid wherever it points (as on Linux).
             return Ok(0);
@@ -539,12 +545,13 @@ impl GuestMemory {
         let aligned = addr.is_multiple_of(abi::PAGE_SIZE)
             && len.is_multiple_of(abi::PAGE_SIZE)
             && offset.is_multiple_of(abi::PAGE_SIZE);
-        if self.snapshot.is_some() || !aligned || len == 0 {
+        if self.snapshot.is_some() || !aligned || len == 0 || !self.guard_host_faults() {
             return false;
         }
         let Ok(start) = self.check(abi::USER_BASE, addr, len) else {
             return false;
         };
+        self.unmap_files(addr, len);
         // SAFETY: the target range lies inside our own mapping (checked above),
         // which MAP_FIXED replaces in place; the fd is a readable host file.
         let ptr = unsafe {
@@ -641,9 +648,35 @@ impl GuestMemory {
         true
     }
 
-    /// Puts plain anonymous memory back over file-mapped parts of `addr..addr+len`.
-    fn unmap_files(&mut self, addr: u64, len: u64) {
+    /// Registers this memory with [`super::bus_guard`] (once), so that a
+    /// host access to a page of a mapped file past the file's end reads
+    /// zeroes instead of killing forkvm; false when it cannot be (map
+    /// nothing from a file then).
+    pub(super) fn guard_host_faults(&mut self) -> bool {
+        if self.bus_slot.is_none() {
+            self.bus_slot =
+                super::bus_guard::register(self.base.as_ptr() as usize, self.size as usize);
+        }
+        self.bus_slot.is_some()
+    }
+
+    /// Leaves [`super::bus_guard`] once no file is mapped here any more.
+    pub(super) fn unguard_if_no_files(&mut self) {
+        if self.file_mapped.is_empty() {
+            if let Some(slot) = self.bus_slot.take() {
+                super::bus_guard::unregister(slot);
+            }
+        }
+    }
+
+    /// Puts plain anonymous memory back over file-mapped (and shared) parts
+    /// of `addr..addr+len`.
+    pub fn unmap_files(&mut self, addr: u64, len: u64) {
+        if self.file_mapped.is_empty() {
+            return;
+        }
         let end = addr + len;
+        self.forget_shared(addr, end);
         let hit: Vec<(u64, u64)> = self
             .file_mapped
             .range(..end)
@@ -720,6 +753,9 @@ impl GuestMemory {
 impl Drop for GuestMemory {
     fn drop(&mut self) {
         self.leave_budget();
+        if let Some(slot) = self.bus_slot.take() {
+            super::bus_guard::unregister(slot);
+        }
         // SAFETY: base/size describe the mapping created in `new`, unmapped once.
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.size as usize) };
     }

@@ -2,14 +2,17 @@
 //! builds before the first run, and the guest address-space bookkeeping.
 
 mod address_space;
+mod bus_guard;
 mod copy;
 mod guest_memory;
 pub mod page_tables;
 mod pagemap;
+mod shared;
 mod snapshot;
 mod user_map;
 
 pub use address_space::AddressSpace;
 pub use guest_memory::{chunk_size, Budget, Fault, GuestMemory, MapError};
+pub use shared::{anonymous_backing, SharedRange};
 pub use snapshot::{ResetStats, Snapshot, KEEP_PRIVATE_PAGES};
 pub use user_map::{Rights, UserMap};

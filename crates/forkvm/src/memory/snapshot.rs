@@ -212,6 +212,8 @@ impl GuestMemory {
             idle: Default::default(),
             commit_limit: snap.commit_limit,
             file_mapped: Default::default(),
+            shared: Default::default(),
+            bus_slot: None,
             chunks: snap.chunks,
             budget: None,
             charged: 0,
@@ -243,6 +245,8 @@ impl GuestMemory {
         self.chunks |= snap.chunks;
         self.idle.clear();
         self.file_mapped.clear();
+        self.shared.clear();
+        self.unguard_if_no_files();
         Ok(())
     }
 

@@ -517,3 +517,51 @@ pub(super) fn sys_ftruncate(p: &mut Process, mem: &mut GuestMemory, a: &Args) ->
         _ => Err(Errno::EINVAL),
     }
 }
+
+const FALLOC_FL_KEEP_SIZE: u64 = 0x01;
+const FALLOC_FL_PUNCH_HOLE: u64 = 0x02;
+const FALLOC_FL_ZERO_RANGE: u64 = 0x10;
+
+/// Implements fallocate(2) on files opened for writing, by the host:
+/// allocating (the Go linker sizes its output with it before mapping it),
+/// punching holes and zeroing ranges. A file in the private /tmp or a
+/// fork's scratch copy is charged for the size it grows to; there, space
+/// kept past the end (FALLOC_FL_KEEP_SIZE) is refused (EOPNOTSUPP), since
+/// nothing would charge it.
+pub(super) fn sys_fallocate(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [_, mode, off, len, ..] = *a;
+    let (off, len) = (off as i64, len as i64);
+    if off < 0 || len <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = off.checked_add(len).ok_or(Errno::EFBIG)? as u64;
+    if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if mode & FALLOC_FL_PUNCH_HOLE != 0
+        && (mode & FALLOC_FL_KEEP_SIZE == 0 || mode & FALLOC_FL_ZERO_RANGE != 0)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let file = p.fds.get(a[0] as i32)?;
+    let f = lock(&file);
+    match &f.kind {
+        FileKind::File { fd, path } if f.writable() => {
+            if is_scratch_path(p, path) && mode & FALLOC_FL_PUNCH_HOLE == 0 {
+                let size = rustix::fs::fstat(fd)?.st_size.max(0) as u64;
+                if end > size {
+                    if mode & FALLOC_FL_KEEP_SIZE != 0 {
+                        return Err(Errno::EOPNOTSUPP);
+                    }
+                    p.tmp.charge(size, end, mem.size())?;
+                }
+            }
+            let flags = rustix::fs::FallocateFlags::from_bits_retain(mode as u32);
+            rustix::fs::fallocate(fd, flags, off as u64, len as u64)?;
+            Ok(0)
+        }
+        FileKind::File { .. } => Err(Errno::EBADF),
+        FileKind::Dir { .. } => Err(Errno::EISDIR),
+        _ => Err(Errno::ENODEV),
+    }
+}

@@ -113,6 +113,8 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 76, name: "truncate", handler: sys_truncate, support: Support::Partial, note: RW },
     SyscallEntry { nr: 77, name: "ftruncate", handler: sys_ftruncate, support: Support::Partial,
         note: "files opened for writing under --allow-write roots; others EINVAL" },
+    SyscallEntry { nr: 285, name: "fallocate", handler: sys_fallocate, support: Support::Partial,
+        note: "files opened for writing: allocate, punch holes, zero ranges (by the host); past the end without growing is refused in the private /tmp" },
     SyscallEntry { nr: 79, name: "getcwd", handler: sys_getcwd, support: Support::Full, note: "" },
     SyscallEntry { nr: 80, name: "chdir", handler: sys_chdir, support: Support::Full, note: "" },
     SyscallEntry { nr: 81, name: "fchdir", handler: sys_fchdir, support: Support::Full, note: "" },
