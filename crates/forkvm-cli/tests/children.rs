@@ -106,6 +106,42 @@ except FileNotFoundError as e:
     );
 }
 
+/// python's multiprocessing: a Pool of forked workers fed through pipes and
+/// locked by POSIX semaphores (in a shared mapping of /dev/shm), and a
+/// shared counter (an anonymous shared mapping) that every child adds to.
+/// Before shared mappings were shared, the children's additions were lost.
+#[test]
+fn python_multiprocessing_pool_and_shared_value() {
+    if !installed("/usr/bin/python3") {
+        return;
+    }
+    let script = r#"
+import multiprocessing as mp
+def square(x):
+    return x * x
+def add(counter, n):
+    for _ in range(n):
+        with counter.get_lock():
+            counter.value += 1
+if __name__ == "__main__":
+    with mp.Pool(2) as pool:
+        print(sum(pool.map(square, range(1000))))
+    counter = mp.Value("i", 0)
+    workers = [mp.Process(target=add, args=(counter, 200)) for _ in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    print(counter.value, [w.exitcode for w in workers])
+"#;
+    check(
+        &Case::new("/usr/bin/python3")
+            .args(["-S", "-c", script])
+            .flags(LIBS.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .limit(Duration::from_secs(60)),
+    );
+}
+
 /// A fork bomb meets --max-processes: fork fails with EAGAIN, the program
 /// reaps what it made, and forkvm exits normally.
 #[test]
