@@ -3,7 +3,8 @@
 # three workloads (hello; ~30 KB of prerendered HTML; React renderToString of
 # ~30 KB), each served by node natively (forkvm's adapter, same module),
 # forkvm ephemeral (a fresh fork per request) and forkvm non-ephemeral, with
-# `wrk -t1 -c1 -d${SECS}s --latency`. One table, ratios against native node
+# `wrk -t1 -c1 -d${SECS}s --latency`, with each engine (`--engine node`, V8;
+# `--engine quickjs`, forkvm-qjs). One table, ratios against native node
 # measured in the same run. Not run in CI (it installs react/esbuild from npm).
 #
 #   bench/js.sh [SECS]        (default 10)
@@ -12,7 +13,8 @@
 # master armed before its snapshot come due in every fork after a few seconds,
 # so a figure taken right after start-up can miss what a long-lived service pays.
 #
-# Environment: WORKLOADS="hello static react" (which to run); AGE; FORKVM_SERVE_FLAGS
+# Environment: WORKLOADS="hello static react" (which to run); ENGINES="node quickjs";
+# AGE; FORKVM_SERVE_FLAGS
 # (more `forkvm serve` flags, for A/B runs: e.g. "--warmup 0", or
 # "--v8-flag=--max-old-space-size=64" to drop the other default V8 flags).
 set -euo pipefail
@@ -33,6 +35,10 @@ cp bench/js/hello.mjs bench/js/static.mjs bench/js/render.jsx "$CACHE/"
 "$CACHE/node_modules/.bin/esbuild" "$CACHE/render.jsx" --bundle --platform=node --format=esm \
     --define:process.env.NODE_ENV='"production"' --log-level=warning --outfile="$CACHE/react.mjs" \
     --banner:js="import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"
+# QuickJS has no node modules: React's browser build (renderToString is the same).
+"$CACHE/node_modules/.bin/esbuild" "$CACHE/render.jsx" --bundle --platform=neutral --format=esm \
+    --main-fields=browser,module,main --conditions=browser \
+    --define:process.env.NODE_ENV='"production"' --log-level=warning --outfile="$CACHE/react-quickjs.mjs"
 
 ADAPTER=$(cat crates/forkvm-cli/src/serve/node_adapter.mjs)
 PORT=${PORT:-18480}
@@ -56,7 +62,7 @@ measure() {
         END { printf "%.0f %.0f %.0f\n", mean, p50, p99 }'
 }
 
-printf '%-8s %-22s %10s %10s %10s %8s\n' workload server "mean µs" "p50 µs" "p99 µs" "x node"
+printf '%-8s %-24s %10s %10s %10s %8s\n' workload server "mean µs" "p50 µs" "p99 µs" "x node"
 read -r -a EXTRA <<<"${FORKVM_SERVE_FLAGS:-}"
 for w in ${WORKLOADS:-hello static react}; do
     app=$CACHE/$w.mjs
@@ -66,17 +72,22 @@ for w in ${WORKLOADS:-hello static react}; do
     sleep "$AGE"
     read -r nm n50 n99 < <(measure "$PORT")
     kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
-    printf '%-8s %-22s %10s %10s %10s %8s\n' "$w" "node (native)" "$nm" "$n50" "$n99" "1.00"
-    for eph in true false; do
-        PORT=$((PORT + 1))
-        "$FORKVM" serve -q --concurrency 1 --ephemeral "$eph" "${EXTRA[@]}" --listen "127.0.0.1:$PORT" "$app" &
-        PIDS+=($!)
-        wait_up "$PORT"
-        sleep "$AGE"
-        read -r m p50 p99 < <(measure "$PORT")
-        kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
-        printf '%-8s %-22s %10s %10s %10s %8s\n' "$w" "forkvm ephemeral=$eph" "$m" "$p50" "$p99" \
-            "$(awk -v a="$m" -v b="$nm" 'BEGIN { printf "%.2f", a / b }')"
+    printf '%-8s %-24s %10s %10s %10s %8s\n' "$w" "node (native)" "$nm" "$n50" "$n99" "1.00"
+    for engine in ${ENGINES:-node quickjs}; do
+        mod=$app
+        [[ $engine == quickjs && $w == react ]] && mod=$CACHE/react-quickjs.mjs
+        for eph in true false; do
+            PORT=$((PORT + 1))
+            "$FORKVM" serve -q --concurrency 1 --engine "$engine" --ephemeral "$eph" "${EXTRA[@]}" \
+                --listen "127.0.0.1:$PORT" "$mod" &
+            PIDS+=($!)
+            wait_up "$PORT"
+            sleep "$AGE"
+            read -r m p50 p99 < <(measure "$PORT")
+            kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+            printf '%-8s %-24s %10s %10s %10s %8s\n' "$w" "$engine ephemeral=$eph" "$m" "$p50" "$p99" \
+                "$(awk -v a="$m" -v b="$nm" 'BEGIN { printf "%.2f", a / b }')"
+        done
     done
     PORT=$((PORT + 1))
 done

@@ -50,13 +50,26 @@ fn seen(r: &Resp) -> (u16, Option<String>, Option<String>, Option<String>, Strin
 
 #[test]
 fn a_module_answers_as_under_node_with_every_request_in_a_fresh_vm() {
+    answers_as_under_node(&[]);
+}
+
+/// The same module, served by forkvm-qjs (QuickJS) instead of node: the same
+/// answers as node natively gives.
+#[test]
+fn quickjs_answers_as_node_does_with_every_request_in_a_fresh_vm() {
+    answers_as_under_node(&["--engine", "quickjs"]);
+}
+
+fn answers_as_under_node(engine: &[&str]) {
     if !installed(NODE) {
         eprintln!("skipped: {NODE} is not installed");
         return;
     }
     let (np, vp) = (free_port(), free_port());
     let _native = native_js(np);
-    let vm = forkvm_js(vp, &["--warmup", "0"]);
+    let mut flags = vec!["--warmup", "0"];
+    flags.extend(engine);
+    let vm = forkvm_js(vp, &flags);
     for path in [
         "/",
         "/json?q=forkvm",
@@ -66,6 +79,7 @@ fn a_module_answers_as_under_node_with_every_request_in_a_fresh_vm() {
         "/throw",
         "/reject",
         "/timers",
+        "/webapi",
     ] {
         let (n, v) = (get(np, path), get(vp, path));
         assert_eq!(seen(&v), seen(&n), "GET {path}\nforkvm:\n{}", vm.output());
@@ -103,9 +117,20 @@ fn warm_up_runs_in_the_master_and_state_is_kept_when_not_ephemeral() {
         eprintln!("skipped: {NODE} is not installed");
         return;
     }
+    warm_up_and_state(&[]);
+}
+
+#[test]
+fn quickjs_warms_up_in_the_master_and_keeps_state_when_not_ephemeral() {
+    warm_up_and_state(&["--engine", "quickjs"]);
+}
+
+fn warm_up_and_state(engine: &[&str]) {
     // Three warm-up requests in the master: every fork starts after them.
     let port = free_port();
-    let vm = forkvm_js(port, &["--warmup", "3"]);
+    let mut flags = vec!["--warmup", "3"];
+    flags.extend(engine);
+    let vm = forkvm_js(port, &flags);
     for _ in 0..2 {
         assert_eq!(
             get(port, "/counter").text(),
@@ -120,7 +145,9 @@ fn warm_up_runs_in_the_master_and_state_is_kept_when_not_ephemeral() {
     drop(vm);
     // Not ephemeral: one worker keeps the module's state between requests.
     let port = free_port();
-    let vm = forkvm_js(port, &["--warmup", "0", "--ephemeral", "false"]);
+    let mut flags = vec!["--warmup", "0", "--ephemeral", "false"];
+    flags.extend(engine);
+    let vm = forkvm_js(port, &flags);
     let seen: Vec<String> = (0..3).map(|_| get(port, "/counter").text()).collect();
     assert_eq!(
         seen,
@@ -136,11 +163,21 @@ fn a_module_without_a_fetch_handler_is_a_clear_error() {
         eprintln!("skipped: {NODE} is not installed");
         return;
     }
-    let dir = common::scratch_dir("js-no-handler");
+    no_fetch_is_an_error(&[]);
+}
+
+#[test]
+fn quickjs_says_so_of_a_module_without_a_fetch_handler() {
+    no_fetch_is_an_error(&["--engine", "quickjs"]);
+}
+
+fn no_fetch_is_an_error(engine: &[&str]) {
+    let dir = common::scratch_dir(&format!("js-no-handler{}", engine.len()));
     let bad = dir.join("bad.mjs");
     std::fs::write(&bad, "export const x = 1;\n").expect("write module");
     let out = Command::new(forkvm_bin())
         .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])
+        .args(engine)
         .arg(&bad)
         .output()
         .expect("run forkvm");

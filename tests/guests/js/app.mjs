@@ -47,6 +47,27 @@ export default {
         await new Promise((r) => setImmediate(r));
         return new Response('after timers\n');
       }
+      case '/webapi': {
+        // Web APIs a handler commonly uses, as node has them.
+        const u = new URL('https://user@Example.com:8443/a/b?x=1&y=two+words&x=3#frag');
+        const h = new Headers({ 'X-B': '2', 'x-a': '1' });
+        h.append('X-A', 'again');
+        const q = new URLSearchParams({ k: 'v w', z: 'é' });
+        const bytes = new TextEncoder().encode('héllo €');
+        const out = {
+          url: [u.protocol, u.hostname, u.port, u.pathname, u.search, u.hash, u.origin, u.href],
+          params: [u.searchParams.get('x'), u.searchParams.getAll('x'), u.searchParams.get('y'), u.searchParams.has('z')],
+          relative: new URL('../c?d=1', 'http://h/a/b/').href,
+          headers: [...h],
+          query: q.toString(),
+          utf8: [bytes.length, new TextDecoder().decode(bytes)],
+          json: await Response.json({ a: 1 }, { status: 202 }).json(),
+          status: Response.json({}, { status: 202 }).status,
+          ok: new Response('', { status: 404 }).ok,
+          method: new Request('http://h/', { method: 'post' }).method,
+        };
+        return Response.json(out);
+      }
       case '/uptime':
         return new Response(`${Date.now() - started >= 0}\n`);
       default:

@@ -49,7 +49,7 @@ pub fn is_module(program: &str) -> bool {
 /// What serving a module runs.
 #[derive(Debug)]
 pub struct NodeProgram {
-    /// The node binary.
+    /// The engine binary (node, or forkvm-qjs).
     pub node: PathBuf,
     /// node's argv: flags, the adapter, the module, port and warm-up count.
     pub argv: Vec<String>,
@@ -100,6 +100,55 @@ pub fn node_program(
     Ok(NodeProgram {
         allow_read: vec![dir, node.clone()],
         node,
+        argv,
+    })
+}
+
+/// Which engine serves a JavaScript module (`--engine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// V8, through an unmodified node and forkvm's adapter.
+    Node,
+    /// QuickJS, through forkvm-qjs (a handler program next to forkvm).
+    Quickjs,
+}
+
+/// Guest memory for a module served by QuickJS unless `--memory` says otherwise (MiB).
+pub const QUICKJS_MEMORY_MIB: u64 = 256;
+
+/// forkvm-qjs's command line for serving `module` after `warmup` requests
+/// in the master; `engine` is `forkvm-qjs` itself (next to forkvm when None).
+pub fn quickjs_program(
+    module: &str,
+    engine: Option<&Path>,
+    warmup: usize,
+) -> anyhow::Result<NodeProgram> {
+    let engine = match engine {
+        Some(e) => e.to_path_buf(),
+        None => std::env::current_exe()
+            .context("cannot find forkvm's own executable")?
+            .with_file_name("forkvm-qjs"),
+    };
+    anyhow::ensure!(
+        engine.is_file(),
+        "--engine quickjs needs forkvm-qjs next to forkvm ({} is missing: build it with `cargo build --release`)",
+        engine.display()
+    );
+    let module = std::fs::canonicalize(module).with_context(|| format!("cannot read {module}"))?;
+    anyhow::ensure!(module.is_file(), "{} is not a file", module.display());
+    let dir = module
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let argv = vec![
+        engine.to_string_lossy().into_owned(),
+        module.to_string_lossy().into_owned(),
+        "--warmup".to_string(),
+        warmup.to_string(),
+    ];
+    Ok(NodeProgram {
+        allow_read: vec![dir],
+        node: engine,
         argv,
     })
 }

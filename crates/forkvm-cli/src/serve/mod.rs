@@ -73,6 +73,11 @@ pub struct ServeArgs {
     /// The node binary that serves a JavaScript module (default: `node` on PATH).
     #[arg(long, value_name = "PATH")]
     node: Option<PathBuf>,
+    /// The engine that serves a JavaScript module: `node` (V8, JIT) or
+    /// `quickjs` (forkvm-qjs, an interpreter built with forkvm: faster to
+    /// start and fork, slower to compute; Web APIs of its own, no node APIs).
+    #[arg(long, value_enum, default_value = "node")]
+    engine: js::Engine,
     /// A V8/node flag for a JavaScript module, replacing the defaults
     /// (--max-old-space-size=64 --max-semi-space-size=64 --single-threaded); repeatable.
     #[arg(long = "v8-flag", value_name = "FLAG", allow_hyphen_values = true)]
@@ -205,21 +210,34 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         let module = args.command[0].clone();
         let port = args.listen.map_or(8080, |a| a.port());
         let warmup = args.warmup.unwrap_or(js::DEFAULT_WARMUP);
-        let node = js::node_program(
-            &module,
-            args.node.as_deref(),
-            &crate::launch::search_path(&args.env),
-            port,
-            warmup,
-            &args.v8_flags,
-        )?;
+        let (node, memory) = match args.engine {
+            js::Engine::Node => (
+                js::node_program(
+                    &module,
+                    args.node.as_deref(),
+                    &crate::launch::search_path(&args.env),
+                    port,
+                    warmup,
+                    &args.v8_flags,
+                )?,
+                js::DEFAULT_MEMORY_MIB,
+            ),
+            js::Engine::Quickjs => (
+                js::quickjs_program(&module, None, warmup)?,
+                js::QUICKJS_MEMORY_MIB,
+            ),
+        };
         tracing::info!(
-            "serving the JavaScript module {module} with {} (V8), warmed up with {warmup} request(s) in the master",
+            "serving the JavaScript module {module} with {} ({}), warmed up with {warmup} request(s) in the master",
             node.node.display(),
+            match args.engine {
+                js::Engine::Node => "V8",
+                js::Engine::Quickjs => "QuickJS",
+            },
         );
         args.allow_read.extend(crate::launch::default_allow_read());
         args.allow_read.extend(node.allow_read);
-        args.memory = Some(args.memory.unwrap_or(js::DEFAULT_MEMORY_MIB));
+        args.memory = Some(args.memory.unwrap_or(memory));
         // The master warms the module up; forks need not.
         args.warmup = Some(0);
         args.command = node.argv;
@@ -249,7 +267,7 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config {
         // V8 reserves ~10 GiB for a WebAssembly memory (node's own fetch
         // uses one): room for it beside the heap cage.
-        address_space: js.then_some(js::ADDRESS_SPACE),
+        address_space: (js && args.engine == js::Engine::Node).then_some(js::ADDRESS_SPACE),
         memory: memory_mib
             .checked_mul(1 << 20)
             .context("--memory is out of range")?,
