@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -95,6 +97,33 @@ static int truncated_under_the_mapping(void) {
     return 0;
 }
 
+/* A named POSIX semaphore (a 32-byte file in /dev/shm, mapped shared)
+ * guarding a plain counter that a parent and its child both increment:
+ * the count is exact only if the semaphore is shared and its waits wake. */
+static int semaphore_between_processes(void) {
+    char name[64];
+    snprintf(name, sizeof name, "/forkvm-test-%d", (int)getpid());
+    sem_t *s = sem_open(name, O_CREAT | O_EXCL, 0600, 1);
+    if (s == SEM_FAILED)
+        return perror("sem_open"), 1;
+    sem_unlink(name);
+    volatile long *n = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pid_t c = fork();
+    for (int i = 0; i < 2000; i++) {
+        sem_wait(s);
+        long v = *n;
+        if (i % 64 == 0)
+            sched_yield();
+        *n = v + 1;
+        sem_post(s);
+    }
+    if (c == 0)
+        _exit(0);
+    waitpid(c, NULL, 0);
+    printf("semaphore between processes: count %ld\n", *n);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2)
         return 2;
@@ -105,6 +134,8 @@ int main(int argc, char **argv) {
         return 1;
     int zero = open("/dev/zero", O_RDWR);
     if (shared_with_a_child("/dev/zero", MAP_SHARED, zero))
+        return 1;
+    if (semaphore_between_processes())
         return 1;
     unlink(path);
     return 0;

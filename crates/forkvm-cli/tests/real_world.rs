@@ -456,6 +456,24 @@ fn go_build_links_a_working_binary() {
     assert_eq!(built.stdout, reference.stdout);
 }
 
+/// A blocking write or writev of megabytes into a pipe read by another
+/// thread or a child: every byte goes in before the call returns (it
+/// returned what fitted, 64 KiB, and python's os.write lost the rest).
+#[test]
+fn big_blocking_pipe_writes_complete() {
+    differential("pipe_writes.glibc", &[], &[]);
+    differential("pipe_writes.musl", &[], &[]);
+}
+
+/// sigwait, sigwaitinfo and sigtimedwait: a pending signal, one sent by a
+/// thread while waiting (it killed the process, as if unblocked), a timer's,
+/// timeouts, and a signal outside the set left pending.
+#[test]
+fn signals_taken_synchronously_with_sigwait() {
+    differential("sigwait.glibc", &[], &[]);
+    differential("sigwait.musl", &[], &[]);
+}
+
 /// GNU sort with two threads comparing floating-point keys (it gave wrong
 /// output or crashed while threads shared one set of vector registers).
 #[test]

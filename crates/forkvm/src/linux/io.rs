@@ -315,19 +315,104 @@ fn or_wait(p: &mut Process, nonblocking: bool, r: SysResult) -> SysResult {
     }
 }
 
+/// A blocking write to a pipe or stream socket that sent part of its bytes
+/// and waits for room for the rest: Linux returns only when all are sent
+/// (or a signal interrupts it: then with the count sent so far), and
+/// programs rely on it (python's os.write of 1 MB to a pipe lost 934 KB
+/// when a write returned what fitted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteProgress {
+    /// The writing thread.
+    pub tid: u64,
+    /// The call: syscall number, fd, buffer (or iovec array), length (or count).
+    pub call: [u64; 4],
+    /// Bytes sent so far.
+    pub done: u64,
+}
+
+/// Bytes an earlier attempt of this same call already sent (0 if none).
+fn sent_before(p: &Process, call: [u64; 4]) -> u64 {
+    p.writes
+        .iter()
+        .find(|w| w.tid == p.tid && w.call == call)
+        .map_or(0, |w| w.done)
+}
+
+/// After an attempt that sent `sent` bytes in all of `total`: done (the
+/// count), or, for a blocking stream that took only part, a wait for room
+/// (the call is made again and goes on from there).
+fn finish_write(
+    p: &mut Process,
+    call: [u64; 4],
+    total: u64,
+    stream: bool,
+    nonblocking: bool,
+    r: Result<u64, Errno>,
+) -> SysResult {
+    let tid = p.tid;
+    let before = sent_before(p, call);
+    p.writes.retain(|w| w.tid != tid);
+    let blocking_stream = stream && !nonblocking;
+    match r {
+        Ok(n) if blocking_stream && before + n < total => {
+            p.writes.push(WriteProgress {
+                tid,
+                call,
+                done: before + n,
+            });
+            let _ = super::thread::wait(p, None, None);
+            Ok(0)
+        }
+        Ok(n) => Ok(before + n),
+        Err(Errno::EAGAIN) if blocking_stream && before > 0 => {
+            p.writes.push(WriteProgress {
+                tid,
+                call,
+                done: before,
+            });
+            let _ = super::thread::wait(p, None, None);
+            Ok(0)
+        }
+        // The reader went away (EPIPE) or another error after some bytes:
+        // those bytes are the answer, as on Linux.
+        Err(_) if before > 0 => Ok(before),
+        Err(e) => or_wait(p, nonblocking, Err(e)),
+    }
+}
+
+/// The count a blocking write interrupted by a signal returns (what it had
+/// sent), if the waiting call is one; forgets it.
+pub fn interrupted_write(p: &mut Process) -> Option<u64> {
+    let tid = p.tid;
+    let i = p.writes.iter().position(|w| w.tid == tid)?;
+    Some(p.writes.swap_remove(i).done)
+}
+
+fn is_stream_out(f: &OpenFile) -> bool {
+    matches!(f.kind, FileKind::Pipe(_) | FileKind::Socket(_))
+}
+
 fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
     let file = p.fds.get(a[0] as i32)?;
-    let buf = guest_buf(mem, a[1], a[2].min(MAX_RW))?;
+    let len = a[2].min(MAX_RW);
+    let call = [if at.is_some() { 18 } else { 1 }, a[0], a[1], len];
+    let before = if at.is_none() {
+        sent_before(p, call).min(len)
+    } else {
+        0
+    };
+    let buf = guest_buf(mem, a[1] + before, len - before)?;
     let mut f = lock(&file);
     let nonblocking = f.nonblocking();
     super::fs::charge_write(p, mem.size(), &f, buf.len(), at)?;
     let r = write_file(&mut f, buf, at);
     let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
+    let stream = at.is_none() && is_stream_out(&f);
     drop(f);
-    if socket && r == Err(Errno::EPIPE) {
+    if socket && r == Err(Errno::EPIPE) && before == 0 {
         super::net::raise_sigpipe(p);
     }
-    or_wait(p, nonblocking, r.map(|n| n as u64))
+    finish_write(p, call, len, stream, nonblocking, r.map(|n| n as u64))
 }
 
 /// Implements read(2).
@@ -473,11 +558,19 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
     let iovs = iovecs(mem, a[1], a[2])?;
     let total: u64 = iovs.iter().map(|v| v.1).sum();
     check_iovecs(mem, &iovs, total)?;
+    let call = [if at.is_some() { 296 } else { 20 }, a[0], a[1], a[2]];
+    let before = if at.is_none() {
+        sent_before(p, call).min(total)
+    } else {
+        0
+    };
     let mut f = lock(&file);
     let nonblocking = f.nonblocking();
-    super::fs::charge_write(p, mem.size(), &f, total as usize, at)?;
-    let mut bounce = vec![0u8; total.min(CHUNK) as usize];
-    let mut done = 0u64;
+    super::fs::charge_write(p, mem.size(), &f, (total - before) as usize, at)?;
+    let stream = at.is_none() && is_stream_out(&f);
+    let mut bounce = vec![0u8; (total - before).min(CHUNK) as usize];
+    let mut done = before;
+    let mut failed = None;
     loop {
         let want = (total - done).min(CHUNK) as usize;
         gather(mem, &iovs, done, &mut bounce[..want])?;
@@ -486,14 +579,9 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
             .transpose()?;
         let n = match write_file(&mut f, &bounce[..want], pos) {
             Ok(n) => n,
-            Err(_) if done > 0 => break,
             Err(e) => {
-                let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
-                drop(f);
-                if socket && e == Errno::EPIPE {
-                    super::net::raise_sigpipe(p);
-                }
-                return or_wait(p, nonblocking, Err(e));
+                failed = Some(e);
+                break;
             }
         };
         done += n as u64;
@@ -501,7 +589,18 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
             break;
         }
     }
-    Ok(done)
+    let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
+    drop(f);
+    let r = match failed {
+        Some(e) if done == before => {
+            if socket && e == Errno::EPIPE && before == 0 {
+                super::net::raise_sigpipe(p);
+            }
+            Err(e)
+        }
+        _ => Ok(done - before),
+    };
+    finish_write(p, call, total, stream, nonblocking, r)
 }
 
 /// Implements readv(2).
@@ -864,18 +963,26 @@ mod tests {
         let (mut p, mut m) = setup();
         call(&mut p, &mut m, sys_pipe, &[USER_BASE]).unwrap();
         let buf = USER_BASE + 0x1000;
-        assert_eq!(
-            call(&mut p, &mut m, sys_write, &[4, buf, 100_000]),
-            Ok(PIPE_CAPACITY as u64)
-        );
-        // Full: a blocking write waits.
-        assert_eq!(call(&mut p, &mut m, sys_write, &[4, buf, 1]), Ok(0));
+        // A blocking write of more than fits sends what fits and waits for
+        // room for the rest (the call is made again).
+        assert_eq!(call(&mut p, &mut m, sys_write, &[4, buf, 100_000]), Ok(0));
         assert!(matches!(
             p.sched.take(),
             Some(crate::linux::thread::Sched::Retry(_))
         ));
+        assert_eq!(p.writes[0].done, PIPE_CAPACITY as u64);
         p.waiting = None;
+        // Made again with the pipe still full: it waits on.
+        assert_eq!(call(&mut p, &mut m, sys_write, &[4, buf, 100_000]), Ok(0));
+        p.sched = None;
+        p.waiting = None;
+        // The reader goes: the write answers what it sent; the next one EPIPE.
         p.fds.close(3).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_write, &[4, buf, 100_000]),
+            Ok(PIPE_CAPACITY as u64)
+        );
+        assert!(p.writes.is_empty());
         assert_eq!(
             call(&mut p, &mut m, sys_write, &[4, buf, 1]),
             Err(Errno::EPIPE)

@@ -241,7 +241,13 @@ fn share(
 ) -> bool {
     let done = match file.flatten() {
         Some((fd, size)) => {
-            let inside = size.saturating_sub(off).min(len) & !(PAGE_SIZE - 1);
+            // The file's last partial page too (a semaphore's file is 32
+            // bytes): shared like the rest, zero past the end, as on Linux.
+            let inside = size
+                .saturating_sub(off)
+                .min(len)
+                .next_multiple_of(PAGE_SIZE)
+                .min(len);
             inside > 0 && mem.map_shared(start, inside, std::sync::Arc::new(fd), off, false) && {
                 if inside < len {
                     zero_kept(mem, start + inside, len - inside);

@@ -108,6 +108,9 @@ pub struct Process {
     pub sched: Option<thread::Sched>,
     /// The running thread is waiting in a syscall until this deadline (None inside: forever).
     pub waiting: Option<Option<std::time::Instant>>,
+    /// Blocking writes to pipes and stream sockets under way, one per
+    /// waiting thread: what they sent so far (see `io::do_write`).
+    pub writes: Vec<io::WriteProgress>,
     /// ITIMER_REAL (setitimer/alarm): next expiry and period (zero: one shot).
     pub itimer: Option<(std::time::Instant, std::time::Duration)>,
     /// Signals sent while blocked, waiting to be unblocked (bit n-1 for signal n).
@@ -172,6 +175,7 @@ impl Process {
             threads: thread::Threads::default(),
             sched: None,
             waiting: None,
+            writes: Vec::new(),
             clear_child_tid: 0,
             robust_list: 0,
             sigactions: [SigAction::default(); 64],
@@ -211,6 +215,7 @@ impl Process {
             threads: self.threads.clone(),
             sched: None,
             waiting: None,
+            writes: Vec::new(),
             clear_child_tid: self.clear_child_tid,
             robust_list: self.robust_list,
             sigactions: self.sigactions,

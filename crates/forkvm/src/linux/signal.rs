@@ -395,6 +395,58 @@ fn sys_pause(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
     Ok(0)
 }
 
+/// `SI_USER`: the si_code of a signal sent by kill.
+const SI_USER: i32 = 0;
+
+/// Implements rt_sigtimedwait(2) (sigwait, sigwaitinfo, sigtimedwait): takes
+/// a pending signal of `set` (which the caller has blocked) without running
+/// its handler, or waits for one: sent by another thread or process, or by a
+/// timer. EAGAIN when `timeout` passes first; EINTR when a signal outside the
+/// set is to be handled. The siginfo gives the number and SI_USER.
+fn sys_rt_sigtimedwait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [set, info, timeout, size, ..] = *a;
+    if size != SIGSET_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let set = mem.read_u64(set)? & !UNBLOCKABLE;
+    let timeout = if timeout != 0 {
+        let sec = mem.read_u64(timeout)? as i64;
+        let nsec = mem.read_u64(timeout + 8)? as i64;
+        if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
+            return Err(Errno::EINVAL);
+        }
+        Some(std::time::Duration::new(sec as u64, nsec as u32))
+    } else {
+        None
+    };
+    fire_timer(p);
+    let ready = p.blocked_pending & set;
+    if ready != 0 {
+        let sig = u64::from(ready.trailing_zeros()) + 1;
+        p.blocked_pending &= !(1 << (sig - 1));
+        p.waiting = None;
+        if info != 0 {
+            let mut si = [0u8; 128];
+            si[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
+            si[8..12].copy_from_slice(&SI_USER.to_le_bytes());
+            mem.write(info, &si)?;
+        }
+        return Ok(sig);
+    }
+    if p.pending_signal.is_some() || p.exit_status.is_some() {
+        p.waiting = None;
+        return Err(Errno::EINTR);
+    }
+    if timeout.is_some_and(|t| t.is_zero()) {
+        return Err(Errno::EAGAIN);
+    }
+    let wake = p.next_timer_due();
+    match super::thread::wait(p, timeout, wake) {
+        super::thread::Waited::Retry => Ok(0),
+        super::thread::Waited::TimedOut => Err(Errno::EAGAIN),
+    }
+}
+
 /// Implements kill(2): to itself, and to other processes of the run (see `child::kill`).
 fn sys_kill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     super::child::kill(p, a[0] as i32 as i64, a[1])
@@ -422,6 +474,12 @@ pub(super) fn send_to_thread(p: &mut Process, tid: u64, sig: u64) -> SysResult {
         return Ok(0);
     }
     let action = p.sigactions[idx];
+    // Blocked by that thread: pending until it is unblocked or taken by
+    // sigwait (a signal-handling thread's way), whatever its action.
+    if t.sigmask & (1 << idx) != 0 && sig != SIGKILL && action.handler != SIG_IGN {
+        p.blocked_pending |= 1 << idx;
+        return Ok(0);
+    }
     if action.handler == SIG_IGN || (action.handler == SIG_DFL && !default_terminates(sig)) {
         return Ok(0);
     }
@@ -431,9 +489,7 @@ pub(super) fn send_to_thread(p: &mut Process, tid: u64, sig: u64) -> SysResult {
         p.killed_by = Some(sig as i32);
         return Ok(0);
     }
-    if t.sigmask & (1 << idx) == 0 {
-        t.pending_signal = Some(sig as i32);
-    }
+    t.pending_signal = Some(sig as i32);
     Ok(0)
 }
 
@@ -455,6 +511,8 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 15, name: "rt_sigreturn", handler: sys_rt_sigreturn, support: Support::Full,
         note: "restores general registers, flags, mask and the FPU/vector state the frame carries" },
     SyscallEntry { nr: 34, name: "pause", handler: sys_pause, support: Support::Full, note: "" },
+    SyscallEntry { nr: 128, name: "rt_sigtimedwait", handler: sys_rt_sigtimedwait, support: Support::Partial,
+        note: "signals pending for the process, sent by its threads, other processes or timers; siginfo has the number and SI_USER" },
     SyscallEntry { nr: 62, name: "kill", handler: sys_kill, support: Support::Partial,
         note: "to itself only: handlers run, default actions terminate (status 128+sig)" },
     SyscallEntry { nr: 131, name: "sigaltstack", handler: sys_sigaltstack, support: Support::Full, note: "" },

@@ -310,6 +310,9 @@ fn host_sleep(d: Duration) -> Result<(), Errno> {
 }
 
 /// Implements futex(2).
+/// How often a futex wait on shared memory looks at the word again.
+const SHARED_FUTEX_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
+
 fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [uaddr, op, val, timeout, uaddr2, val3] = *a;
     if uaddr % 4 != 0 {
@@ -343,6 +346,18 @@ fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
                 };
                 Some(Instant::now() + rel)
             };
+            if mem.shared_at(uaddr).is_some() {
+                // A word in shared memory (a process-shared semaphore or
+                // mutex): another process may change it, and its FUTEX_WAKE
+                // does not reach this one, so the wait looks at the word
+                // again every millisecond (a wake-up futex callers allow).
+                let now = Instant::now();
+                let timeout = deadline.map(|d| d.saturating_duration_since(now));
+                return match wait(p, timeout, Some(now + SHARED_FUTEX_RECHECK)) {
+                    Waited::Retry => Ok(0),
+                    Waited::TimedOut => Err(Errno::ETIMEDOUT),
+                };
+            }
             if p.threads.others.is_empty() {
                 // Nobody else can change the word: only a timeout ends the wait.
                 let Some(deadline) = deadline else {

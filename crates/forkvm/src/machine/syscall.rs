@@ -96,7 +96,11 @@ impl Machine {
             // and the handler runs, as on Linux.
             self.proc.sched = None;
             self.proc.waiting = None;
-            result = (-(linux::Errno::EINTR.0 as i64)) as u64;
+            // A blocking write that sent some bytes returns their count.
+            result = match linux::io::interrupted_write(&mut self.proc) {
+                Some(sent) => sent,
+                None => (-(linux::Errno::EINTR.0 as i64)) as u64,
+            };
         }
         if let Some(status) = self.proc.exit_status {
             // An attached gdb sees a kill by signal first (crate::debug).
