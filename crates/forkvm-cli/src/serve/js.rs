@@ -76,12 +76,7 @@ pub fn node_program(
     };
     let node = std::fs::canonicalize(&node)
         .with_context(|| format!("cannot find node at {}", node.display()))?;
-    let module = std::fs::canonicalize(module).with_context(|| format!("cannot read {module}"))?;
-    anyhow::ensure!(module.is_file(), "{} is not a file", module.display());
-    let dir = module
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("/"));
+    let (module, dir) = module_and_dir(module)?;
     let mut argv = vec![node.to_string_lossy().into_owned()];
     if v8_flags.is_empty() {
         argv.extend(DEFAULT_V8_FLAGS.iter().map(|f| f.to_string()));
@@ -102,6 +97,18 @@ pub fn node_program(
         node,
         argv,
     })
+}
+
+/// The module's absolute path and its directory (which the guest must read:
+/// its imports, node_modules).
+fn module_and_dir(module: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let module = std::fs::canonicalize(module).with_context(|| format!("cannot read {module}"))?;
+    anyhow::ensure!(module.is_file(), "{} is not a file", module.display());
+    let dir = module
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    Ok((module, dir))
 }
 
 /// Which engine serves a JavaScript module (`--engine`).
@@ -134,12 +141,7 @@ pub fn quickjs_program(
         "--engine quickjs needs forkvm-qjs next to forkvm ({} is missing: build it with `cargo build --release`)",
         engine.display()
     );
-    let module = std::fs::canonicalize(module).with_context(|| format!("cannot read {module}"))?;
-    anyhow::ensure!(module.is_file(), "{} is not a file", module.display());
-    let dir = module
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("/"));
+    let (module, dir) = module_and_dir(module)?;
     let argv = vec![
         engine.to_string_lossy().into_owned(),
         module.to_string_lossy().into_owned(),

@@ -756,6 +756,37 @@ pub fn connect_to_listener_on(
 ) -> Result<HostConn, Errno> {
     let listeners = listening_addrs(p);
     let port = port.filter(|want| listeners.iter().any(|a| a.port() == *want));
+    let Some((l, family, local)) = find_listener(p, |i| {
+        port.is_none_or(|want| i.local.map(|a| a.port()) == Some(want))
+    }) else {
+        return Err(Errno::ECONNREFUSED);
+    };
+    let mut listener = lock(&l);
+    // A program that does not accept: its queue is full, as on Linux
+    // (plus some slack: the host pushes one connection per request).
+    if listener.pending.len() >= listener.backlog.max(0) as usize + 16 {
+        return Err(Errno::ECONNREFUSED);
+    }
+    let (mut guest, mut host) = Socket::pair(SOCK_STREAM);
+    let mut gi = Inet::new(family);
+    gi.local = local;
+    gi.peer = Some(peer);
+    guest.inet = Some(Box::new(gi));
+    host.sndbuf = HOST_PUSH_BUF;
+    listener.pending.push_back(guest);
+    Ok(HostConn {
+        end: host,
+        backlog: VecDeque::new(),
+        eof_pending: false,
+    })
+}
+
+/// The first listening socket of `p` that `pick` accepts: its queue,
+/// family and bound address.
+pub(super) fn find_listener(
+    p: &Process,
+    pick: impl Fn(&Inet) -> bool,
+) -> Option<(Arc<Mutex<Listener>>, u16, Option<SocketAddr>)> {
     for fd in p.fds.open_fds() {
         let Ok(f) = p.fds.get(fd) else { continue };
         let of = lock(&f);
@@ -764,29 +795,11 @@ pub fn connect_to_listener_on(
         };
         let Some(i) = &s.inet else { continue };
         let Some(l) = &i.listener else { continue };
-        if port.is_some_and(|want| i.local.map(|a| a.port()) != Some(want)) {
-            continue;
+        if pick(i) {
+            return Some((l.clone(), i.family, i.local));
         }
-        let mut listener = lock(l);
-        // A program that does not accept: its queue is full, as on Linux
-        // (plus some slack: the host pushes one connection per request).
-        if listener.pending.len() >= listener.backlog.max(0) as usize + 16 {
-            return Err(Errno::ECONNREFUSED);
-        }
-        let (mut guest, mut host) = Socket::pair(SOCK_STREAM);
-        let mut gi = Inet::new(i.family);
-        gi.local = i.local;
-        gi.peer = Some(peer);
-        guest.inet = Some(Box::new(gi));
-        host.sndbuf = HOST_PUSH_BUF;
-        listener.pending.push_back(guest);
-        return Ok(HostConn {
-            end: host,
-            backlog: VecDeque::new(),
-            eof_pending: false,
-        });
     }
-    Err(Errno::ECONNREFUSED)
+    None
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! is refused as before.
 
 use super::fdtable::{lock, FileKind};
-use super::inet::{next_port, Inet, Listener};
+use super::inet::{find_listener, next_port, Inet, Listener};
 use super::unix_socket::{Socket, SOCK_STREAM};
 use super::{Errno, Process, SysResult};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -47,24 +47,11 @@ pub(super) fn own_listener(p: &Process, to: SocketAddr) -> Option<OwnListener> {
     if !this_host(to.ip()) {
         return None;
     }
-    for fd in p.fds.open_fds() {
-        let Ok(f) = p.fds.get(fd) else { continue };
-        let of = lock(&f);
-        let FileKind::Socket(s) = &of.kind else {
-            continue;
-        };
-        let Some(i) = &s.inet else { continue };
-        let (Some(queue), Some(local)) = (&i.listener, i.local) else {
-            continue;
-        };
-        if local.port() == to.port() && accepts(local, i.v6only(), to.ip()) {
-            return Some(OwnListener {
-                queue: queue.clone(),
-                family: i.family,
-            });
-        }
-    }
-    None
+    let (queue, family, _) = find_listener(p, |i| {
+        i.local
+            .is_some_and(|local| local.port() == to.port() && accepts(local, i.v6only(), to.ip()))
+    })?;
+    Some(OwnListener { queue, family })
 }
 
 /// connect(2) of the TCP socket `fd` to `to`, which `listener` listens on:

@@ -542,9 +542,24 @@ impl GuestMemory {
     /// page-aligned ranges of plain guest RAM (not a fork's snapshot view);
     /// returns false when the caller must copy instead.
     pub fn map_file(&mut self, addr: u64, len: u64, fd: BorrowedFd<'_>, offset: u64) -> bool {
-        let aligned = addr.is_multiple_of(abi::PAGE_SIZE)
-            && len.is_multiple_of(abi::PAGE_SIZE)
-            && offset.is_multiple_of(abi::PAGE_SIZE);
+        self.map_host(addr, len, fd, offset, libc::MAP_PRIVATE)
+    }
+
+    /// Maps `fd` from `offset` over guest `addr..addr+len` with `flags`
+    /// (MAP_PRIVATE or MAP_SHARED), recorded as file-mapped; false, with no
+    /// mapping there, where it cannot (a fork, unaligned, out of range, the
+    /// host refused, or no room in [`super::bus_guard`]).
+    pub(super) fn map_host(
+        &mut self,
+        addr: u64,
+        len: u64,
+        fd: BorrowedFd<'_>,
+        offset: u64,
+        flags: libc::c_int,
+    ) -> bool {
+        let aligned = [addr, len, offset]
+            .iter()
+            .all(|v| v.is_multiple_of(abi::PAGE_SIZE));
         if self.snapshot.is_some() || !aligned || len == 0 || !self.guard_host_faults() {
             return false;
         }
@@ -553,21 +568,23 @@ impl GuestMemory {
         };
         self.unmap_files(addr, len);
         // SAFETY: the target range lies inside our own mapping (checked above),
-        // which MAP_FIXED replaces in place; the fd is a readable host file.
+        // which MAP_FIXED replaces in place; `fd` is an open host file or memfd.
         let ptr = unsafe {
             libc::mmap(
                 self.base.as_ptr().add(start).cast(),
                 len as usize,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                flags | libc::MAP_FIXED,
                 fd.as_raw_fd(),
                 offset as libc::off_t,
             )
         };
+        // A failed MAP_FIXED may have unmapped the range: zeroes go back.
+        self.file_mapped.insert(addr, addr + len);
         if ptr == libc::MAP_FAILED {
+            self.unmap_files(addr, len);
             return false;
         }
-        self.file_mapped.insert(addr, addr + len);
         true
     }
 
@@ -796,7 +813,7 @@ mod tests {
         use super::super::pagemap::{scan, PAGE_IS_FILE, PAGE_IS_PRESENT};
         use std::io::Write;
         use std::os::fd::AsFd;
-        let mut file = tempfile_in_tmp();
+        let mut file = super::super::temp_file();
         let data: Vec<u8> = (0..4 * abi::PAGE_SIZE)
             .map(|i| (i / 4096) as u8 + 1)
             .collect();
@@ -852,7 +869,7 @@ mod tests {
         assert!(!m.move_pages(to + 1, from, len));
         assert!(!m.move_pages(abi::USER_BASE - page, from, page));
         assert!(!m.move_pages(to, u64::MAX - page, page));
-        let mut file = tempfile_in_tmp();
+        let mut file = super::super::temp_file();
         std::io::Write::write_all(&mut file, &[7u8; 4096]).unwrap();
         let at = abi::USER_BASE + (4 << 20);
         assert!(m.map_file(at, page, std::os::fd::AsFd::as_fd(&file), 0));
@@ -868,19 +885,6 @@ mod tests {
         assert!(m.move_pages(to, from, len));
         assert!(!m.move_pages(from, to, len));
         assert_eq!(m.read(from, 5).unwrap(), b"first");
-    }
-
-    fn tempfile_in_tmp() -> std::fs::File {
-        let path = std::env::temp_dir().join(format!("forkvm-copy-{}", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        std::fs::remove_file(&path).unwrap();
-        f
     }
 
     #[test]

@@ -16,3 +16,23 @@ pub use guest_memory::{chunk_size, Budget, Fault, GuestMemory, MapError};
 pub use shared::{anonymous_backing, SharedRange};
 pub use snapshot::{ResetStats, Snapshot, KEEP_PRIVATE_PAGES};
 pub use user_map::{Rights, UserMap};
+
+/// An unlinked host file for tests (named by process and thread while it
+/// is created, so tests running at once do not meet).
+#[cfg(test)]
+pub(crate) fn temp_file() -> std::fs::File {
+    let path = std::env::temp_dir().join(format!(
+        "forkvm-memory-test-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .expect("create a test file");
+    std::fs::remove_file(&path).expect("unlink the test file");
+    f
+}

@@ -14,8 +14,7 @@
 //! snapshot) refuses, and the caller falls back to a private copy.
 
 use super::guest_memory::GuestMemory;
-use crate::abi;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
 /// One shared range: its end, the host object behind it, and the offset in
@@ -43,36 +42,9 @@ impl GuestMemory {
         offset: u64,
         anonymous: bool,
     ) -> bool {
-        let aligned = [addr, len, offset]
-            .iter()
-            .all(|v| v.is_multiple_of(abi::PAGE_SIZE));
-        if self.snapshot.is_some() || !aligned || len == 0 || !self.guard_host_faults() {
+        if !self.map_host(addr, len, backing.as_fd(), offset, libc::MAP_SHARED) {
             return false;
         }
-        let Ok(start) = self.check(abi::USER_BASE, addr, len) else {
-            return false;
-        };
-        self.unmap_files(addr, len);
-        // SAFETY: the target range lies inside our own mapping (checked
-        // above), which MAP_FIXED replaces in place; `backing` is an open
-        // host file or memfd, kept alive by `shared` as long as it is mapped.
-        let ptr = unsafe {
-            libc::mmap(
-                self.base.as_ptr().add(start).cast(),
-                len as usize,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_FIXED,
-                backing.as_raw_fd(),
-                offset as libc::off_t,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            // The range may be gone from our mapping: put zeroes back.
-            self.file_mapped.insert(addr, addr + len);
-            self.unmap_files(addr, len);
-            return false;
-        }
-        self.file_mapped.insert(addr, addr + len);
         self.shared.insert(
             addr,
             SharedRange {
@@ -158,33 +130,17 @@ pub fn anonymous_backing(len: u64) -> std::io::Result<Arc<OwnedFd>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi;
     use std::io::Write;
 
     const MIB: u64 = 1 << 20;
 
     fn file_of(pages: usize, byte: u8) -> (std::fs::File, Arc<OwnedFd>) {
-        let mut f = tempfile_in_tmp();
+        let mut f = super::super::temp_file();
         f.write_all(&vec![byte; pages * abi::PAGE_SIZE as usize])
             .unwrap();
         let fd = Arc::new(OwnedFd::from(f.try_clone().unwrap()));
         (f, fd)
-    }
-
-    fn tempfile_in_tmp() -> std::fs::File {
-        let path = std::env::temp_dir().join(format!(
-            "forkvm-shared-test-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        std::fs::remove_file(&path).unwrap();
-        f
     }
 
     #[test]
