@@ -474,6 +474,29 @@ fn signals_taken_synchronously_with_sigwait() {
     differential("sigwait.musl", &[], &[]);
 }
 
+/// /proc/self/stat, /proc/self/statm and /proc/stat in the shapes programs
+/// parse: node's process.memoryUsage() threw ENOENT without the first, and
+/// os.cpus() was empty without the last (a worker pool sized by it: none).
+#[test]
+fn proc_stat_files_have_the_shape_programs_parse() {
+    if installed("/usr/bin/python3") {
+        let script = "s = open('/proc/self/stat').read().split(); m = open('/proc/self/statm').read().split(); \
+                      c = [l for l in open('/proc/stat') if l.startswith('cpu')]; \
+                      print(len(s), s[2].isalpha(), int(s[23]) > 0, len(m), int(m[1]) > 0, len(c) >= 2, len(c[1].split()) >= 8)";
+        check(&Case::new("/usr/bin/python3").args(["-S", "-c", script]));
+    }
+    if installed("/usr/bin/node") {
+        let script = "const os = require('os'); const m = process.memoryUsage(); \
+                      console.log(m.rss > 0, os.cpus().length >= 1, typeof os.cpus()[0].model, process.cpuUsage().user >= 0)";
+        check(
+            &Case::new("/usr/bin/node")
+                .args(["-e", script])
+                .flags(["--memory", "1024"])
+                .limit(std::time::Duration::from_secs(60)),
+        );
+    }
+}
+
 /// GNU sort with two threads comparing floating-point keys (it gave wrong
 /// output or crashed while threads shared one set of vector registers).
 #[test]

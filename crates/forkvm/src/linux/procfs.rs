@@ -1,7 +1,8 @@
 //! A minimal synthetic /proc: the guest's own view, never the host's.
 //!
 //! `/proc/self/maps` (what the program mapped), `/proc/self/status`,
-//! `/proc/meminfo` (its memory limit) and `/proc/cpuinfo` (one CPU) are
+//! `/proc/self/stat` and `statm` (its memory and threads),
+//! `/proc/meminfo` (its memory limit), `/proc/cpuinfo` and `/proc/stat` (one CPU) are
 //! generated when opened, into a sealed in-memory file, so every read,
 //! seek, fstat and mmap path treats them as ordinary read-only files.
 //! `/proc/self/exe` opens the program itself; `/proc/self/fd/N` is handled
@@ -54,6 +55,27 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
                 p.threads.count()
             );
         }
+        b"self/stat" => {
+            // Linux's 52 fields; what is not tracked is 0. libuv reads the
+            // resident size (field 24) for node's process.memoryUsage().
+            let name = String::from_utf8_lossy(p.comm.split(|&b| b == 0).next().unwrap_or(b""));
+            let pid = super::child::pid_of(p);
+            let pages = mem.committed() / crate::abi::PAGE_SIZE;
+            let _ = writeln!(
+                s,
+                "{pid} ({name}) R {PPID} {pid} {pid} 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 {threads} 0 0 \
+                 {vsize} {pages} 18446744073709551615 0 0 0 0 0 0 {blocked} 0 0 0 0 0 17 0 0 0 0 0 0 \
+                 0 0 0 0 0 0 0 0",
+                threads = p.threads.count(),
+                vsize = mem.committed(),
+                blocked = p.sigmask,
+            );
+        }
+        b"self/statm" => {
+            // size resident shared text lib data dt, in pages.
+            let pages = mem.committed() / crate::abi::PAGE_SIZE;
+            let _ = writeln!(s, "{pages} {pages} 0 0 0 {pages} 0");
+        }
         b"meminfo" => {
             let total = mem.commit_limit() >> 10;
             let free = total.saturating_sub(mem.committed_by_all() >> 10);
@@ -62,6 +84,20 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
                 "MemTotal:       {total:8} kB\nMemFree:        {free:8} kB\nMemAvailable:   {free:8} kB\n\
                  Buffers:               0 kB\nCached:                0 kB\nSwapTotal:             0 kB\n\
                  SwapFree:              0 kB\n"
+            );
+        }
+        b"stat" => {
+            // One CPU, busy since the process started (in clock ticks, 100
+            // a second): libuv counts the cpuN lines for node's os.cpus().
+            let ticks = p.started.elapsed().as_millis() / 10;
+            let boot = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+                .saturating_sub(p.started.elapsed().as_secs());
+            let _ = write!(
+                s,
+                "cpu  {ticks} 0 0 0 0 0 0 0 0 0\ncpu0 {ticks} 0 0 0 0 0 0 0 0 0\nintr 0\nctxt 0\n\
+                 btime {boot}\nprocesses 1\nprocs_running 1\nprocs_blocked 0\nsoftirq 0\n"
             );
         }
         b"cpuinfo" => {
