@@ -5,6 +5,22 @@ mod common;
 
 use common::{check, differential, installed, Case, LIBS};
 
+/// `node -e script`, natively and under forkvm (with room for V8's heap).
+fn node_script(script: &str) {
+    check(
+        &Case::new("/usr/bin/node")
+            .args(["-e", script])
+            .flags(["--memory", "1024"])
+            .limit(std::time::Duration::from_secs(60)),
+    );
+}
+
+/// The C guest `name` built with glibc and with musl, each against native.
+fn glibc_and_musl(name: &str) {
+    differential(&format!("{name}.glibc"), &[], &[]);
+    differential(&format!("{name}.musl"), &[], &[]);
+}
+
 #[test]
 fn pthreads_mutex_and_condvar_glibc() {
     differential("pthreads.glibc", &[], &[]);
@@ -283,14 +299,12 @@ fn tokio_runtime_timers_channels_and_blocking_tasks() {
 
 #[test]
 fn signal_to_another_thread_runs_its_handler_there() {
-    differential("thread_signal.glibc", &[], &[]);
-    differential("thread_signal.musl", &[], &[]);
+    glibc_and_musl("thread_signal");
 }
 
 #[test]
 fn interval_timers_and_sigalrm() {
-    differential("alarm.glibc", &[], &[]);
-    differential("alarm.musl", &[], &[]);
+    glibc_and_musl("alarm");
 }
 
 /// sysinfo, /proc/meminfo and sysconf(_SC_PHYS_PAGES) give one RAM size,
@@ -345,8 +359,7 @@ fn java_threads_gc_and_jit_at_default_memory() {
 /// closed port refused. The connect was refused (no network) before.
 #[test]
 fn tcp_over_loopback_inside_one_program() {
-    differential("tcp_loopback.glibc", &[], &[]);
-    differential("tcp_loopback.musl", &[], &[]);
+    glibc_and_musl("tcp_loopback");
 }
 
 /// node's `http.get` of its own `http` server, as tests and in-process
@@ -361,12 +374,7 @@ fn node_http_client_reaches_its_own_server() {
         s.listen(0, '127.0.0.1', () => http.get('http://127.0.0.1:' + s.address().port + '/x', res => { \
           let b = ''; res.on('data', d => b += d); \
           res.on('end', () => { console.log(res.statusCode, b); s.close(); }); }));";
-    check(
-        &Case::new("/usr/bin/node")
-            .args(["-e", script])
-            .flags(["--memory", "1024"])
-            .limit(std::time::Duration::from_secs(60)),
-    );
+    node_script(script);
 }
 
 /// MAP_SHARED: writes through a file mapping reach the file (they stayed in
@@ -461,8 +469,7 @@ fn go_build_links_a_working_binary() {
 /// returned what fitted, 64 KiB, and python's os.write lost the rest).
 #[test]
 fn big_blocking_pipe_writes_complete() {
-    differential("pipe_writes.glibc", &[], &[]);
-    differential("pipe_writes.musl", &[], &[]);
+    glibc_and_musl("pipe_writes");
 }
 
 /// sigwait, sigwaitinfo and sigtimedwait: a pending signal, one sent by a
@@ -470,8 +477,7 @@ fn big_blocking_pipe_writes_complete() {
 /// timeouts, and a signal outside the set left pending.
 #[test]
 fn signals_taken_synchronously_with_sigwait() {
-    differential("sigwait.glibc", &[], &[]);
-    differential("sigwait.musl", &[], &[]);
+    glibc_and_musl("sigwait");
 }
 
 /// /proc/self/stat, /proc/self/statm and /proc/stat in the shapes programs
@@ -488,12 +494,7 @@ fn proc_stat_files_have_the_shape_programs_parse() {
     if installed("/usr/bin/node") {
         let script = "const os = require('os'); const m = process.memoryUsage(); \
                       console.log(m.rss > 0, os.cpus().length >= 1, typeof os.cpus()[0].model, process.cpuUsage().user >= 0)";
-        check(
-            &Case::new("/usr/bin/node")
-                .args(["-e", script])
-                .flags(["--memory", "1024"])
-                .limit(std::time::Duration::from_secs(60)),
-        );
+        node_script(script);
     }
 }
 

@@ -410,12 +410,7 @@ fn sys_rt_sigtimedwait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
     }
     let set = mem.read_u64(set)? & !UNBLOCKABLE;
     let timeout = if timeout != 0 {
-        let sec = mem.read_u64(timeout)? as i64;
-        let nsec = mem.read_u64(timeout + 8)? as i64;
-        if sec < 0 || !(0..1_000_000_000).contains(&nsec) {
-            return Err(Errno::EINVAL);
-        }
-        Some(std::time::Duration::new(sec as u64, nsec as u32))
+        Some(super::thread::read_timeout(mem, timeout)?)
     } else {
         None
     };

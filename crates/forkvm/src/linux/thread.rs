@@ -278,7 +278,7 @@ impl Threads {
     }
 }
 
-fn read_timeout(mem: &GuestMemory, addr: u64) -> Result<Duration, Errno> {
+pub(super) fn read_timeout(mem: &GuestMemory, addr: u64) -> Result<Duration, Errno> {
     let sec = mem.read_u64(addr)?;
     let nsec = mem.read_u64(addr + 8)?;
     if nsec >= 1_000_000_000 || (sec as i64) < 0 {

@@ -7,14 +7,19 @@
 //! memory before anything happens and capped at Linux's MAX_RW_COUNT; host
 //! buffers are never sized by the guest beyond a fixed chunk.
 
-use super::fdtable::{lock, oflags::*, FileKind, FileRef, OpenFile, PipeEnd, PIPE_CAPACITY};
+mod pipe;
+mod vectored;
+
+use super::fdtable::{lock, FileKind, FileRef, OpenFile};
 use super::poll::{host_ready, POLLIN};
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
-use std::io::{Read, Write};
+use pipe::{pipe_read, pipe_write, sys_pipe, sys_pipe2};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
+pub(crate) use vectored::{gather, iovecs, scatter};
+use vectored::{sys_preadv, sys_pwritev, sys_readv, sys_writev};
 
 /// Largest single transfer, as Linux's MAX_RW_COUNT.
 pub const MAX_RW: u64 = 0x7fff_f000;
@@ -22,8 +27,6 @@ pub const MAX_RW: u64 = 0x7fff_f000;
 const CHUNK: u64 = 64 * 1024;
 /// Most iovec entries per call (UIO_MAXIOV).
 pub(super) const MAX_IOV: u64 = 1024;
-/// Pipe writes up to this size are atomic.
-const PIPE_BUF: usize = 4096;
 
 const SEEK_SET: u64 = 0;
 const SEEK_CUR: u64 = 1;
@@ -76,46 +79,6 @@ pub(super) fn guest_buf(mem: &GuestMemory, addr: u64, len: u64) -> Result<&[u8],
         return Ok(&[]);
     }
     Ok(mem.read(addr, len)?)
-}
-
-fn pipe_read(end: &PipeEnd, buf: &mut [u8]) -> Result<usize, Errno> {
-    if end.write {
-        return Err(Errno::EBADF);
-    }
-    let mut p = lock(&end.pipe);
-    if buf.is_empty() {
-        return Ok(0);
-    }
-    if p.buf.is_empty() {
-        // One guest thread: a live writer can only be this process, so
-        // waiting would never end.
-        return if p.writers == 0 {
-            Ok(0)
-        } else {
-            Err(Errno::EAGAIN)
-        };
-    }
-    Ok(p.buf.read(buf).unwrap_or(0))
-}
-
-fn pipe_write(end: &PipeEnd, buf: &[u8]) -> Result<usize, Errno> {
-    if !end.write {
-        return Err(Errno::EBADF);
-    }
-    let mut p = lock(&end.pipe);
-    if buf.is_empty() {
-        return Ok(0);
-    }
-    if p.readers == 0 {
-        return Err(Errno::EPIPE);
-    }
-    let space = PIPE_CAPACITY.saturating_sub(p.buf.len());
-    if space == 0 || (buf.len() <= PIPE_BUF && space < buf.len()) {
-        return Err(Errno::EAGAIN);
-    }
-    let n = space.min(buf.len());
-    p.buf.write_all(&buf[..n]).map_err(|_| Errno::EIO)?;
-    Ok(n)
 }
 
 /// Whether a read may return less than asked while more would come later
@@ -341,16 +304,17 @@ fn sent_before(p: &Process, call: [u64; 4]) -> u64 {
 /// After an attempt that sent `sent` bytes in all of `total`: done (the
 /// count), or, for a blocking stream that took only part, a wait for room
 /// (the call is made again and goes on from there).
+/// `before` is what earlier attempts sent ([`sent_before`]).
 fn finish_write(
     p: &mut Process,
     call: [u64; 4],
+    before: u64,
     total: u64,
     stream: bool,
     nonblocking: bool,
     r: Result<u64, Errno>,
 ) -> SysResult {
     let tid = p.tid;
-    let before = sent_before(p, call);
     p.writes.retain(|w| w.tid != tid);
     let blocking_stream = stream && !nonblocking;
     match r {
@@ -412,7 +376,15 @@ fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     if socket && r == Err(Errno::EPIPE) && before == 0 {
         super::net::raise_sigpipe(p);
     }
-    finish_write(p, call, len, stream, nonblocking, r.map(|n| n as u64))
+    finish_write(
+        p,
+        call,
+        before,
+        len,
+        stream,
+        nonblocking,
+        r.map(|n| n as u64),
+    )
 }
 
 /// Implements read(2).
@@ -435,194 +407,6 @@ fn sys_pread64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 fn sys_pwrite64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let at = position(a[3])?;
     do_write(p, mem, a, Some(at))
-}
-
-/// Reads and checks an iovec array; the total is capped at [`MAX_RW`] like Linux.
-pub(super) fn iovecs(mem: &GuestMemory, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
-    if count > MAX_IOV {
-        return Err(Errno::EINVAL);
-    }
-    let raw = guest_buf(mem, addr, count * 16)?;
-    let mut out = Vec::with_capacity(count as usize);
-    let mut total = 0u64;
-    for chunk in raw.chunks_exact(16) {
-        let mut base = [0u8; 8];
-        let mut len = [0u8; 8];
-        base.copy_from_slice(&chunk[..8]);
-        len.copy_from_slice(&chunk[8..]);
-        let (base, len) = (u64::from_le_bytes(base), u64::from_le_bytes(len));
-        if (len as i64) < 0 {
-            return Err(Errno::EINVAL);
-        }
-        let len = len.min(MAX_RW - total);
-        total += len;
-        out.push((base, len));
-    }
-    Ok(out)
-}
-
-/// Checks that the first `limit` bytes described by the iovecs are guest memory.
-fn check_iovecs(mem: &GuestMemory, iovs: &[(u64, u64)], mut limit: u64) -> Result<(), Errno> {
-    for &(base, len) in iovs {
-        let n = len.min(limit);
-        guest_buf(mem, base, n)?;
-        limit -= n;
-    }
-    Ok(())
-}
-
-/// Copies `data` into the iovecs starting `skip` bytes into them.
-pub(super) fn scatter(
-    mem: &mut GuestMemory,
-    iovs: &[(u64, u64)],
-    mut skip: u64,
-    mut data: &[u8],
-) -> Result<(), Errno> {
-    for &(base, len) in iovs {
-        if data.is_empty() {
-            break;
-        }
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = (len - skip).min(data.len() as u64);
-        mem.write(base + skip, &data[..n as usize])?;
-        data = &data[n as usize..];
-        skip = 0;
-    }
-    Ok(())
-}
-
-/// Copies bytes out of the iovecs starting `skip` bytes into them, filling `out`.
-pub(super) fn gather(
-    mem: &GuestMemory,
-    iovs: &[(u64, u64)],
-    mut skip: u64,
-    out: &mut [u8],
-) -> Result<(), Errno> {
-    let mut filled = 0usize;
-    for &(base, len) in iovs {
-        if filled == out.len() {
-            break;
-        }
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = (len - skip).min((out.len() - filled) as u64);
-        out[filled..filled + n as usize].copy_from_slice(mem.read(base + skip, n)?);
-        filled += n as usize;
-        skip = 0;
-    }
-    Ok(())
-}
-
-fn do_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
-    let file = p.fds.get(a[0] as i32)?;
-    let iovs = iovecs(mem, a[1], a[2])?;
-    let mut f = lock(&file);
-    if !f.readable() {
-        return Err(Errno::EBADF);
-    }
-    let total = read_need(&f, iovs.iter().map(|v| v.1).sum(), at);
-    check_iovecs(mem, &iovs, total)?;
-    let stream = is_stream(&f);
-    let nonblocking = f.nonblocking();
-    let mut bounce = vec![0u8; total.min(CHUNK) as usize];
-    let mut done = 0u64;
-    loop {
-        let want = (total - done).min(CHUNK) as usize;
-        let pos = at
-            .map(|o| o.checked_add(done).ok_or(Errno::EINVAL))
-            .transpose()?;
-        let n = match read_file(&mut f, &mut bounce[..want], pos) {
-            Ok(n) => n,
-            Err(_) if done > 0 => break,
-            Err(e) => {
-                drop(f);
-                return or_wait(p, nonblocking, Err(e));
-            }
-        };
-        scatter(mem, &iovs, done, &bounce[..n])?;
-        done += n as u64;
-        if n < want || want == 0 || stream || done == total {
-            break;
-        }
-    }
-    Ok(done)
-}
-
-fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
-    let file = p.fds.get(a[0] as i32)?;
-    let iovs = iovecs(mem, a[1], a[2])?;
-    let total: u64 = iovs.iter().map(|v| v.1).sum();
-    check_iovecs(mem, &iovs, total)?;
-    let call = [if at.is_some() { 296 } else { 20 }, a[0], a[1], a[2]];
-    let before = if at.is_none() {
-        sent_before(p, call).min(total)
-    } else {
-        0
-    };
-    let mut f = lock(&file);
-    let nonblocking = f.nonblocking();
-    super::fs::charge_write(p, mem.size(), &f, (total - before) as usize, at)?;
-    let stream = at.is_none() && is_stream_out(&f);
-    let mut bounce = vec![0u8; (total - before).min(CHUNK) as usize];
-    let mut done = before;
-    let mut failed = None;
-    loop {
-        let want = (total - done).min(CHUNK) as usize;
-        gather(mem, &iovs, done, &mut bounce[..want])?;
-        let pos = at
-            .map(|o| o.checked_add(done).ok_or(Errno::EINVAL))
-            .transpose()?;
-        let n = match write_file(&mut f, &bounce[..want], pos) {
-            Ok(n) => n,
-            Err(e) => {
-                failed = Some(e);
-                break;
-            }
-        };
-        done += n as u64;
-        if n < want || want == 0 || done == total {
-            break;
-        }
-    }
-    let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
-    drop(f);
-    let r = match failed {
-        Some(e) if done == before => {
-            if socket && e == Errno::EPIPE && before == 0 {
-                super::net::raise_sigpipe(p);
-            }
-            Err(e)
-        }
-        _ => Ok(done - before),
-    };
-    finish_write(p, call, total, stream, nonblocking, r)
-}
-
-/// Implements readv(2).
-fn sys_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    do_readv(p, mem, a, None)
-}
-
-/// Implements writev(2).
-fn sys_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    do_writev(p, mem, a, None)
-}
-
-/// Implements preadv(2).
-fn sys_preadv(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let at = position(a[3])?;
-    do_readv(p, mem, a, Some(at))
-}
-
-/// Implements pwritev(2).
-fn sys_pwritev(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let at = position(a[3])?;
-    do_writev(p, mem, a, Some(at))
 }
 
 /// Implements lseek(2).
@@ -679,43 +463,6 @@ fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
         FileKind::Null | FileKind::Zero | FileKind::Urandom => Ok(0),
         FileKind::PathOnly { .. } => Err(Errno::EBADF),
     }
-}
-
-fn do_pipe(p: &mut Process, mem: &mut GuestMemory, addr: u64, flags: u64) -> SysResult {
-    let flags = u32::try_from(flags).map_err(|_| Errno::EINVAL)?;
-    if flags & !(O_CLOEXEC | O_NONBLOCK) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    mem.slice_mut(addr, 8)?;
-    let cloexec = flags & O_CLOEXEC != 0;
-    let nb = flags & O_NONBLOCK;
-    let (r, w) = PipeEnd::pair();
-    let rfd = p
-        .fds
-        .insert(OpenFile::new(FileKind::Pipe(r), O_RDONLY | nb), cloexec)?;
-    let wfd = match p
-        .fds
-        .insert(OpenFile::new(FileKind::Pipe(w), O_WRONLY | nb), cloexec)
-    {
-        Ok(fd) => fd,
-        Err(e) => {
-            p.fds.close(rfd)?;
-            return Err(e);
-        }
-    };
-    mem.write_u32(addr, rfd as u32)?;
-    mem.write_u32(addr + 4, wfd as u32)?;
-    Ok(0)
-}
-
-/// Implements pipe(2).
-fn sys_pipe(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    do_pipe(p, mem, a[0], 0)
-}
-
-/// Implements pipe2(2).
-fn sys_pipe2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    do_pipe(p, mem, a[0], a[1])
 }
 
 /// Implements sendfile(2).
@@ -857,6 +604,7 @@ mod tests {
     use super::super::poll::{sys_poll, sys_ppoll, POLLHUP, POLLNVAL, POLLOUT};
     use super::*;
     use crate::abi::USER_BASE;
+    use crate::linux::fdtable::{oflags::*, PIPE_CAPACITY};
     use crate::linux::{Handler, Policy};
 
     const BAD: [u64; 4] = [0, 0xffff_8000_0000_0000, 8 << 20, u64::MAX - 7];
