@@ -472,6 +472,26 @@ fn big_blocking_pipe_writes_complete() {
     glibc_and_musl("pipe_writes");
 }
 
+/// A write to a pipe without readers raises SIGPIPE: ignored, caught, in a
+/// child and in the program itself (exit 141). It used to return EPIPE only,
+/// so `yes | head -1` never ended.
+#[test]
+fn pipe_writes_without_a_reader_raise_sigpipe() {
+    glibc_and_musl("sigpipe");
+}
+
+/// The shell idiom that needs it: the producer dies of SIGPIPE once its
+/// reader has what it wants, and the pipeline goes on.
+#[test]
+fn a_pipeline_ends_when_its_reader_does() {
+    let Some(bb) = busybox() else { return };
+    check(&Case::new(bb).args([
+        "sh",
+        "-c",
+        "yes | head -n 2; while :; do echo x; done | head -n 1; echo status $?",
+    ]));
+}
+
 /// sigwait, sigwaitinfo and sigtimedwait: a pending signal, one sent by a
 /// thread while waiting (it killed the process, as if unblocked), a timer's,
 /// timeouts, and a signal outside the set left pending.

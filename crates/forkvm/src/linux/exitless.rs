@@ -31,7 +31,7 @@ enum Needs {
     /// streams included: the call moves no data (a query, a seek), so it
     /// cannot wait on them.
     Query,
-    /// As `Fd`; a write to a stream socket may raise SIGPIPE, which only
+    /// As `Fd`; a write to a pipe or stream socket may raise SIGPIPE, which only
     /// the run loop can deliver: unless SIGPIPE is ignored or blocked, or
     /// MSG_NOSIGNAL is in the argument at this index, a send that fails
     /// with EPIPE (it sent nothing) is declined, and the exit makes it again.
@@ -142,8 +142,8 @@ enum FdClass {
     /// Pipes, eventfd/timerfd/epoll and sockets (all in-process): a call
     /// on them may find nothing ready, and is then declined (see [`serve`]).
     Waitable {
-        /// A stream socket, whose writes may raise SIGPIPE.
-        stream_socket: bool,
+        /// A pipe or stream socket, whose writes may raise SIGPIPE.
+        sigpipe: bool,
         /// A virtual TCP socket: its peer, if connected, is the host's end
         /// of a client connection (see [`serve`]'s `output_watched`).
         virtual_tcp: bool,
@@ -168,20 +168,21 @@ fn classify(p: &Process, fd: u64) -> FdClass {
         | FileKind::Null
         | FileKind::Zero
         | FileKind::Urandom => FdClass::Plain,
-        FileKind::Pipe(_) | FileKind::Event(_) => FdClass::Waitable {
-            stream_socket: false,
+        FileKind::Pipe(_) => FdClass::Waitable {
+            sigpipe: true,
+            virtual_tcp: false,
+        },
+        FileKind::Event(_) => FdClass::Waitable {
+            sigpipe: false,
             virtual_tcp: false,
         },
         FileKind::Socket(s) => FdClass::Waitable {
-            stream_socket: s.ty == SOCK_STREAM,
+            sigpipe: s.sigpipe(),
             virtual_tcp: s.inet.is_some(),
         },
         FileKind::Stdin | FileKind::Stdout | FileKind::Stderr => FdClass::Refused,
     }
 }
-
-/// SOCK_STREAM.
-const SOCK_STREAM: u32 = 1;
 
 /// How a poller may answer a call.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -229,10 +230,7 @@ fn may_serve(p: &Process, nr: u64, args: &Args, output_watched: bool) -> Verdict
         Needs::Send(flags) => match classify(p, args[0]) {
             FdClass::Refused => Verdict::Exit,
             c if to_watched_host(c) => Verdict::Exit,
-            FdClass::Waitable {
-                stream_socket: true,
-                ..
-            } => {
+            FdClass::Waitable { sigpipe: true, .. } => {
                 let ignored = p.sigactions[SIGPIPE - 1].handler == SIG_IGN
                     || p.sigmask & (1 << (SIGPIPE - 1)) != 0;
                 if ignored || flags.is_some_and(|i| args[i] & MSG_NOSIGNAL != 0) {
@@ -385,6 +383,44 @@ mod tests {
             Some(epipe)
         );
         assert_eq!(p.exit_status, None);
+    }
+
+    /// The same for a pipe whose reader is gone: `yes | head -1` ends
+    /// `yes` with SIGPIPE, which only the exit path can deliver.
+    #[test]
+    fn a_pipe_write_that_would_raise_sigpipe_is_declined() {
+        let (mut p, mut m, buf) = crate::linux::test_process();
+        // pipe(buf)
+        assert_eq!(
+            super::super::dispatch(&mut p, &mut m, 22, &[buf, 0, 0, 0, 0, 0]),
+            0
+        );
+        let r = u64::from(m.read_u32(buf).unwrap());
+        let w = u64::from(m.read_u32(buf + 4).unwrap());
+        m.write(buf + 16, b"x").unwrap();
+        assert_eq!(
+            serve(&mut p, &mut m, 1, &[w, buf + 16, 1, 0, 0, 0], false),
+            Some(1)
+        );
+        assert_eq!(
+            super::super::dispatch(&mut p, &mut m, 3, &[r, 0, 0, 0, 0, 0]),
+            0
+        );
+        assert_eq!(
+            serve(&mut p, &mut m, 1, &[w, buf + 16, 1, 0, 0, 0], false),
+            None
+        );
+        assert_eq!(
+            (p.exit_status, p.killed_by, p.pending_signal),
+            (None, None, None)
+        );
+        // The exit path raises it.
+        let epipe = (-(crate::linux::Errno::EPIPE.0 as i64)) as u64;
+        assert_eq!(
+            super::super::dispatch(&mut p, &mut m, 1, &[w, buf + 16, 1, 0, 0, 0]),
+            epipe
+        );
+        assert_eq!(p.killed_by, Some(SIGPIPE as i32));
     }
 
     /// While the host watches for the program's answer, what could send or

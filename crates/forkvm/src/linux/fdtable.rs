@@ -187,6 +187,17 @@ impl OpenFile {
         Arc::new(Mutex::new(self))
     }
 
+    /// Whether a write that fails with EPIPE raises SIGPIPE, as on Linux:
+    /// pipes, the host's standard output streams (a closed pipe there, as in
+    /// `forkvm run yes | head -1`) and stream sockets (unless MSG_NOSIGNAL).
+    pub fn write_raises_sigpipe(&self) -> bool {
+        match &self.kind {
+            FileKind::Pipe(_) | FileKind::Stdout | FileKind::Stderr => true,
+            FileKind::Socket(s) => s.sigpipe(),
+            _ => false,
+        }
+    }
+
     /// Opened with O_PATH: only usable as a dirfd and for fstat.
     pub fn path_only(&self) -> bool {
         self.flags & O_PATH != 0

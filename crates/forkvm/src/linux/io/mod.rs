@@ -370,10 +370,10 @@ fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     let nonblocking = f.nonblocking();
     super::fs::charge_write(p, mem.size(), &f, buf.len(), at)?;
     let r = write_file(&mut f, buf, at);
-    let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
+    let sigpipe = f.write_raises_sigpipe();
     let stream = at.is_none() && is_stream_out(&f);
     drop(f);
-    if socket && r == Err(Errno::EPIPE) && before == 0 {
+    if sigpipe && r == Err(Errno::EPIPE) && before == 0 {
         super::net::raise_sigpipe(p);
     }
     finish_write(
@@ -528,8 +528,15 @@ fn sys_sendfile(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if let Some(p) = pos {
         mem.write_u64(off_ptr, p)?;
     }
+    let sigpipe = outf.write_raises_sigpipe();
+    drop(outf);
     match err {
-        Some(e) if done == 0 => Err(e),
+        Some(e) if done == 0 => {
+            if sigpipe && e == Errno::EPIPE {
+                super::net::raise_sigpipe(p);
+            }
+            Err(e)
+        }
         _ => Ok(done),
     }
 }
@@ -573,8 +580,7 @@ fn sys_fadvise64(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 0, name: "read", handler: sys_read, support: Support::Full, note: "" },
-    SyscallEntry { nr: 1, name: "write", handler: sys_write, support: Support::Partial,
-        note: "a write to a pipe without readers returns EPIPE but raises no SIGPIPE (a stream socket's does)" },
+    SyscallEntry { nr: 1, name: "write", handler: sys_write, support: Support::Full, note: "" },
     SyscallEntry { nr: 8, name: "lseek", handler: sys_lseek, support: Support::Partial,
         note: "ESPIPE on stdout and stderr, as on a pipe: the host's offset is not the guest's to move" },
     SyscallEntry { nr: 17, name: "pread64", handler: sys_pread64, support: Support::Full, note: "" },
@@ -731,10 +737,13 @@ mod tests {
             Ok(PIPE_CAPACITY as u64)
         );
         assert!(p.writes.is_empty());
+        assert_eq!(p.killed_by, None);
         assert_eq!(
             call(&mut p, &mut m, sys_write, &[4, buf, 1]),
             Err(Errno::EPIPE)
         );
+        // With SIGPIPE at its default, as on Linux: death (`yes | head -1`).
+        assert_eq!(p.killed_by, Some(13));
         // pipe() with a bad pointer allocates nothing.
         for bad in BAD {
             assert_eq!(call(&mut p, &mut m, sys_pipe, &[bad]), Err(Errno::EFAULT));

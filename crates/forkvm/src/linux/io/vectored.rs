@@ -5,7 +5,7 @@ use super::{
     finish_write, guest_buf, is_stream, is_stream_out, or_wait, position, read_file, read_need,
     sent_before, write_file, CHUNK, MAX_IOV, MAX_RW,
 };
-use crate::linux::fdtable::{lock, FileKind};
+use crate::linux::fdtable::lock;
 use crate::linux::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 
@@ -161,11 +161,11 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
             break;
         }
     }
-    let socket = matches!(&f.kind, FileKind::Socket(s) if s.sigpipe());
+    let sigpipe = f.write_raises_sigpipe();
     drop(f);
     let r = match failed {
         Some(e) if done == before => {
-            if socket && e == Errno::EPIPE && before == 0 {
+            if sigpipe && e == Errno::EPIPE && before == 0 {
                 crate::linux::net::raise_sigpipe(p);
             }
             Err(e)
