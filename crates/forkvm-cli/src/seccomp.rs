@@ -52,6 +52,7 @@ const ALLOWED: &[i64] = &[
     libc::SYS_readlinkat,
     libc::SYS_getcwd,
     libc::SYS_fcntl,
+    libc::SYS_flock,
     libc::SYS_dup,
     libc::SYS_dup3,
     libc::SYS_fsync,

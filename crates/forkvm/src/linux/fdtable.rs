@@ -51,9 +51,6 @@ const F_OFD_SETLKW: u64 = 38;
 const F_DUPFD_CLOEXEC: u64 = 1030;
 const F_GETPIPE_SZ: u64 = 1032;
 const FD_CLOEXEC: u64 = 1;
-const F_UNLCK: u16 = 2;
-/// Size of `struct flock` on x86-64.
-const FLOCK_SIZE: u64 = 32;
 const CLOSE_RANGE_UNSHARE: u64 = 2;
 const CLOSE_RANGE_CLOEXEC: u64 = 4;
 
@@ -453,7 +450,9 @@ impl FdTable {
 
 /// Implements close(2).
 fn sys_close(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    let f = p.fds.get(a[0] as i32)?;
     p.fds.close(a[0] as i32)?;
+    super::locks::closed(p, &f);
     Ok(0)
 }
 
@@ -465,7 +464,11 @@ fn sys_dup(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 
 fn dup_to(p: &mut Process, old: i32, new: i32, cloexec: bool) -> SysResult {
     let f = p.fds.get(old)?;
+    let replaced = p.fds.get(new).ok();
     p.fds.install(new, f, cloexec)?;
+    if let Some(r) = replaced {
+        super::locks::closed(p, &r);
+    }
     Ok(new as u64)
 }
 
@@ -517,15 +520,14 @@ fn sys_fcntl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             Ok(0)
         }
         cmd @ (F_GETLK | F_SETLK | F_SETLKW | F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW) => {
-            if lock(&file).path_only() {
-                return Err(Errno::EBADF);
-            }
-            // One process: every lock is granted and nobody else holds one.
-            mem.read(arg, FLOCK_SIZE)?;
-            if cmd == F_GETLK || cmd == F_OFD_GETLK {
-                mem.write(arg, &F_UNLCK.to_le_bytes())?;
-            }
-            Ok(0)
+            use super::locks::Cmd;
+            let which = match cmd {
+                F_GETLK | F_OFD_GETLK => Cmd::Get,
+                F_SETLK | F_OFD_SETLK => Cmd::Set,
+                _ => Cmd::SetWait,
+            };
+            let ofd = matches!(cmd, F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW);
+            super::locks::fcntl(p, mem, &file, which, ofd, arg)
         }
         F_GETPIPE_SZ => match lock(&file).kind {
             FileKind::Pipe(_) => Ok(PIPE_CAPACITY as u64),
@@ -549,26 +551,18 @@ fn sys_close_range(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult 
         if flags & CLOSE_RANGE_CLOEXEC != 0 {
             p.fds.set_cloexec(fd, true)?;
         } else {
+            let f = p.fds.get(fd)?;
             p.fds.close(fd)?;
+            super::locks::closed(p, &f);
         }
     }
     Ok(0)
 }
 
-/// Implements flock(2): one process, so every lock is granted.
+/// Implements flock(2) (see `locks`).
 fn sys_flock(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    const LOCK_SH: u64 = 1;
-    const LOCK_EX: u64 = 2;
-    const LOCK_NB: u64 = 4;
-    const LOCK_UN: u64 = 8;
     let f = p.fds.get(a[0] as i32)?;
-    if lock(&f).path_only() {
-        return Err(Errno::EBADF);
-    }
-    match a[1] as u32 as u64 & !LOCK_NB {
-        LOCK_SH | LOCK_EX | LOCK_UN => Ok(0),
-        _ => Err(Errno::EINVAL),
-    }
+    super::locks::flock(p, &f, a[1] as u32 as u64)
 }
 
 #[rustfmt::skip]
@@ -577,9 +571,9 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 32, name: "dup", handler: sys_dup, support: Support::Full, note: "" },
     SyscallEntry { nr: 33, name: "dup2", handler: sys_dup2, support: Support::Full, note: "" },
     SyscallEntry { nr: 72, name: "fcntl", handler: sys_fcntl, support: Support::Partial,
-        note: "F_DUPFD(_CLOEXEC), F_GETFD/F_SETFD, F_GETFL/F_SETFL (O_APPEND/O_NONBLOCK), F_GETPIPE_SZ; record locks always granted; others EINVAL" },
+        note: "F_DUPFD(_CLOEXEC), F_GETFD/F_SETFD, F_GETFL/F_SETFL (O_APPEND/O_NONBLOCK), F_GETPIPE_SZ; record locks (POSIX and OFD) between the run's processes, held on the host (see locks.rs); others EINVAL" },
     SyscallEntry { nr: 73, name: "flock", handler: sys_flock, support: Support::Partial,
-        note: "single process: every lock is granted immediately" },
+        note: "host flock on the file's description; a lock held elsewhere is looked at again every 1 ms; pipes and sockets lock nothing" },
     SyscallEntry { nr: 292, name: "dup3", handler: sys_dup3, support: Support::Full, note: "" },
     SyscallEntry { nr: 436, name: "close_range", handler: sys_close_range, support: Support::Full, note: "" },
 ];
@@ -853,7 +847,10 @@ mod tests {
             call(&mut p, &mut m, sys_fcntl, [0, F_GETLK, buf, 0, 0, 0]),
             Ok(0)
         );
-        assert_eq!(m.read(buf, 2).unwrap(), &F_UNLCK.to_le_bytes());
+        assert_eq!(
+            m.read(buf, 2).unwrap(),
+            &2u16.to_le_bytes() /* F_UNLCK */
+        );
         for bad in [0, 0xffff_8000_0000_0000, 8 << 20, u64::MAX - 4] {
             assert_eq!(
                 call(&mut p, &mut m, sys_fcntl, [0, F_SETLK, bad, 0, 0, 0]),

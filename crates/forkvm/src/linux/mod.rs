@@ -14,6 +14,7 @@ pub mod host_socket;
 pub mod inet;
 pub mod io;
 pub mod ioctl;
+pub mod locks;
 pub mod loopback;
 pub mod mem;
 pub mod names;
@@ -147,6 +148,8 @@ pub struct Process {
     pub outbound: host_socket::Outbound,
     /// Its place in the run's process tree (None: no child processes, as in serve).
     pub family: Option<child::Family>,
+    /// Its POSIX record locks (never copied: a child or fork holds none).
+    pub record_locks: locks::RecordLocks,
 }
 
 impl Process {
@@ -190,6 +193,7 @@ impl Process {
             tmp: fs::PrivateTmp::new(),
             outbound: host_socket::Outbound::default(),
             family: None,
+            record_locks: locks::RecordLocks::default(),
         }
     }
 }
@@ -230,6 +234,7 @@ impl Process {
             tmp: self.tmp.fork_copy()?,
             outbound: self.outbound.clone(),
             family: None,
+            record_locks: locks::RecordLocks::default(),
         })
     }
 }
