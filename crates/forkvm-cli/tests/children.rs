@@ -144,6 +144,15 @@ if __name__ == "__main__":
 
 /// A fork bomb meets --max-processes: fork fails with EAGAIN, the program
 /// reaps what it made, and forkvm exits normally.
+/// A child's sleeps last as long as asked (its vCPU's 10 ms kick ended them
+/// with EINTR), and its alarm interrupts a sleep and runs the handler.
+#[test]
+fn sleeps_and_alarms_in_a_child() {
+    for libc in ["glibc", "musl"] {
+        check(&Case::new(guest(&format!("child_sleep.{libc}"))));
+    }
+}
+
 #[test]
 fn fork_bomb_is_refused_with_eagain() {
     let prog = guest("forkbomb.musl");

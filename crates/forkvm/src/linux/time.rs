@@ -160,7 +160,33 @@ fn sleep_relative(
             std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32),
         );
     }
-    slept(mem, rustix::thread::nanosleep(&req), rem_ptr)
+    let mut left = req;
+    loop {
+        match rustix::thread::nanosleep(&left) {
+            NanosleepRelativeResult::Interrupted(rem) if !kick_matters(p) => left = rem,
+            r => return slept(mem, r, rem_ptr),
+        }
+    }
+}
+
+/// Whether a host sleep cut short by a kick of the vCPU thread ends the
+/// guest's sleep (EINTR). A child process's thread is kicked every 10 ms,
+/// so that one computing without system calls can still be killed; for its
+/// sleep that means nothing unless something is due for the guest: a signal
+/// from another process, the end of the run, or one of its own timers (its
+/// sleeps ended after 10 ms with EINTR, and `alarm` then `sleep` in a child
+/// never ran the handler). The first process has no tick: every kick
+/// matters there (`--timeout`, a request's time limit).
+fn kick_matters(p: &Process) -> bool {
+    let child = p
+        .family
+        .as_ref()
+        .is_some_and(|f| f.pid != super::process::PID);
+    !child
+        || p.pending_signal.is_some()
+        || super::child::signals_waiting(p)
+        || p.next_timer_due()
+            .is_some_and(|t| t <= std::time::Instant::now())
 }
 
 /// The result of a relative sleep: 0, or EINTR (the watchdog's kick) with the remaining time.
@@ -210,19 +236,24 @@ fn sys_clock_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
         return block_thread(p, d);
     }
     if flags & TIMER_ABSTIME != 0 {
-        return match rustix::thread::clock_nanosleep_absolute(id, &req) {
-            Ok(()) => Ok(0),
-            Err(e) => Err(e.into()),
-        };
+        loop {
+            return match rustix::thread::clock_nanosleep_absolute(id, &req) {
+                Ok(()) => Ok(0),
+                Err(rustix::io::Errno::INTR) if !kick_matters(p) => continue,
+                Err(e) => Err(e.into()),
+            };
+        }
     }
     if rem_ptr != 0 {
         mem.read(rem_ptr, 16)?;
     }
-    slept(
-        mem,
-        rustix::thread::clock_nanosleep_relative(id, &req),
-        rem_ptr,
-    )
+    let mut left = req;
+    loop {
+        match rustix::thread::clock_nanosleep_relative(id, &left) {
+            NanosleepRelativeResult::Interrupted(rem) if !kick_matters(p) => left = rem,
+            r => return slept(mem, r, rem_ptr),
+        }
+    }
 }
 
 const ITIMER_REAL: u64 = 0;
