@@ -153,6 +153,46 @@ fn sleeps_and_alarms_in_a_child() {
     }
 }
 
+/// pselect, ppoll, epoll_pwait and sigsuspend let SIGCHLD through with
+/// their own masks, and the mask from before is back after the handler.
+#[test]
+fn waits_under_their_own_signal_mask() {
+    for libc in ["glibc", "musl"] {
+        check(&Case::new(guest(&format!("wait_masks.{libc}"))).limit(Duration::from_secs(30)));
+    }
+}
+
+/// GNU make's parallel jobs: its jobserver waits for SIGCHLD in pselect
+/// under its own mask (this hung for good when that mask was ignored).
+#[test]
+fn make_runs_parallel_jobs() {
+    let make = "/usr/bin/make";
+    if !installed(make) || !installed("/bin/sh") {
+        return;
+    }
+    let dir = common::scratch_dir("make-j2");
+    std::fs::write(
+        dir.join("Makefile"),
+        "all: a b c\n\t@cat a b c\n%:\n\t@sleep 0.1; echo $@ > $@\n",
+    )
+    .expect("write the Makefile");
+    let d = dir.to_str().expect("utf-8 path");
+    check(
+        &Case::new(make)
+            .args(["-s", "-j2", "-B", "-C", d])
+            .flags([
+                "--allow-read",
+                "/usr",
+                "--allow-read",
+                "/bin",
+                "--allow-write",
+                d,
+            ])
+            .flags(["--env", "PATH=/usr/bin:/bin"])
+            .limit(Duration::from_secs(60)),
+    );
+}
+
 #[test]
 fn fork_bomb_is_refused_with_eagain() {
     let prog = guest("forkbomb.musl");

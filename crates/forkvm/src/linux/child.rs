@@ -817,22 +817,9 @@ fn rt_sigsuspend_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
     if a[1] != 8 {
         return Err(Errno::EINVAL);
     }
-    // SIGKILL and SIGSTOP cannot be blocked.
-    let mask = mem.read_u64(a[0])? & !((1 << (SIGKILL - 1)) | (1 << 18));
-    if p.exit_status.is_some() || p.pending_signal.is_some() {
-        return Err(Errno::EINTR);
-    }
-    let ready = p.blocked_pending & !mask;
-    if ready != 0 {
-        let sig = ready.trailing_zeros() as i32 + 1;
-        p.blocked_pending &= !(1 << (sig - 1));
-        p.pending_signal = Some(sig);
-        // The handler runs under the suspend mask. (Linux's sigreturn then
-        // restores the mask from before the call; here the frame holds this
-        // one: programs set their mask again after sigsuspend.)
-        p.sigmask = mask;
-        return Err(Errno::EINTR);
-    }
+    // A signal the suspend mask lets through ends it (EINTR); its handler
+    // runs under that mask and sigreturn restores the one from before.
+    super::signal::take_under_mask(p, mem.read_u64(a[0])?)?;
     wait_for_tree(p);
     Ok(0)
 }

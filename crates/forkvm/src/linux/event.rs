@@ -421,8 +421,11 @@ fn sys_epoll_wait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult
     epoll_wait(p, mem, a[0], a[1], a[2], ms_timeout(a[3]))
 }
 
-/// Implements epoll_pwait(2) (the signal mask is not applied while waiting).
+/// Implements epoll_pwait(2): a signal its mask lets through ends the wait.
 fn sys_epoll_pwait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if let Some(mask) = super::signal::read_wait_mask(mem, a[4], a[5])? {
+        super::signal::take_under_mask(p, mask)?;
+    }
     epoll_wait(p, mem, a[0], a[1], a[2], ms_timeout(a[3]))
 }
 
@@ -433,6 +436,9 @@ fn sys_epoll_pwait2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
     } else {
         Some(read_timespec(mem, a[3])?)
     };
+    if let Some(mask) = super::signal::read_wait_mask(mem, a[4], a[5])? {
+        super::signal::take_under_mask(p, mask)?;
+    }
     epoll_wait(p, mem, a[0], a[1], a[2], t)
 }
 
@@ -603,13 +609,20 @@ fn sys_select(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     select(p, mem, a[0], [a[1], a[2], a[3]], t)
 }
 
-/// Implements pselect6(2) (the signal mask is not applied while waiting).
+/// Implements pselect6(2): a signal its mask lets through ends the wait.
 fn sys_pselect6(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let t = if a[4] == 0 {
         None
     } else {
         Some(read_timespec(mem, a[4])?)
     };
+    // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
+    if a[5] != 0 {
+        let (set, len) = (mem.read_u64(a[5])?, mem.read_u64(a[5] + 8)?);
+        if let Some(mask) = super::signal::read_wait_mask(mem, set, len)? {
+            super::signal::take_under_mask(p, mask)?;
+        }
+    }
     select(p, mem, a[0], [a[1], a[2], a[3]], t)
 }
 
@@ -647,14 +660,14 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         name: "pselect6",
         handler: sys_pselect6,
         support: Support::Partial,
-        note: "the signal mask is not swapped while waiting",
+        note: "a signal the mask lets through ends the wait (EINTR, its handler under that mask)",
     },
     SyscallEntry {
         nr: 281,
         name: "epoll_pwait",
         handler: sys_epoll_pwait,
         support: Support::Partial,
-        note: "as epoll_wait; the signal mask is not swapped while waiting",
+        note: "as epoll_wait; a signal the mask lets through ends the wait (EINTR)",
     },
     SyscallEntry {
         nr: 283,

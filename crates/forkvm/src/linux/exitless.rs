@@ -42,6 +42,10 @@ enum Needs {
     /// fcntl: a command that cannot block (it keeps the descriptor's
     /// flags, as for [`Needs::Query`]).
     Fcntl,
+    /// As `Fd`, for a call with a signal mask of its own (epoll_pwait): no
+    /// blocked signal is waiting, which that mask could let through (only
+    /// the run loop can deliver it).
+    FdUnderMask,
     /// rt_sigprocmask: no blocked signal is waiting (so unblocking one
     /// cannot make it due, which only the run loop can deliver).
     NoWaitingSignal,
@@ -101,7 +105,7 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (262, "newfstatat", Needs::Nothing),
     (267, "readlinkat", Needs::Nothing),
     (269, "faccessat", Needs::Nothing),
-    (281, "epoll_pwait", Needs::Fd),
+    (281, "epoll_pwait", Needs::FdUnderMask),
     (288, "accept4", Needs::Fd),
     (295, "preadv", Needs::Fd),
     (296, "pwritev", Needs::Fd),
@@ -243,6 +247,7 @@ fn may_serve(p: &Process, nr: u64, args: &Args, output_watched: bool) -> Verdict
         },
         Needs::Fcntl => serve_if(FCNTL_OK.contains(&args[1])),
         Needs::NoWaitingSignal => serve_if(p.blocked_pending == 0),
+        Needs::FdUnderMask => serve_if(usable() && p.blocked_pending == 0),
         Needs::Map => {
             serve_if(args[3] & MAP_ANONYMOUS != 0 || classify(p, args[4]) != FdClass::Refused)
         }

@@ -124,6 +124,9 @@ pub struct Process {
     pub sigactions: [SigAction; 64],
     /// Blocked-signal mask.
     pub sigmask: u64,
+    /// The mask the next signal frame saves instead of `sigmask`: set by a
+    /// call that waited under a mask of its own (`signal::take_under_mask`).
+    pub frame_mask: Option<u64>,
     /// sigaltstack (ss_sp, ss_flags, ss_size).
     pub altstack: (u64, i32, u64),
     /// Thread name (prctl PR_SET_NAME).
@@ -183,6 +186,7 @@ impl Process {
             robust_list: 0,
             sigactions: [SigAction::default(); 64],
             sigmask: 0,
+            frame_mask: None,
             altstack: (0, 2, 0), // SS_DISABLE
             comm,
             started: Instant::now(),
@@ -224,6 +228,7 @@ impl Process {
             robust_list: self.robust_list,
             sigactions: self.sigactions,
             sigmask: self.sigmask,
+            frame_mask: None,
             altstack: self.altstack,
             comm: self.comm,
             started: self.started,
@@ -281,6 +286,7 @@ pub(crate) fn test_call(p: &mut Process, m: &mut GuestMemory, h: Handler, a: &[u
 /// Runs syscall `nr` with `args`; returns the value for RAX (negative errno on failure).
 pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> u64 {
     let entry = table::lookup(nr);
+    p.frame_mask = None;
     child::take_signals(p);
     let result = match entry {
         // A signal from another process ended this one.

@@ -204,11 +204,8 @@ pub(super) fn sys_ppoll(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
     } else {
         Some(read_timespec(mem, tsp)?)
     };
-    if sigmask != 0 {
-        if sigsetsize != 8 {
-            return Err(Errno::EINVAL);
-        }
-        mem.read_u64(sigmask)?;
+    if let Some(mask) = super::signal::read_wait_mask(mem, sigmask, sigsetsize)? {
+        super::signal::take_under_mask(p, mask)?;
     }
     do_poll(p, mem, fds, nfds, timeout)
 }
@@ -217,5 +214,5 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 7, name: "poll", handler: sys_poll, support: Support::Partial,
         note: "waiting re-checks readiness every 1 ms (20 ms with one thread); other threads run meanwhile" },
     SyscallEntry { nr: 271, name: "ppoll", handler: sys_ppoll, support: Support::Partial,
-        note: "as poll; the signal mask is checked but not applied; the remaining time is not written back" },
+        note: "as poll; a signal the mask lets through ends the wait (EINTR, its handler under that mask); the remaining time is not written back" },
 ];

@@ -65,6 +65,48 @@ fn sys_rt_sigaction(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
     Ok(0)
 }
 
+/// For a call that waits with `mask` as the signal mask while it waits
+/// (pselect6, ppoll, epoll_pwait, rt_sigsuspend), looked at each time the
+/// call is made: a signal that was blocked and that `mask` lets through is
+/// taken now, and the call must end with EINTR (`Err`). Its handler runs
+/// under `mask`; the frame saves the mask from before the call, so
+/// sigreturn puts that back, as on Linux. (GNU make's jobserver waits for
+/// SIGCHLD this way: a mask that ignored it hung `make -j2` for good.)
+pub fn take_under_mask(p: &mut Process, mask: u64) -> Result<(), Errno> {
+    if p.pending_signal.is_some() || p.exit_status.is_some() {
+        return Err(Errno::EINTR);
+    }
+    let mask = mask & !UNBLOCKABLE;
+    let ready = p.blocked_pending & !mask;
+    if ready == 0 {
+        return Ok(());
+    }
+    let sig = u64::from(ready.trailing_zeros()) + 1;
+    p.blocked_pending &= !(1 << (sig - 1));
+    let before = p.sigmask;
+    p.sigmask = mask;
+    send_self(p, sig)?;
+    if p.pending_signal.is_none() && p.exit_status.is_none() {
+        // Its action is to do nothing: the wait goes on under the old mask.
+        p.sigmask = before;
+        return Ok(());
+    }
+    p.frame_mask = Some(before);
+    Err(Errno::EINTR)
+}
+
+/// Reads the 8-byte signal set at `addr` a waiting call passes (with its
+/// size), or `None` when there is none (`addr` 0).
+pub fn read_wait_mask(mem: &GuestMemory, addr: u64, size: u64) -> Result<Option<u64>, Errno> {
+    if addr == 0 {
+        return Ok(None);
+    }
+    if size != SIGSET_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Some(mem.read_u64(addr)?))
+}
+
 /// Implements rt_sigprocmask(2).
 fn sys_rt_sigprocmask(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [how, set, oldset, size, ..] = *a;
@@ -276,10 +318,13 @@ pub fn deliver(
     put(&mut buf, mc + 144, 0x33 | (0x2b << 48));
     put(&mut buf, mc + 152, err);
     put(&mut buf, mc + 160, trapno);
-    put(&mut buf, mc + 168, p.sigmask);
+    // The mask sigreturn restores: from before a call that waited under
+    // another one (see `take_under_mask`), else the current one.
+    let saved = p.frame_mask.take().unwrap_or(p.sigmask);
+    put(&mut buf, mc + 168, saved);
     put(&mut buf, mc + 176, info.addr);
     put(&mut buf, 8 + FPSTATE_OFFSET, fpstate);
-    put(&mut buf, 8 + SIGMASK_OFFSET, p.sigmask);
+    put(&mut buf, 8 + SIGMASK_OFFSET, saved);
     // siginfo: signo, errno, code, then the union (si_addr, or pid/uid for kill).
     let sio = 8 + UCONTEXT_SIZE;
     put(&mut buf, sio, info.signo as u32 as u64);

@@ -271,11 +271,17 @@ fn run_child(mut m: Machine, family: Family) {
         }
     };
     family.tree.note_refused(&m.proc.notes.denied);
-    // The VM goes back to the pool, emptied, for the next fork; the process
-    // state (open files: pipe ends) is dropped here.
+    // The VM goes back to the pool, emptied, for the next fork. The process
+    // state (open files: pipe ends, file locks) goes first, before the
+    // parent can see the status, as on Linux: a parent that waited for its
+    // child found the child's locks still held.
     let Machine {
-        mut vcpu, mut mem, ..
+        mut vcpu,
+        mut mem,
+        proc,
+        ..
     } = m;
+    drop(proc);
     if vcpu.restore_kernel_mode().is_ok() && mem.empty_all().is_ok() {
         VmPool::global().give(Slot { vcpu, mem });
     }
