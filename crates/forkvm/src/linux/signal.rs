@@ -107,6 +107,15 @@ pub fn read_wait_mask(mem: &GuestMemory, addr: u64, size: u64) -> Result<Option<
     Ok(Some(mem.read_u64(addr)?))
 }
 
+/// Implements rt_sigpending(2): the signals sent while blocked, waiting.
+fn sys_rt_sigpending(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[1] != SIGSET_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    mem.write_u64(a[0], p.blocked_pending)?;
+    Ok(0)
+}
+
 /// Implements rt_sigprocmask(2).
 fn sys_rt_sigprocmask(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [how, set, oldset, size, ..] = *a;
@@ -548,6 +557,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 13, name: "rt_sigaction", handler: sys_rt_sigaction, support: Support::Partial,
         note: "handlers run for faults and signals sent to itself; no asynchronous signals or timers yet" },
     SyscallEntry { nr: 14, name: "rt_sigprocmask", handler: sys_rt_sigprocmask, support: Support::Full, note: "" },
+    SyscallEntry { nr: 127, name: "rt_sigpending", handler: sys_rt_sigpending, support: Support::Full, note: "" },
     SyscallEntry { nr: 15, name: "rt_sigreturn", handler: sys_rt_sigreturn, support: Support::Full,
         note: "restores general registers, flags, mask and the FPU/vector state the frame carries" },
     SyscallEntry { nr: 34, name: "pause", handler: sys_pause, support: Support::Full, note: "" },

@@ -348,7 +348,8 @@ fn sys_times(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Implements getrusage(2): CPU time and peak memory of the guest.
 fn sys_getrusage(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let who = a[0] as i64;
+    // `who` is an int: RUSAGE_CHILDREN (-1) may come without sign extension.
+    let who = i64::from(a[0] as i32);
     if !(-1..=1).contains(&who) {
         return Err(Errno::EINVAL);
     }
@@ -759,6 +760,27 @@ mod tests {
         );
         assert_eq!(
             sys_getrusage(&mut p, &mut m, &[0, 0, 0, 0, 0, 0]),
+            Err(Errno::EFAULT)
+        );
+        // RUSAGE_CHILDREN as a 32-bit -1 (python passes it so): no children
+        // have been waited for, so zeros.
+        m.write(buf, &[0xff; 16]).unwrap();
+        assert_eq!(
+            sys_getrusage(&mut p, &mut m, &[0xffff_ffff, buf, 0, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(m.read_u64(buf).unwrap(), 0, "children's user time");
+        // rt_sigpending: what waits while blocked.
+        p.blocked_pending = 1 << 16;
+        let set = crate::linux::table::lookup(127).expect("rt_sigpending");
+        assert_eq!((set.handler)(&mut p, &mut m, &[buf, 8, 0, 0, 0, 0]), Ok(0));
+        assert_eq!(m.read_u64(buf).unwrap(), 1 << 16);
+        assert_eq!(
+            (set.handler)(&mut p, &mut m, &[buf, 4, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            (set.handler)(&mut p, &mut m, &[0, 8, 0, 0, 0, 0]),
             Err(Errno::EFAULT)
         );
     }
