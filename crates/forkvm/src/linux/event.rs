@@ -323,6 +323,14 @@ fn epoll_wait(
         let token = match &f.kind {
             FileKind::Event(EventObj::EventFd { count, .. }) => *count,
             FileKind::Socket(s) => s.host_stream().map_or(0, |h| h.edge_token()),
+            FileKind::Pipe(end) => {
+                let pipe = lock(&end.pipe);
+                if end.write {
+                    pipe.reads
+                } else {
+                    pipe.writes
+                }
+            }
             _ => 0,
         };
         if let FileKind::Event(obj) = &f.kind {
@@ -353,9 +361,12 @@ fn epoll_wait(
             let now_set = bits;
             bits &= !i.seen;
             if token != i.token {
-                // A host socket's token counts drains of either direction.
+                // A host socket's token counts drains of either direction;
+                // a pipe's, the writes into it (read end) or the reads that
+                // made room (write end).
                 let rearm = match &f.kind {
                     FileKind::Socket(_) => EPOLLIN | EPOLLOUT,
+                    FileKind::Pipe(end) if end.write => EPOLLOUT,
                     _ => EPOLLIN,
                 };
                 bits |= now_set & rearm;
@@ -646,7 +657,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         name: "epoll_wait",
         handler: sys_epoll_wait,
         support: Support::Partial,
-        note: "EPOLLET reports readiness that rose since the last epoll_wait looked (a drop between two looks re-arms it; an eventfd write is an edge)",
+        note: "EPOLLET reports readiness that rose since the last epoll_wait looked (a drop between two looks re-arms it; an eventfd or pipe write, and a pipe read for its writer, is an edge)",
     },
     SyscallEntry {
         nr: 233,
@@ -809,6 +820,60 @@ mod tests {
             assert_eq!(m.read_u64(events + 4), Ok(ev));
             assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
         }
+    }
+
+    /// A pipe under EPOLLET: every write is an edge for its reader, even
+    /// while it stays readable, and so is a drain and refill between two
+    /// looks (Go's os/exec pipes waited for good when the refill came from
+    /// a child between the reader's EAGAIN and its next epoll_wait).
+    #[test]
+    fn edge_triggered_pipes_see_every_write() {
+        let (mut p, mut m, buf) = test_process();
+        let ep = call(&mut p, &mut m, sys_epoll_create1, [0; 6]).unwrap();
+        let (r, w) = crate::linux::fdtable::PipeEnd::pair();
+        let pipe = r.pipe.clone();
+        let rfd = p
+            .fds
+            .insert(
+                OpenFile::new(FileKind::Pipe(r), crate::linux::fdtable::oflags::O_NONBLOCK),
+                false,
+            )
+            .unwrap() as u64;
+        let wfd = p
+            .fds
+            .insert(
+                OpenFile::new(
+                    FileKind::Pipe(w),
+                    1 | crate::linux::fdtable::oflags::O_NONBLOCK,
+                ),
+                false,
+            )
+            .unwrap() as u64;
+        let put = |p: &mut Process, m: &mut GuestMemory, n: u64| {
+            assert_eq!(
+                crate::linux::dispatch(p, m, 1, &[wfd, buf + 0x200, n, 0, 0, 0]),
+                n
+            );
+        };
+        let mut e = [0u8; 12];
+        e[..4].copy_from_slice(&(EPOLLIN | EPOLLET).to_le_bytes());
+        e[4..].copy_from_slice(&rfd.to_le_bytes());
+        m.write(buf, &e).unwrap();
+        let add = [ep, EPOLL_CTL_ADD, rfd, buf, 0, 0];
+        assert_eq!(call(&mut p, &mut m, sys_epoll_ctl, add), Ok(0));
+        let wait = [ep, buf + 0x100, 8, 0, 0, 0];
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        put(&mut p, &mut m, 1);
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        // Another write while still readable: an edge, as on Linux.
+        put(&mut p, &mut m, 1);
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        // Drained and refilled between two looks: an edge.
+        lock(&pipe).buf.clear();
+        put(&mut p, &mut m, 3);
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
     }
 
     #[test]

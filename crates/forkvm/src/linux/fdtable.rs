@@ -72,6 +72,13 @@ pub struct Pipe {
     pub writers: usize,
     /// Inode number reported by fstat.
     pub id: u64,
+    /// Writes that put bytes in, and reads that took bytes out, so far:
+    /// each is an edge for EPOLLET (readable, writable), even when the
+    /// state an epoll_wait last saw looks unchanged (a reader that drained
+    /// the pipe while a writer in another process refilled it).
+    pub writes: u64,
+    /// See `writes`.
+    pub reads: u64,
 }
 
 /// One end of a pipe; dropping it (the last fd of its description) closes the end.
@@ -91,6 +98,8 @@ impl PipeEnd {
             readers: 1,
             writers: 1,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            writes: 0,
+            reads: 0,
         }));
         (
             PipeEnd {
@@ -668,6 +677,8 @@ fn copy_file(
                         readers: old.readers,
                         writers: old.writers,
                         id: old.id,
+                        writes: old.writes,
+                        reads: old.reads,
                     }));
                     pipes.push((key, p.clone()));
                     p

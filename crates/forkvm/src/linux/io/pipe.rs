@@ -26,7 +26,9 @@ pub(super) fn pipe_read(end: &PipeEnd, buf: &mut [u8]) -> Result<usize, Errno> {
             Err(Errno::EAGAIN)
         };
     }
-    Ok(p.buf.read(buf).unwrap_or(0))
+    let n = p.buf.read(buf).unwrap_or(0);
+    p.reads = p.reads.wrapping_add(1);
+    Ok(n)
 }
 
 pub(super) fn pipe_write(end: &PipeEnd, buf: &[u8]) -> Result<usize, Errno> {
@@ -46,6 +48,7 @@ pub(super) fn pipe_write(end: &PipeEnd, buf: &[u8]) -> Result<usize, Errno> {
     }
     let n = space.min(buf.len());
     p.buf.write_all(&buf[..n]).map_err(|_| Errno::EIO)?;
+    p.writes = p.writes.wrapping_add(1);
     Ok(n)
 }
 
