@@ -67,7 +67,8 @@ struct RunArgs {
     memory: u64,
     /// Guest address space in MiB when larger than --memory (reservations
     /// with PROT_NONE do not count against the limit). Default: --memory for
-    /// static programs, 1024 for Go programs, 8192 for dynamically linked ones.
+    /// static programs, 1024 for static Go programs, 8192 for dynamically
+    /// linked ones (cgo too).
     #[arg(long, value_name = "MIB")]
     address_space: Option<u64>,
     /// Log what forkvm does (to stderr): unknown syscalls, calls refused by policy,

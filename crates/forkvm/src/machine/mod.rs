@@ -262,10 +262,13 @@ impl Machine {
         let is_go = ["runtime.rt0_go.abi0", "runtime.rt0_go", "_rt0_amd64_linux"]
             .iter()
             .any(|s| symbols.address_of(s).is_some());
-        let wanted = config.address_space.unwrap_or(if is_go {
-            GO_ADDRESS_SPACE
-        } else if image.interp().is_some() {
+        // A dynamically linked Go program (cgo) has glibc's allocator too,
+        // whose per-thread arenas reserve 128 MiB each: it gets the dynamic
+        // programs' room (1 GiB ran out: "fatal error: out of memory").
+        let wanted = config.address_space.unwrap_or(if image.interp().is_some() {
             DYNAMIC_ADDRESS_SPACE
+        } else if is_go {
+            GO_ADDRESS_SPACE
         } else {
             0
         });
