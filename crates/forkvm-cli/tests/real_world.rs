@@ -412,6 +412,22 @@ fn file_locks_exclude_between_processes() {
     }
 }
 
+/// F_SETFL's O_APPEND decides where writes land, and the CPU-time clocks
+/// never go backwards (both were silently wrong: appending after O_APPEND was
+/// cleared, and the poller's thread answering for the CPU clocks).
+#[test]
+fn append_flag_and_cpu_clocks() {
+    for libc in ["glibc", "musl"] {
+        let dir = common::scratch_dir(&format!("append-cpu-{libc}"));
+        let d = dir.to_str().expect("utf-8 path");
+        check(
+            &Case::new(common::guest(&format!("append_and_cpu_clocks.{libc}")))
+                .args([d])
+                .flags(["--allow-write", d]),
+        );
+    }
+}
+
 /// The Go toolchain links inside forkvm: its linker sizes the output with
 /// fallocate and writes it through a shared mapping (it stopped at
 /// fallocate, ENOSYS, and would have written nothing). The build cache is

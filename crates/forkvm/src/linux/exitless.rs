@@ -46,6 +46,10 @@ enum Needs {
     /// blocked signal is waiting, which that mask could let through (only
     /// the run loop can deliver it).
     FdUnderMask,
+    /// clock_gettime of a clock that is not a CPU-time clock: those read
+    /// the CPU time of the thread that answers, which must be the vCPU's
+    /// (from the poller, process CPU time went backwards).
+    WallClock,
     /// rt_sigprocmask: no blocked signal is waiting (so unblocking one
     /// cannot make it due, which only the run loop can deliver).
     NoWaitingSignal,
@@ -98,7 +102,7 @@ const EXITLESS: &[(u64, &str, Needs)] = &[
     (201, "time", Needs::Nothing),
     (217, "getdents64", Needs::Fd),
     (221, "fadvise64", Needs::Fd),
-    (228, "clock_gettime", Needs::Nothing),
+    (228, "clock_gettime", Needs::WallClock),
     (232, "epoll_wait", Needs::Fd),
     (233, "epoll_ctl", Needs::Fd),
     (257, "openat", Needs::Nothing),
@@ -247,6 +251,7 @@ fn may_serve(p: &Process, nr: u64, args: &Args, output_watched: bool) -> Verdict
         },
         Needs::Fcntl => serve_if(FCNTL_OK.contains(&args[1])),
         Needs::NoWaitingSignal => serve_if(p.blocked_pending == 0),
+        Needs::WallClock => serve_if(!matches!(args[0] as i32, 2 | 3 | i32::MIN..=-1)),
         Needs::FdUnderMask => serve_if(usable() && p.blocked_pending == 0),
         Needs::Map => {
             serve_if(args[3] & MAP_ANONYMOUS != 0 || classify(p, args[4]) != FdClass::Refused)

@@ -525,6 +525,13 @@ fn sys_fcntl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
                 return Err(Errno::EBADF);
             }
             let settable = O_APPEND | O_NONBLOCK;
+            // A host file's writes append by its host descriptor's flag (a
+            // pwrite there appends too): it follows the guest's.
+            if let FileKind::File { fd, .. } = &f.kind {
+                let mut host = rustix::fs::fcntl_getfl(fd)?;
+                host.set(rustix::fs::OFlags::APPEND, arg as u32 & O_APPEND != 0);
+                rustix::fs::fcntl_setfl(fd, host)?;
+            }
             f.flags = (f.flags & !settable) | (arg as u32 & settable);
             Ok(0)
         }
