@@ -69,6 +69,10 @@ pub(super) fn do_open(
         let kind = FileKind::File { fd, path: abs };
         return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
     }
+    // open("n/", O_CREAT) never makes a file n.
+    if flags & O_CREAT != 0 && flags & O_TMPFILE != O_TMPFILE && tail(&path).slash {
+        return Err(Errno::EISDIR);
+    }
     let writes = acc != O_RDONLY || flags & (O_CREAT | O_TRUNC | O_TMPFILE) != 0;
     if writes && !path_only {
         return open_for_writing(p, &abs, flags, mode, status, cloexec);
@@ -238,16 +242,6 @@ pub(super) fn open_for_writing(
     Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64)
 }
 
-/// A path argument resolved for a change: (parent dir fd, name).
-pub(super) fn change_target(
-    p: &Process,
-    mem: &GuestMemory,
-    dirfd: i32,
-    addr: u64,
-) -> Result<(OwnedFd, Vec<u8>), Errno> {
-    change_target_path(p, dirfd, &read_path(mem, addr)?)
-}
-
 /// As [`change_target_path`] for a call that creates the entry: one that
 /// already exists where nothing can be created is EEXIST, as on Linux
 /// (`mkdir -p` and `tar -x` rely on it for the directories above their work).
@@ -270,7 +264,54 @@ pub(super) fn create_target(
     })
 }
 
-/// As [`change_target`] for a path already read.
+/// What a path says about its last component beyond its name, which the
+/// lexical clean-up of paths drops: a trailing slash demands a directory, and
+/// a last component "." or ".." is never removed, renamed or created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Tail {
+    /// The path ends with '/'.
+    pub slash: bool,
+    /// The last component is "." (1) or ".." (2); 0 otherwise.
+    pub dots: u8,
+}
+
+pub(super) fn tail(path: &[u8]) -> Tail {
+    let trimmed = match path.iter().rposition(|&b| b != b'/') {
+        Some(i) => &path[..=i],
+        None => path,
+    };
+    let last = trimmed.rsplit(|&b| b == b'/').next().unwrap_or(b"");
+    Tail {
+        slash: trimmed.len() < path.len() && !trimmed.is_empty(),
+        dots: match last {
+            b"." => 1,
+            b".." => 2,
+            _ => 0,
+        },
+    }
+}
+
+/// Whether `name` in `dir` is a directory (without following a last
+/// symlink); ENOENT and the like when it does not exist.
+fn is_dir_at(dir: &OwnedFd, name: &[u8]) -> Result<bool, Errno> {
+    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    Ok(st.st_mode & S_IFMT == S_IFDIR)
+}
+
+/// A name that calls creating something other than a directory cannot take:
+/// one with a trailing slash (EEXIST if it exists, else ENOENT, as Linux).
+fn refuse_slash_for_non_dir(p: &Process, dirfd: i32, path: &[u8]) -> Result<(), Errno> {
+    if !tail(path).slash {
+        return Ok(());
+    }
+    let abs = absolute(p, dirfd, path)?;
+    match walk_host(&roots(p), &abs, false) {
+        Ok(_) => Err(Errno::EEXIST),
+        Err(_) => Err(Errno::ENOENT),
+    }
+}
+
+/// A path argument resolved for a change: (parent dir fd, name).
 pub(super) fn change_target_path(
     p: &Process,
     dirfd: i32,
@@ -331,8 +372,25 @@ pub(super) fn do_unlink(
     addr: u64,
     flags: u64,
 ) -> SysResult {
-    let (dir, name) = change_target(p, mem, dirfd, addr)?;
-    let f = if flags & AT_REMOVEDIR != 0 {
+    let path = read_path(mem, addr)?;
+    let t = tail(&path);
+    let rmdir = flags & AT_REMOVEDIR != 0;
+    match (rmdir, t.dots) {
+        (true, 1) => return Err(Errno::EINVAL),
+        (true, 2) => return Err(Errno::ENOTEMPTY),
+        (false, 1 | 2) => return Err(Errno::EISDIR),
+        _ => {}
+    }
+    let (dir, name) = change_target_path(p, dirfd, &path)?;
+    // unlink("f/") names a directory: never the file f.
+    if t.slash && !rmdir {
+        return Err(if is_dir_at(&dir, &name)? {
+            Errno::EISDIR
+        } else {
+            Errno::ENOTDIR
+        });
+    }
+    let f = if rmdir {
         rustix::fs::AtFlags::REMOVEDIR
     } else {
         rustix::fs::AtFlags::empty()
@@ -371,7 +429,16 @@ pub(super) fn do_rename(
     }
     // Both names are read before either is looked at, as Linux does.
     let newpath = read_path(mem, new)?;
-    let (od, on) = change_target(p, mem, olddir, old)?;
+    let oldpath = read_path(mem, old)?;
+    let (ot, nt) = (tail(&oldpath), tail(&newpath));
+    if ot.dots != 0 || nt.dots != 0 {
+        return Err(Errno::EBUSY);
+    }
+    let (od, on) = change_target_path(p, olddir, &oldpath)?;
+    // A trailing slash on either name says the source is a directory.
+    if (ot.slash || nt.slash) && !is_dir_at(&od, &on)? {
+        return Err(Errno::ENOTDIR);
+    }
     let abs = absolute(p, newdir, &newpath)?;
     let (nd, nn, guest) = writable_parent(p, &abs)?;
     // A directory moved into a private tree must keep it shallow.
@@ -434,6 +501,7 @@ fn do_link(
     if obj.is_dir() {
         return Err(Errno::EPERM);
     }
+    refuse_slash_for_non_dir(p, newdir, &newpath)?;
     let (nd, nn) = create_target(p, newdir, &newpath)?;
     obj.link_to(&nd, &nn)?;
     Ok(0)
@@ -455,7 +523,9 @@ fn do_symlink(p: &mut Process, mem: &GuestMemory, target: u64, dirfd: i32, addr:
     if target.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
+    let path = read_path(mem, addr)?;
+    refuse_slash_for_non_dir(p, dirfd, &path)?;
+    let (dir, name) = create_target(p, dirfd, &path)?;
     rustix::fs::symlinkat(target.as_slice(), &dir, name.as_slice())?;
     Ok(0)
 }

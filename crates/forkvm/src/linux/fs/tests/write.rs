@@ -504,3 +504,72 @@ fn a_fork_never_changes_the_host_through_an_early_descriptor() {
     );
     assert_eq!(mode(&w.join("hello.txt")), before);
 }
+
+/// A trailing slash names a directory and "." / ".." are never removed or
+/// renamed: the lexical clean-up of paths used to drop both, so unlink("f/")
+/// deleted the file f and rmdir("d/.") removed d.
+#[test]
+fn trailing_slashes_and_dots_keep_their_meaning() {
+    let t = Tree::new();
+    let rw = t.root.join("rw");
+    std::fs::create_dir(&rw).unwrap();
+    std::fs::write(rw.join("f"), b"x").unwrap();
+    std::fs::create_dir(rw.join("d")).unwrap();
+    let (mut p, mut m) = setup_rw(vec![t.allowed()], vec![rw.clone()]);
+    let mut at = |m: &mut GuestMemory, slot: u64, rel: &str| {
+        put_path(m, PATH + slot * 0x100, &t.s(rel));
+        PATH + slot * 0x100
+    };
+    let f_slash = at(&mut m, 0, "rw/f/");
+    let d_slash = at(&mut m, 1, "rw/d/");
+    let d_dot = at(&mut m, 2, "rw/d/.");
+    let d_dotdot = at(&mut m, 3, "rw/d/..");
+    let e = at(&mut m, 4, "rw/e");
+    let f = at(&mut m, 5, "rw/f");
+    let s_slash = at(&mut m, 6, "rw/s/");
+    assert_eq!(
+        call(&mut p, &mut m, sys_unlink, &[f_slash]),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_unlink, &[d_slash]),
+        Err(Errno::EISDIR)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_rmdir, &[d_dot]),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_rmdir, &[d_dotdot]),
+        Err(Errno::ENOTEMPTY)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_rmdir, &[f_slash]),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_rename, &[f_slash, e]),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_rename, &[f, s_slash]),
+        Err(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_rename, &[d_dot, e]),
+        Err(Errno::EBUSY)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, sys_symlink, &[f, s_slash]),
+        Err(Errno::ENOENT)
+    );
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("rw/n/"), O_CREAT | O_WRONLY),
+        Err(Errno::EISDIR)
+    );
+    assert!(rw.join("f").is_file() && rw.join("d").is_dir());
+    assert!(!rw.join("n").exists() && !rw.join("s").exists() && !rw.join("e").exists());
+    // A directory may be named with its slash.
+    assert_eq!(call(&mut p, &mut m, sys_rename, &[d_slash, e]), Ok(0));
+    assert!(rw.join("e").is_dir());
+}
