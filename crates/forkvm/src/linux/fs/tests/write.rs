@@ -516,7 +516,7 @@ fn trailing_slashes_and_dots_keep_their_meaning() {
     std::fs::write(rw.join("f"), b"x").unwrap();
     std::fs::create_dir(rw.join("d")).unwrap();
     let (mut p, mut m) = setup_rw(vec![t.allowed()], vec![rw.clone()]);
-    let mut at = |m: &mut GuestMemory, slot: u64, rel: &str| {
+    let at = |m: &mut GuestMemory, slot: u64, rel: &str| {
         put_path(m, PATH + slot * 0x100, &t.s(rel));
         PATH + slot * 0x100
     };
