@@ -71,6 +71,7 @@ const ALLOWED: &[i64] = &[
     libc::SYS_symlinkat,
     libc::SYS_mknodat,
     libc::SYS_chmod,
+    libc::SYS_fchmod,
     libc::SYS_fchmodat,
     libc::SYS_fchownat,
     libc::SYS_utimensat,

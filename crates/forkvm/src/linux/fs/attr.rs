@@ -243,6 +243,13 @@ pub(super) fn chmod_obj(o: &Obj, mode: u64) -> SysResult {
     if o.stat.st_gid != host_gid() {
         mode &= !0o2000;
     }
+    // A guest's file is the host user's file (root's, when forkvm runs as
+    // root): a set-user-ID or set-group-ID program the guest wrote would
+    // run with that user's rights for anyone on the host. Those bits are
+    // dropped on files (a directory keeps set-group-ID, which grants nothing).
+    if o.stat.st_mode & S_IFMT != S_IFDIR {
+        mode &= !0o6000;
+    }
     rustix::fs::chmodat(
         CWD,
         o.proc_path().as_str(),

@@ -225,6 +225,9 @@ pub(super) fn open_for_writing(
             }
         }
     }
+    // Whether O_CREAT makes the file: its mode is then set exactly (below).
+    let creates = flags & O_CREAT != 0
+        && rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW).is_err();
     let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
     let fd = rustix::fs::openat(&dir, name.as_slice(), of, mode).map_err(|e| {
         if e == rustix::io::Errno::LOOP {
@@ -233,6 +236,11 @@ pub(super) fn open_for_writing(
             Errno::from(e)
         }
     })?;
+    // The host's umask applied too: the mode must be the guest's (umask(0)
+    // and 0666 is 0666, not 0644).
+    if creates {
+        rustix::fs::fchmod(&fd, mode)?;
+    }
     let st = rustix::fs::fstat(&fd)?;
     let kind = match st.st_mode & S_IFMT {
         S_IFREG => FileKind::File { fd, path: guest },
@@ -340,8 +348,19 @@ pub(super) fn do_mkdir(
     mode: u64,
 ) -> SysResult {
     let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
-    let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
+    // mkdir keeps the sticky bit, as Linux does (a shared scratch directory).
+    let mode = Mode::from_bits_truncate((mode as u32 & 0o1777) & !p.fds.umask);
     rustix::fs::mkdirat(&dir, name.as_slice(), mode)?;
+    // The host's umask applied too (and never to the sticky bit): set the
+    // guest's mode on the directory just made, opened without following a
+    // link another process might have put there since.
+    let made = rustix::fs::openat(
+        &dir,
+        name.as_slice(),
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    rustix::fs::fchmod(&made, mode)?;
     Ok(0)
 }
 
@@ -563,7 +582,8 @@ fn do_mknod(
         _ => return Err(Errno::EINVAL),
     };
     let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
-    let perm = Mode::from_bits_truncate((mode & 0o7777) & !p.fds.umask);
+    // No set-user-ID or set-group-ID bit on a host file (see `attr::chmod_obj`).
+    let perm = Mode::from_bits_truncate((mode & 0o1777) & !p.fds.umask);
     rustix::fs::mknodat(&dir, name.as_slice(), kind, perm, dev)?;
     Ok(0)
 }

@@ -573,3 +573,38 @@ fn trailing_slashes_and_dots_keep_their_meaning() {
     assert_eq!(call(&mut p, &mut m, sys_rename, &[d_slash, e]), Ok(0));
     assert!(rw.join("e").is_dir());
 }
+
+/// Creation modes are the guest's (its umask, not the host's), mkdir keeps
+/// the sticky bit, and no host file gets a set-user-ID or set-group-ID bit:
+/// a guest's file is the host user's, root's when forkvm runs as root.
+#[test]
+fn creation_modes_follow_the_guest_umask_and_never_set_id_bits() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = Tree::new();
+    let rw = t.root.join("rw");
+    std::fs::create_dir(&rw).unwrap();
+    let (mut p, mut m) = setup_rw(vec![t.allowed()], vec![rw.clone()]);
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o7777;
+    p.fds.umask = 0;
+    put_path(&mut m, PATH, &t.s("rw/f"));
+    let flags = u64::from(O_CREAT | O_WRONLY);
+    let fd = call(
+        &mut p,
+        &mut m,
+        sys_openat,
+        &[AT_FDCWD as u64, PATH, flags, 0o666],
+    );
+    assert!(fd.is_ok_and(|fd| fd > 2));
+    assert_eq!(mode(&rw.join("f")), 0o666);
+    put_path(&mut m, PATH, &t.s("rw/d"));
+    assert_eq!(call(&mut p, &mut m, sys_mkdir, &[PATH, 0o1777]), Ok(0));
+    assert_eq!(mode(&rw.join("d")), 0o1777);
+    p.fds.umask = 0o002;
+    put_path(&mut m, PATH, &t.s("rw/e"));
+    assert_eq!(call(&mut p, &mut m, sys_mkdir, &[PATH, 0o775]), Ok(0));
+    assert_eq!(mode(&rw.join("e")), 0o775);
+    put_path(&mut m, PATH, &t.s("rw/f"));
+    assert_eq!(call(&mut p, &mut m, sys_chmod, &[PATH, 0o6755]), Ok(0));
+    assert_eq!(mode(&rw.join("f")), 0o755);
+}
