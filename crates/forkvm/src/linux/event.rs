@@ -520,7 +520,12 @@ fn sys_timerfd_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
         };
         let c = rustix::time::clock_gettime(id);
         let cur = Duration::new(c.tv_sec as u64, c.tv_nsec as u32);
-        Some(super::time::after(now, value.saturating_sub(cur)))
+        // A start in the past counts the periods since then, as Linux does
+        // (a 20 ms timer started 10 s ago reads ~500 expirations at once).
+        Some(match value.checked_sub(cur) {
+            Some(ahead) => super::time::after(now, ahead),
+            None => now.checked_sub(cur - value).unwrap_or(now),
+        })
     } else {
         Some(super::time::after(now, value))
     };
@@ -874,6 +879,31 @@ mod tests {
         put(&mut p, &mut m, 3);
         assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
         assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+    }
+
+    /// A periodic timer whose absolute start is in the past has expired
+    /// once per period since then, as on Linux (it read 1).
+    #[test]
+    fn a_timerfd_started_in_the_past_counts_the_periods_since() {
+        let (mut p, mut m, buf) = test_process();
+        let fd = call(&mut p, &mut m, sys_timerfd_create, [0, 0, 0, 0, 0, 0]).unwrap();
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+        // it_interval 1 s, it_value 100 s ago (CLOCK_REALTIME, absolute).
+        let mut spec = Vec::new();
+        for v in [1i64, 0, now.tv_sec - 100, now.tv_nsec as i64] {
+            spec.extend_from_slice(&v.to_le_bytes());
+        }
+        m.write(buf, &spec).unwrap();
+        let set = [fd, TFD_TIMER_ABSTIME, buf, 0, 0, 0];
+        assert_eq!(call(&mut p, &mut m, sys_timerfd_settime, set), Ok(0));
+        let expired = with_timer(&p, fd, |t| {
+            t.update(Instant::now());
+            Ok(t.expired)
+        });
+        assert!(
+            expired.is_ok_and(|n| (100..=102).contains(&n)),
+            "{expired:?} expirations"
+        );
     }
 
     #[test]
