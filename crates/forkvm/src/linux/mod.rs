@@ -116,6 +116,9 @@ pub struct Process {
     pub itimer: Option<(std::time::Instant, std::time::Duration)>,
     /// Signals sent while blocked, waiting to be unblocked (bit n-1 for signal n).
     pub blocked_pending: u64,
+    /// Those of `blocked_pending` that a timer sent: sigreturn leaves them
+    /// for the next call that unblocks them (see `signal::sigreturn`).
+    pub timer_blocked: u64,
     /// set_tid_address pointer.
     pub clear_child_tid: u64,
     /// set_robust_list head.
@@ -176,6 +179,7 @@ impl Process {
             killed_by: None,
             pending_signal: None,
             blocked_pending: 0,
+            timer_blocked: 0,
             itimer: None,
             tid: process::PID,
             threads: thread::Threads::default(),
@@ -218,6 +222,7 @@ impl Process {
             killed_by: None,
             pending_signal: None,
             blocked_pending: 0,
+            timer_blocked: 0,
             itimer: None,
             tid: self.tid,
             threads: self.threads.clone(),

@@ -418,7 +418,58 @@ pub fn sigreturn(
         rip,
         rflags,
     };
+    // A signal that came while the handler blocked it (its own, raised
+    // again after resetting it to SIG_DFL, as node does on SIGTERM) is due
+    // now that the mask from before the handler is back. A timer's is left
+    // for the next unblocking call: delivering it here, a timer faster than
+    // its handler on this machine would run nothing but the handler.
+    p.timer_blocked &= p.blocked_pending;
+    let ready = p.blocked_pending & !p.sigmask & !p.timer_blocked;
+    if ready != 0 && p.pending_signal.is_none() {
+        let sig = u64::from(ready.trailing_zeros()) + 1;
+        p.blocked_pending &= !(1 << (sig - 1));
+        send_self(p, sig)?;
+    }
     Ok((regs, fpu))
+}
+
+/// Whether call `nr`, interrupted while it waited by a signal whose handler
+/// has SA_RESTART, is made again after the handler instead of failing with
+/// EINTR, as Linux restarts it (glibc's `signal()` sets SA_RESTART, and C
+/// programs then do not expect EINTR from read, write, wait or accept).
+/// Waits with a timeout or a mask of their own (poll, select, epoll_wait,
+/// nanosleep, sigsuspend...) end with EINTR whatever the flag says.
+pub fn restarts(p: &Process, sig: i32, nr: u64) -> bool {
+    const SA_RESTART: u64 = 0x1000_0000;
+    const RESTARTABLE: [u64; 19] = [
+        0,   // read
+        1,   // write
+        16,  // ioctl
+        17,  // pread64
+        18,  // pwrite64
+        19,  // readv
+        20,  // writev
+        43,  // accept
+        44,  // sendto
+        45,  // recvfrom
+        46,  // sendmsg
+        47,  // recvmsg
+        61,  // wait4
+        72,  // fcntl (F_SETLKW)
+        73,  // flock
+        247, // waitid
+        288, // accept4
+        299, // recvmmsg
+        307, // sendmmsg
+    ];
+    let Some(a) = usize::try_from(sig)
+        .ok()
+        .and_then(|s| s.checked_sub(1))
+        .and_then(|i| p.sigactions.get(i))
+    else {
+        return false;
+    };
+    a.handler > SIG_IGN && a.flags & SA_RESTART != 0 && RESTARTABLE.contains(&nr)
 }
 
 const SIGALRM: u64 = 14;
@@ -436,6 +487,7 @@ pub fn fire_timer(p: &mut Process) -> bool {
     }
     p.itimer = (!period.is_zero()).then(|| (super::time::after(now, period), period));
     let _ = send_self(p, SIGALRM);
+    p.timer_blocked |= p.blocked_pending & (1 << (SIGALRM - 1));
     true
 }
 

@@ -458,7 +458,13 @@ pub fn fire_posix_timers(p: &mut Process) -> bool {
     for n in sends {
         let _ = match n {
             posix::Notify::None => continue,
-            posix::Notify::Signal(sig) => super::signal::send_self(p, sig),
+            posix::Notify::Signal(sig) => {
+                let r = super::signal::send_self(p, sig);
+                if let Some(bit) = sig.checked_sub(1).filter(|b| *b < 64) {
+                    p.timer_blocked |= p.blocked_pending & (1 << bit);
+                }
+                r
+            }
             posix::Notify::Thread(tid, sig) => super::signal::send_to_thread(p, tid, sig),
         };
     }

@@ -71,6 +71,13 @@ impl Machine {
             match linux::signal::sigreturn(&mut self.proc, &self.mem, self.trap_rsp, initial) {
                 // KVM may still refuse the (sanitised) state: a bad frame all the same.
                 Ok((user, fpu)) if self.vcpu.set_xsave_area(&fpu).is_ok() => {
+                    // A signal the handler had blocked may be due now.
+                    if let Some(status) = self.proc.exit_status {
+                        return Ok(Some(Outcome::Exited(status)));
+                    }
+                    if let Some(done) = self.run_pending_handler(&user)? {
+                        return Ok(done);
+                    }
                     self.resume_user(&user)?;
                     return Ok(None);
                 }
@@ -80,6 +87,7 @@ impl Machine {
         }
         let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
         let mut result = linux::dispatch(&mut self.proc, &mut self.mem, regs.rax, &args);
+        let mut restart = false;
         if self.syscall_path.in_guest() {
             // Before the ready point (a run, a master's start) at once.
             linux::time::after_host_answer(
@@ -99,7 +107,11 @@ impl Machine {
             // A blocking write that sent some bytes returns their count.
             result = match linux::io::interrupted_write(&mut self.proc) {
                 Some(sent) => sent,
-                None => (-(linux::Errno::EINTR.0 as i64)) as u64,
+                None => {
+                    let sig = self.proc.pending_signal.unwrap_or(0);
+                    restart = linux::signal::restarts(&self.proc, sig, regs.rax);
+                    (-(linux::Errno::EINTR.0 as i64)) as u64
+                }
             };
         }
         if let Some(status) = self.proc.exit_status {
@@ -112,10 +124,16 @@ impl Machine {
         if let Some(outcome) = self.net_stop(&regs)? {
             return Ok(Some(outcome));
         }
-        // The program's registers as the call returns to it.
+        // The program's registers as the call returns to it; for a call
+        // restarted after its handler (SA_RESTART), as it made it: its
+        // number in RAX, at its `syscall` instruction (two bytes).
         let ctx = kvm_bindings::kvm_regs {
-            rax: result,
-            rip: regs.rcx,
+            rax: if restart { regs.rax } else { result },
+            rip: if restart {
+                regs.rcx.wrapping_sub(2)
+            } else {
+                regs.rcx
+            },
             rflags: regs.r11,
             rsp: self.trap_rsp,
             ..regs
@@ -125,25 +143,39 @@ impl Machine {
                 return Ok(None);
             }
         }
-        if let Some(sig) = self.proc.pending_signal.take() {
-            // The syscall sent a signal to the process itself: run its handler now.
-            let info = linux::signal::SigInfo {
-                signo: sig,
-                code: -6, // SI_TKILL
-                addr: 0,
-            };
-            if let Some(action) = linux::signal::handler_for(&self.proc, sig) {
-                let fpu = self.vcpu.xsave_area()?;
-                match self.deliver_signal(&ctx, fpu, info, action, 0, 0)? {
-                    Some(user) => {
-                        self.resume_user(&user)?;
-                        return Ok(None);
-                    }
-                    None => return Ok(Some(Outcome::Exited(128 + 11))),
-                }
-            }
+        if let Some(done) = self.run_pending_handler(&ctx)? {
+            return Ok(done);
         }
         self.answer(&regs, ret, result)
+    }
+
+    /// Runs the handler of the signal the process sent itself, if one is
+    /// due, on the program's context `ctx`: `Some` when the run goes on in
+    /// the handler (`Some(None)`) or ends because its frame could not be
+    /// written (`Some(Some(..))`); `None` when there was none to run.
+    fn run_pending_handler(
+        &mut self,
+        ctx: &kvm_bindings::kvm_regs,
+    ) -> Result<Option<Option<Outcome>>, MachineError> {
+        let Some(sig) = self.proc.pending_signal.take() else {
+            return Ok(None);
+        };
+        let info = linux::signal::SigInfo {
+            signo: sig,
+            code: -6, // SI_TKILL
+            addr: 0,
+        };
+        let Some(action) = linux::signal::handler_for(&self.proc, sig) else {
+            return Ok(None);
+        };
+        let fpu = self.vcpu.xsave_area()?;
+        match self.deliver_signal(ctx, fpu, info, action, 0, 0)? {
+            Some(user) => {
+                self.resume_user(&user)?;
+                Ok(Some(None))
+            }
+            None => Ok(Some(Some(Outcome::Exited(128 + 11)))),
+        }
     }
 
     /// Returns `value` to the program from the call it trapped with.
