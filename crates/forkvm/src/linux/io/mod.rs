@@ -529,8 +529,15 @@ fn sys_sendfile(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         mem.write_u64(off_ptr, p)?;
     }
     let sigpipe = outf.write_raises_sigpipe();
+    let nonblocking = outf.nonblocking();
     drop(outf);
     match err {
+        // A blocking pipe or socket that is full: wait for room, as Linux
+        // does (python's socket.sendfile failed with EAGAIN at ~200 KB).
+        Some(Errno::EAGAIN) if done == 0 && !nonblocking => {
+            let _ = super::thread::wait(p, None, None);
+            Ok(0)
+        }
         Some(e) if done == 0 => {
             if sigpipe && e == Errno::EPIPE {
                 super::net::raise_sigpipe(p);
