@@ -505,6 +505,21 @@ fn big_blocking_pipe_writes_complete() {
     glibc_and_musl("pipe_writes");
 }
 
+/// SA_RESTART makes an interrupted read go on (it failed with EINTR), a
+/// signal a handler raises again runs after it returns (it was lost), and
+/// the SIGTERM idiom of node (reset, raise again) ends the process.
+#[test]
+fn restarted_calls_and_signals_raised_in_handlers() {
+    glibc_and_musl("signal_restart");
+}
+
+/// sendfile to a blocking socket whose buffer is full waits for room (it
+/// failed with EAGAIN).
+#[test]
+fn sendfile_to_a_full_blocking_socket_waits() {
+    glibc_and_musl("sendfile_blocking");
+}
+
 /// A write to a pipe without readers raises SIGPIPE: ignored, caught, in a
 /// child and in the program itself (exit 141). It used to return EPIPE only,
 /// so `yes | head -1` never ended.
