@@ -193,6 +193,15 @@ fn make_runs_parallel_jobs() {
     );
 }
 
+/// A parent that ignores SIGCHLD, or sets SA_NOCLDWAIT, leaves no zombies
+/// (waitpid found the child's status; Linux answers ECHILD).
+#[test]
+fn ignoring_sigchld_leaves_no_zombies() {
+    for libc in ["glibc", "musl"] {
+        check(&Case::new(guest(&format!("sigchld_ignored.{libc}"))).limit(Duration::from_secs(30)));
+    }
+}
+
 #[test]
 fn fork_bomb_is_refused_with_eagain() {
     let prog = guest("forkbomb.musl");

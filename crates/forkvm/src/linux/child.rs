@@ -71,6 +71,9 @@ struct Entry {
     status: Option<i32>,
     /// Signals sent to it by other processes (bit n-1 for signal n).
     signals: Arc<AtomicU64>,
+    /// It ignores SIGCHLD (or set SA_NOCLDWAIT): its children leave no
+    /// zombie, and a wait for them ends with ECHILD once none is left.
+    no_zombies: bool,
 }
 
 #[derive(Debug, Default)]
@@ -154,6 +157,7 @@ impl Tree {
                 sid: pid,
                 status: None,
                 signals: signals.clone(),
+                no_zombies: false,
             },
         );
         let tree = Tree {
@@ -192,10 +196,11 @@ impl Tree {
         if t.alive as u64 >= self.max.load(Ordering::Relaxed) {
             return Err(Errno::EAGAIN);
         }
-        let (pgid, sid) = t
+        // A child inherits its parent's dispositions, SIGCHLD's included.
+        let (pgid, sid, no_zombies) = t
             .procs
             .get(&parent)
-            .map_or((parent, parent), |e| (e.pgid, e.sid));
+            .map_or((parent, parent, false), |e| (e.pgid, e.sid, e.no_zombies));
         let mut pid = t.next_pid;
         while t.procs.contains_key(&pid) {
             pid += 1;
@@ -211,6 +216,7 @@ impl Tree {
                 sid,
                 status: None,
                 signals: signals.clone(),
+                no_zombies,
             },
         );
         drop(t);
@@ -227,6 +233,13 @@ impl Family {
     /// Adds a child of this process to the tree (EAGAIN beyond the limit).
     pub fn new_child(&self) -> Result<Family, Errno> {
         self.tree.add_child(self.pid)
+    }
+
+    /// Records whether this process ignores SIGCHLD (or set SA_NOCLDWAIT).
+    pub fn set_no_zombies(&self, on: bool) {
+        if let Some(e) = lock(&self.tree.inner).procs.get_mut(&self.pid) {
+            e.no_zombies = on;
+        }
     }
 
     /// The parent's pid.
@@ -298,6 +311,10 @@ impl Family {
         };
         e.status = Some(status);
         let ppid = e.ppid;
+        if t.procs.get(&ppid).is_some_and(|parent| parent.no_zombies) {
+            // Reaped at once, as Linux does for a parent that ignores SIGCHLD.
+            t.procs.remove(&self.pid);
+        }
         let root = super::process::PID;
         let mut orphans = Vec::new();
         for (&pid, e) in t.procs.iter_mut() {
@@ -832,7 +849,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 58, name: "vfork", handler: sys_vfork, support: Support::Partial,
         note: "as fork: the child gets a copy of memory and the parent does not wait for its exec" },
     SyscallEntry { nr: 61, name: "wait4", handler: sys_wait4, support: Support::Partial,
-        note: "exit and kill statuses; no stopped/continued children; rusage is zero" },
+        note: "exit and kill statuses (none kept when SIGCHLD is ignored); no stopped/continued children; rusage is zero" },
     SyscallEntry { nr: 109, name: "setpgid", handler: sys_setpgid, support: Support::Full, note: "" },
     SyscallEntry { nr: 112, name: "setsid", handler: sys_setsid, support: Support::Full, note: "" },
     SyscallEntry { nr: 247, name: "waitid", handler: sys_waitid, support: Support::Partial,

@@ -11,6 +11,7 @@ use crate::memory::GuestMemory;
 
 const SIGKILL: u64 = 9;
 const SIGSTOP: u64 = 19;
+const SIGCHLD: u64 = 17;
 const SIG_DFL: u64 = 0;
 const SIG_IGN: u64 = 1;
 const SIGSET_SIZE: u64 = 8;
@@ -61,6 +62,12 @@ fn sys_rt_sigaction(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
     }
     if let Some(n) = new {
         p.sigactions[idx] = n;
+        if sig == SIGCHLD {
+            const SA_NOCLDWAIT: u64 = 2;
+            if let Some(f) = &p.family {
+                f.set_no_zombies(n.handler == SIG_IGN || n.flags & SA_NOCLDWAIT != 0);
+            }
+        }
     }
     Ok(0)
 }
