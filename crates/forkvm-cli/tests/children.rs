@@ -16,6 +16,13 @@ fn out_dir() -> String {
 
 /// A C program doing fork, exec (of itself, with an inherited pipe and a
 /// close-on-exec fd), waitpid, kill, posix_spawn, setpgid, SIGCHLD.
+/// Runs guest `name`, built with glibc and with musl, natively and in forkvm.
+fn glibc_and_musl(name: &str) {
+    for libc in ["glibc", "musl"] {
+        check(&Case::new(guest(&format!("{name}.{libc}"))).limit(Duration::from_secs(30)));
+    }
+}
+
 #[test]
 fn c_fork_exec_waitpid_glibc_and_musl() {
     for libc in ["glibc", "musl"] {
@@ -148,18 +155,14 @@ if __name__ == "__main__":
 /// with EINTR), and its alarm interrupts a sleep and runs the handler.
 #[test]
 fn sleeps_and_alarms_in_a_child() {
-    for libc in ["glibc", "musl"] {
-        check(&Case::new(guest(&format!("child_sleep.{libc}"))));
-    }
+    glibc_and_musl("child_sleep");
 }
 
 /// pselect, ppoll, epoll_pwait and sigsuspend let SIGCHLD through with
 /// their own masks, and the mask from before is back after the handler.
 #[test]
 fn waits_under_their_own_signal_mask() {
-    for libc in ["glibc", "musl"] {
-        check(&Case::new(guest(&format!("wait_masks.{libc}"))).limit(Duration::from_secs(30)));
-    }
+    glibc_and_musl("wait_masks");
 }
 
 /// GNU make's parallel jobs: its jobserver waits for SIGCHLD in pselect
@@ -197,9 +200,7 @@ fn make_runs_parallel_jobs() {
 /// (waitpid found the child's status; Linux answers ECHILD).
 #[test]
 fn ignoring_sigchld_leaves_no_zombies() {
-    for libc in ["glibc", "musl"] {
-        check(&Case::new(guest(&format!("sigchld_ignored.{libc}"))).limit(Duration::from_secs(30)));
-    }
+    glibc_and_musl("sigchld_ignored");
 }
 
 #[test]

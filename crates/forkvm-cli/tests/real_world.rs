@@ -21,6 +21,20 @@ fn glibc_and_musl(name: &str) {
     differential(&format!("{name}.musl"), &[], &[]);
 }
 
+/// As [`glibc_and_musl`] for a guest that works in the writable directory
+/// it is given as its argument (a fresh one for each run).
+fn glibc_and_musl_in_a_dir(name: &str) {
+    for libc in ["glibc", "musl"] {
+        let dir = common::scratch_dir(&format!("{name}-{libc}"));
+        let d = dir.to_str().expect("utf-8 path");
+        check(
+            &Case::new(common::guest(&format!("{name}.{libc}")))
+                .args([d])
+                .flags(["--allow-write", d]),
+        );
+    }
+}
+
 #[test]
 fn pthreads_mutex_and_condvar_glibc() {
     differential("pthreads.glibc", &[], &[]);
@@ -384,15 +398,7 @@ fn node_http_client_reaches_its_own_server() {
 /// forkvm with SIGBUS before).
 #[test]
 fn shared_mappings_reach_the_file_and_the_child() {
-    for libc in ["glibc", "musl"] {
-        let dir = common::scratch_dir(&format!("shared-mappings-{libc}"));
-        let d = dir.to_str().expect("utf-8 path");
-        check(
-            &Case::new(common::guest(&format!("shared_mappings.{libc}")))
-                .args([d])
-                .flags(["--allow-write", d]),
-        );
-    }
+    glibc_and_musl_in_a_dir("shared_mappings");
 }
 
 /// flock and fcntl record locks exclude between the run's processes (they
@@ -401,15 +407,7 @@ fn shared_mappings_reach_the_file_and_the_child() {
 /// their updates), with POSIX and OFD ownership rules and waiting locks.
 #[test]
 fn file_locks_exclude_between_processes() {
-    for libc in ["glibc", "musl"] {
-        let dir = common::scratch_dir(&format!("file-locks-{libc}"));
-        let d = dir.to_str().expect("utf-8 path");
-        check(
-            &Case::new(common::guest(&format!("file_locks.{libc}")))
-                .args([d])
-                .flags(["--allow-write", d]),
-        );
-    }
+    glibc_and_musl_in_a_dir("file_locks");
 }
 
 /// F_SETFL's O_APPEND decides where writes land, and the CPU-time clocks
@@ -417,15 +415,7 @@ fn file_locks_exclude_between_processes() {
 /// cleared, and the poller's thread answering for the CPU clocks).
 #[test]
 fn append_flag_and_cpu_clocks() {
-    for libc in ["glibc", "musl"] {
-        let dir = common::scratch_dir(&format!("append-cpu-{libc}"));
-        let d = dir.to_str().expect("utf-8 path");
-        check(
-            &Case::new(common::guest(&format!("append_and_cpu_clocks.{libc}")))
-                .args([d])
-                .flags(["--allow-write", d]),
-        );
-    }
+    glibc_and_musl_in_a_dir("append_and_cpu_clocks");
 }
 
 /// The Go toolchain links inside forkvm: its linker sizes the output with
