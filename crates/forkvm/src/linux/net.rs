@@ -31,6 +31,7 @@ const MSG_PEEK: u64 = 0x2;
 const MSG_CTRUNC: u32 = 0x8;
 const MSG_TRUNC: u64 = 0x20;
 const MSG_DONTWAIT: u64 = 0x40;
+const MSG_WAITALL: u64 = 0x100;
 const MSG_NOSIGNAL: u64 = 0x4000;
 const MSG_WAITFORONE: u64 = 0x10000;
 const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
@@ -532,16 +533,79 @@ fn recv_common(p: &mut Process, fd: u64, want: u64, flags: u64) -> Result<Got, E
     }
 }
 
-/// Implements recvfrom(2) (and recv(3)).
+/// Whether `fd` is a blocking stream socket (MSG_WAITALL waits there).
+fn blocking_stream(p: &Process, fd: u64) -> Result<bool, Errno> {
+    let file = socket_ref(p, fd)?;
+    let of = lock(&file);
+    Ok(!of.nonblocking()
+        && matches!(&of.kind, FileKind::Socket(s) if s.ty == super::unix_socket::SOCK_STREAM))
+}
+
+/// Bytes earlier attempts of this same MSG_WAITALL receive got (0 if none);
+/// forgets them.
+fn take_received(p: &mut Process, call: [u64; 4]) -> u64 {
+    let tid = p.tid;
+    let done = p
+        .writes
+        .iter()
+        .find(|w| w.tid == tid && w.call == call)
+        .map_or(0, |w| w.done);
+    p.writes.retain(|w| w.tid != tid);
+    done
+}
+
+/// Implements recvfrom(2) (and recv(3)). With MSG_WAITALL on a blocking
+/// stream it returns only when `len` bytes are in, the peer has closed, or
+/// a signal interrupts it (then with what it got), as Linux does: it
+/// returned what was queued, and a program reading a fixed-size header
+/// went on with part of it.
 fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [fd, buf, len, flags, addr, alen] = *a;
     let len = len.min(MAX_RW);
     socket_ref(p, fd)?;
     guest_buf_mut(mem, buf, len)?;
-    match recv_common(p, fd, len, flags)? {
-        Got::Waiting => Ok(0),
+    let waitall =
+        flags & (MSG_WAITALL | MSG_PEEK | MSG_DONTWAIT) == MSG_WAITALL && blocking_stream(p, fd)?;
+    let call = [45, fd, buf, len];
+    let before = if waitall {
+        take_received(p, call).min(len)
+    } else {
+        0
+    };
+    let keep = |p: &mut Process, done: u64| {
+        if done > 0 {
+            p.writes.push(super::io::WriteProgress {
+                tid: p.tid,
+                call,
+                done,
+            });
+        }
+    };
+    let got = match recv_common(p, fd, len - before, flags) {
+        Ok(g) => g,
+        Err(_) if before > 0 => return Ok(before),
+        Err(e) => return Err(e),
+    };
+    match got {
+        Got::Waiting => {
+            keep(p, before);
+            Ok(0)
+        }
         Got::Data { data, full, .. } => {
-            guest_buf_mut(mem, buf, data.len() as u64)?.copy_from_slice(&data);
+            guest_buf_mut(mem, buf + before, data.len() as u64)?.copy_from_slice(&data);
+            let total = before + data.len() as u64;
+            if waitall && total < len && !data.is_empty() {
+                keep(p, total);
+                let timeout = {
+                    let file = socket_ref(p, fd)?;
+                    let of = lock(&file);
+                    match &of.kind {
+                        FileKind::Socket(s) => s.rcvtimeo,
+                        _ => None,
+                    }
+                };
+                return wait_or(p, timeout).map(|_| 0);
+            }
             if addr != 0 && alen != 0 {
                 // The sender is unnamed: an empty address.
                 if (mem.read_u32(alen)? as i32) < 0 {
@@ -549,7 +613,9 @@ fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
                 }
                 mem.write_u32(alen, 0)?;
             }
-            Ok(if flags & MSG_TRUNC != 0 {
+            Ok(if waitall {
+                total
+            } else if flags & MSG_TRUNC != 0 {
                 full as u64
             } else {
                 data.len() as u64
@@ -692,11 +758,11 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,
         note: "connected AF_UNIX sockets; a destination address is refused (ECONNREFUSED/EISCONN); EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
     SyscallEntry { nr: 45, name: "recvfrom", handler: sys_recvfrom, support: Support::Partial,
-        note: "AF_UNIX; MSG_WAITALL may return less than asked" },
+        note: "AF_UNIX and virtual TCP; MSG_WAITALL waits for the whole length on a blocking stream" },
     SyscallEntry { nr: 46, name: "sendmsg", handler: sys_sendmsg, support: Support::Partial,
         note: "as sendto; SCM_RIGHTS passes descriptors, SCM_CREDENTIALS is accepted and ignored" },
     SyscallEntry { nr: 47, name: "recvmsg", handler: sys_recvmsg, support: Support::Partial,
-        note: "as recvfrom; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
+        note: "as recvfrom, but MSG_WAITALL may return less than asked; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
     SyscallEntry { nr: 48, name: "shutdown", handler: sys_shutdown, support: Support::Full, note: "" },
     SyscallEntry { nr: 49, name: "bind", handler: sys_bind, support: Support::Partial,
         note: "virtual TCP: the address is recorded (port 0: a virtual port); AF_UNIX: abstract names and paths, kept in the program (no socket file is made; child processes do not see them); an empty name autobinds" },
