@@ -309,7 +309,7 @@ pub fn serve(
     }
     let waiting = p.waiting;
     let signals = SignalState::of(p);
-    let answer = super::dispatch(p, mem, nr, args);
+    let answer = super::dispatch_leaving_signals(p, mem, nr, args);
     if verdict == Verdict::ServeUnlessEpipe && answer == (-(super::Errno::EPIPE.0 as i64)) as u64 {
         // Nothing was sent; the exit sends nothing again and raises SIGPIPE.
         signals.restore(p);

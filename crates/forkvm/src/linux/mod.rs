@@ -290,9 +290,23 @@ pub(crate) fn test_call(p: &mut Process, m: &mut GuestMemory, h: Handler, a: &[u
 
 /// Runs syscall `nr` with `args`; returns the value for RAX (negative errno on failure).
 pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> u64 {
+    child::take_signals(p);
+    dispatch_leaving_signals(p, mem, nr, args)
+}
+
+/// As [`dispatch`], leaving the signals other processes sent where they
+/// wait: the host's poller serves calls this way, since only the run loop
+/// can deliver a signal (it takes them at the next exit). Taken by the
+/// poller, a child's SIGCHLD became a handler run late, after whatever the
+/// program did without an exit meanwhile.
+pub fn dispatch_leaving_signals(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    nr: u64,
+    args: &Args,
+) -> u64 {
     let entry = table::lookup(nr);
     p.frame_mask = None;
-    child::take_signals(p);
     let result = match entry {
         // A signal from another process ended this one.
         _ if p.exit_status.is_some() => Ok(0),
