@@ -544,12 +544,8 @@ fn blocking_stream(p: &Process, fd: u64) -> Result<bool, Errno> {
 /// Bytes earlier attempts of this same MSG_WAITALL receive got (0 if none);
 /// forgets them.
 fn take_received(p: &mut Process, call: [u64; 4]) -> u64 {
+    let done = super::io::sent_before(p, call);
     let tid = p.tid;
-    let done = p
-        .writes
-        .iter()
-        .find(|w| w.tid == tid && w.call == call)
-        .map_or(0, |w| w.done);
     p.writes.retain(|w| w.tid != tid);
     done
 }

@@ -72,6 +72,18 @@ fn sys_rt_sigaction(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
     Ok(0)
 }
 
+/// Takes the lowest-numbered signal of `set` that waits while blocked
+/// (clearing its bit), if any.
+fn take_waiting(p: &mut Process, set: u64) -> Option<u64> {
+    let ready = p.blocked_pending & set;
+    if ready == 0 {
+        return None;
+    }
+    let sig = u64::from(ready.trailing_zeros()) + 1;
+    p.blocked_pending &= !(1 << (sig - 1));
+    Some(sig)
+}
+
 /// For a call that waits with `mask` as the signal mask while it waits
 /// (pselect6, ppoll, epoll_pwait, rt_sigsuspend), looked at each time the
 /// call is made: a signal that was blocked and that `mask` lets through is
@@ -84,12 +96,9 @@ pub fn take_under_mask(p: &mut Process, mask: u64) -> Result<(), Errno> {
         return Err(Errno::EINTR);
     }
     let mask = mask & !UNBLOCKABLE;
-    let ready = p.blocked_pending & !mask;
-    if ready == 0 {
+    let Some(sig) = take_waiting(p, !mask) else {
         return Ok(());
-    }
-    let sig = u64::from(ready.trailing_zeros()) + 1;
-    p.blocked_pending &= !(1 << (sig - 1));
+    };
     let before = p.sigmask;
     p.sigmask = mask;
     send_self(p, sig)?;
@@ -146,10 +155,7 @@ fn sys_rt_sigprocmask(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
     if let Some(m) = new {
         p.sigmask = m & !UNBLOCKABLE;
         // A signal that arrived while blocked is delivered once unblocked.
-        let ready = p.blocked_pending & !p.sigmask;
-        if ready != 0 {
-            let sig = u64::from(ready.trailing_zeros()) + 1;
-            p.blocked_pending &= !(1 << (sig - 1));
+        if let Some(sig) = take_waiting(p, !p.sigmask) {
             send_self(p, sig)?;
         }
     }
@@ -431,11 +437,10 @@ pub fn sigreturn(
     // for the next unblocking call: delivering it here, a timer faster than
     // its handler on this machine would run nothing but the handler.
     p.timer_blocked &= p.blocked_pending;
-    let ready = p.blocked_pending & !p.sigmask & !p.timer_blocked;
-    if ready != 0 && p.pending_signal.is_none() {
-        let sig = u64::from(ready.trailing_zeros()) + 1;
-        p.blocked_pending &= !(1 << (sig - 1));
-        send_self(p, sig)?;
+    if p.pending_signal.is_none() {
+        if let Some(sig) = take_waiting(p, !p.sigmask & !p.timer_blocked) {
+            send_self(p, sig)?;
+        }
     }
     Ok((regs, fpu))
 }
@@ -528,10 +533,7 @@ fn sys_rt_sigtimedwait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
         None
     };
     fire_timer(p);
-    let ready = p.blocked_pending & set;
-    if ready != 0 {
-        let sig = u64::from(ready.trailing_zeros()) + 1;
-        p.blocked_pending &= !(1 << (sig - 1));
+    if let Some(sig) = take_waiting(p, set) {
         p.waiting = None;
         if info != 0 {
             let mut si = [0u8; 128];

@@ -294,7 +294,7 @@ pub struct WriteProgress {
 }
 
 /// Bytes an earlier attempt of this same call already sent (0 if none).
-fn sent_before(p: &Process, call: [u64; 4]) -> u64 {
+pub(super) fn sent_before(p: &Process, call: [u64; 4]) -> u64 {
     p.writes
         .iter()
         .find(|w| w.tid == p.tid && w.call == call)
