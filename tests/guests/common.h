@@ -49,6 +49,8 @@ static inline const char *errno_name(int e)
     case ELOOP: return "ELOOP";
     case EOVERFLOW: return "EOVERFLOW";
     case ENOTSUP: return "ENOTSUP";
+    case EADDRINUSE: return "EADDRINUSE";
+    case ECONNREFUSED: return "ECONNREFUSED";
     default: return NULL;
     }
 }

@@ -203,6 +203,14 @@ fn ignoring_sigchld_leaves_no_zombies() {
     glibc_and_musl("sigchld_ignored");
 }
 
+/// A TCP listener or AF_UNIX socket made after fork, or closed on exec, is
+/// reached by its address from the run's other processes; a path bind makes
+/// a socket file; SO_PEERCRED names the other process.
+#[test]
+fn sockets_are_reached_across_processes() {
+    glibc_and_musl("shared_sockets");
+}
+
 #[test]
 fn fork_bomb_is_refused_with_eagain() {
     let prog = guest("forkbomb.musl");

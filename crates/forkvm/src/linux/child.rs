@@ -11,6 +11,7 @@
 //! spins in user mode without system calls sees them only at the end of the
 //! run (its timeout).
 
+use super::fdtable::{FileRef, OpenFile};
 use super::table::{Support, SyscallEntry};
 use super::thread::Sched;
 use super::{Args, Errno, Process, SysResult};
@@ -18,7 +19,7 @@ use crate::machine::Config;
 use crate::memory::GuestMemory;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 /// Processes one run may have alive at once (`forkvm run --max-processes`).
@@ -99,6 +100,11 @@ pub struct Tree {
     /// Paths the run's other processes were refused as outside the
     /// allow-list (a shell's `exec` of a tool), for the first one's hints.
     refused: Mutex<Vec<String>>,
+    /// The run's bound and listening sockets, whichever process made them,
+    /// so that a bind or connect by address finds those its process did not
+    /// inherit (made after a fork, or closed on exec), as in one network
+    /// namespace. Sockets closed everywhere drop out.
+    sockets: Mutex<Vec<Weak<Mutex<OpenFile>>>>,
 }
 
 /// A process's place in its run's tree.
@@ -138,6 +144,25 @@ impl Tree {
             .clone()
     }
 
+    /// Adds a bound or listening socket to the run's (once).
+    pub fn publish_socket(&self, file: &FileRef) {
+        let mut all = self.sockets.lock().unwrap_or_else(PoisonError::into_inner);
+        all.retain(|w| w.strong_count() > 0);
+        if !all
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(file)))
+        {
+            all.push(Arc::downgrade(file));
+        }
+    }
+
+    /// The run's bound and listening sockets still open somewhere.
+    pub fn sockets(&self) -> Vec<FileRef> {
+        let mut all = self.sockets.lock().unwrap_or_else(PoisonError::into_inner);
+        all.retain(|w| w.strong_count() > 0);
+        all.iter().filter_map(Weak::upgrade).collect()
+    }
+
     /// The tree of a new run whose first process has pid `PID` and the
     /// configuration `config`; `None` as the limit means the default.
     pub fn root(config: Config) -> Family {
@@ -167,6 +192,7 @@ impl Tree {
             deadline,
             ended: AtomicBool::new(false),
             refused: Mutex::new(Vec::new()),
+            sockets: Mutex::new(Vec::new()),
         };
         Family {
             tree: Arc::new(tree),

@@ -59,6 +59,8 @@ const TAKE_CHUNK: usize = 1 << 20;
 pub struct Listener {
     /// The backlog given to listen.
     pub backlog: i32,
+    /// The process that called listen (SO_PEERCRED of its connections' other ends).
+    pub pid: u64,
     /// Connections not yet accepted (the guest's ends).
     pub pending: VecDeque<Socket>,
 }
@@ -66,13 +68,19 @@ pub struct Listener {
 impl Listener {
     /// listen(2) on a socket whose queue is `slot`: a queue, or the new
     /// backlog for the one it has.
-    pub fn listen(slot: &mut Option<Arc<Mutex<Listener>>>, backlog: i64) {
+    /// `pid` is the caller's.
+    pub fn listen(slot: &mut Option<Arc<Mutex<Listener>>>, backlog: i64, pid: u64) {
         let backlog = (backlog as i32).clamp(0, SOMAXCONN);
         match slot {
-            Some(l) => lock(l).backlog = backlog,
+            Some(l) => {
+                let mut l = lock(l);
+                l.backlog = backlog;
+                l.pid = pid;
+            }
             None => {
                 *slot = Some(Arc::new(Mutex::new(Listener {
                     backlog,
+                    pid,
                     pending: VecDeque::new(),
                 })))
             }
@@ -82,8 +90,10 @@ impl Listener {
     /// The queue a forked process's copy listens with: the same backlog and
     /// no pending connection (they belong to the original).
     pub fn fork_copy(l: &Arc<Mutex<Listener>>) -> Arc<Mutex<Listener>> {
+        let l = lock(l);
         Arc::new(Mutex::new(Listener {
-            backlog: lock(l).backlog,
+            backlog: l.backlog,
+            pid: l.pid,
             pending: VecDeque::new(),
         }))
     }
@@ -342,17 +352,19 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
     if want.port() == 0 {
         want.set_port(next_port());
     }
-    // Another socket of this process on the same port: EADDRINUSE.
-    for fd in p.fds.open_fds() {
-        if fd as u64 == a[0] {
+    // Another socket of the run on the same port: EADDRINUSE, unless both
+    // set SO_REUSEPORT (servers whose workers each bind the port).
+    let me = super::net::socket_ref(p, a[0])?;
+    let reuse = with_inet(p, a[0], |s, _| Ok(reuse_port(s)))?;
+    for f in super::net::named_sockets(p) {
+        if Arc::ptr_eq(&f, &me) {
             continue;
         }
-        if let Ok(f) = p.fds.get(fd) {
-            if let FileKind::Socket(s) = &lock(&f).kind {
-                if let Some(i) = &s.inet {
-                    if i.peer.is_none() && i.local.is_some_and(|l| l.port() == want.port()) {
-                        return Err(EADDRINUSE);
-                    }
+        if let FileKind::Socket(s) = &lock(&f).kind {
+            if let Some(i) = &s.inet {
+                let taken = i.peer.is_none() && i.local.is_some_and(|l| l.port() == want.port());
+                if taken && !(reuse && reuse_port(s)) {
+                    return Err(EADDRINUSE);
                 }
             }
         }
@@ -369,6 +381,7 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
 
 /// listen(2): the socket takes connections the host pushes.
 pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
+    let pid = super::child::pid_of(p);
     with_inet(p, a[0], |s, _| {
         if s.connected() {
             return Err(Errno::EINVAL);
@@ -379,7 +392,7 @@ pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
             any.set_port(next_port());
             i.local = Some(any);
         }
-        Listener::listen(&mut i.listener, a[1] as i64);
+        Listener::listen(&mut i.listener, a[1] as i64, pid);
         Ok(0)
     })
 }
@@ -781,14 +794,19 @@ pub fn connect_to_listener_on(
     })
 }
 
-/// The first listening socket of `p` that `pick` accepts: its queue,
-/// family and bound address.
+/// Whether SO_REUSEPORT is set on `s`.
+fn reuse_port(s: &Socket) -> bool {
+    const SO_REUSEPORT: i32 = 15;
+    s.flags.iter().any(|&(k, v)| k == SO_REUSEPORT && v != 0)
+}
+
+/// The first listening socket that `pick` accepts, of `p` or another
+/// process of its run: its queue, family and bound address.
 pub(super) fn find_listener(
     p: &Process,
     pick: impl Fn(&Inet) -> bool,
 ) -> Option<(Arc<Mutex<Listener>>, u16, Option<SocketAddr>)> {
-    for fd in p.fds.open_fds() {
-        let Ok(f) = p.fds.get(fd) else { continue };
+    for f in super::net::named_sockets(p) {
         let of = lock(&f);
         let FileKind::Socket(s) = &of.kind else {
             continue;

@@ -16,6 +16,7 @@ use super::thread::{self, Waited};
 use super::unix_socket::{Socket, MAX_FDS_PER_MSG, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM};
 use super::{inet, unix_names, Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub(super) const AF_UNIX: u64 = 1;
@@ -94,7 +95,10 @@ fn sys_socketpair(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult
     let (ty, nb, cloexec) = socket_type(a[1] as u32 as u64, a[2])?;
     let sv = a[3];
     mem.slice_mut(sv, 8)?;
-    let (x, y) = Socket::pair(ty);
+    let (mut x, mut y) = Socket::pair(ty);
+    // Each end's SO_PEERCRED names the caller, as on Linux.
+    x.peer_pid = super::child::pid_of(p);
+    y.peer_pid = x.peer_pid;
     let fx = p.fds.insert(socket_file(x, nb), cloexec)?;
     let fy = match p.fds.insert(socket_file(y, nb), cloexec) {
         Ok(fd) => fd,
@@ -195,18 +199,50 @@ fn sys_connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Implements bind(2): virtual TCP addresses, AF_UNIX names (kept in the process).
 fn sys_bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if inet::is_inet(p, a[0]) {
-        return inet::bind(p, mem, a);
-    }
-    unix_names::bind(p, mem, a)
+    let r = if inet::is_inet(p, a[0]) {
+        inet::bind(p, mem, a)
+    } else {
+        unix_names::bind(p, mem, a)
+    }?;
+    publish(p, a[0]);
+    Ok(r)
 }
 
 /// Implements listen(2).
 fn sys_listen(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    if inet::is_inet(p, a[0]) {
-        return inet::listen(p, a);
+    let r = if inet::is_inet(p, a[0]) {
+        inet::listen(p, a)
+    } else {
+        unix_names::listen(p, a)
+    }?;
+    publish(p, a[0]);
+    Ok(r)
+}
+
+/// Makes the bound or listening socket `fd` known to the run's other
+/// processes (see `child::Tree::publish_socket`).
+fn publish(p: &Process, fd: u64) {
+    if let (Some(family), Ok(file)) = (&p.family, p.fds.get(fd as i32)) {
+        family.tree.publish_socket(&file);
     }
-    unix_names::listen(p, a)
+}
+
+/// The sockets a bind or connect by address may meet: the process's own,
+/// then those other processes of the run bound (each once).
+pub(super) fn named_sockets(p: &Process) -> Vec<FileRef> {
+    let mut all: Vec<FileRef> = Vec::new();
+    let own = p
+        .fds
+        .open_fds()
+        .into_iter()
+        .filter_map(|fd| p.fds.get(fd).ok());
+    let run = p.family.iter().flat_map(|f| f.tree.sockets());
+    for f in own.chain(run) {
+        if !all.iter().any(|g| Arc::ptr_eq(g, &f)) {
+            all.push(f);
+        }
+    }
+    all
 }
 
 /// What listen and accept answer on a socket that cannot listen: EINVAL for
@@ -746,9 +782,9 @@ const NO_NET: &str = "AF_UNIX only, inside the VM; other families are refused (n
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 41, name: "socket", handler: sys_socket, support: Support::Partial,
-        note: "AF_UNIX (named within the program: see bind); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); UDP, raw and other families are refused (no network): EACCES" },
+        note: "AF_UNIX (named within the run: see bind); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); UDP, raw and other families are refused (no network): EACCES" },
     SyscallEntry { nr: 42, name: "connect", handler: sys_connect, support: Support::Partial,
-        note: "virtual TCP: to a loopback address the program itself listens on, a connection inside the VM; addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the same program (none: ECONNREFUSED, ENOENT for a path)" },
+        note: "virtual TCP: to a loopback address a process of the run listens on, a connection inside forkvm; addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the run (none: ECONNREFUSED, ENOENT for a path with no file)" },
     SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,
         note: "virtual TCP: connections the host pushed or the program made to itself; AF_UNIX: connections made to the listener's name" },
     SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,
@@ -761,7 +797,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "as recvfrom, but MSG_WAITALL may return less than asked; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
     SyscallEntry { nr: 48, name: "shutdown", handler: sys_shutdown, support: Support::Full, note: "" },
     SyscallEntry { nr: 49, name: "bind", handler: sys_bind, support: Support::Partial,
-        note: "virtual TCP: the address is recorded (port 0: a virtual port); AF_UNIX: abstract names and paths, kept in the program (no socket file is made; child processes do not see them); an empty name autobinds" },
+        note: "virtual TCP: the address is recorded (port 0: a virtual port); AF_UNIX: abstract names, and paths (a socket file is made, mode 0777 less the umask); names are shared by the processes of a run; an empty name autobinds" },
     SyscallEntry { nr: 50, name: "listen", handler: sys_listen, support: Support::Partial,
         note: "virtual TCP: takes the connections `forkvm serve` pushes; AF_UNIX: a bound stream/seqpacket socket (EOPNOTSUPP for datagrams)" },
     SyscallEntry { nr: 51, name: "getsockname", handler: sys_getsockname, support: Support::Full, note: "" },

@@ -171,10 +171,15 @@ pub(super) fn sys_getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
                 if !s.connected() {
                     return Err(Errno::ENOTCONN);
                 }
-                // The peer is this very process.
-                let mut b = (super::process::PID as u32).to_le_bytes().to_vec();
-                b.extend_from_slice(&(super::process::UID as u32).to_le_bytes());
-                b.extend_from_slice(&(super::process::UID as u32).to_le_bytes());
+                // TCP has no peer process: Linux says pid 0, uid and gid -1.
+                let (pid, id) = if s.inet.is_some() {
+                    (0, u32::MAX)
+                } else {
+                    (s.peer_pid as u32, super::process::UID as u32)
+                };
+                let mut b = pid.to_le_bytes().to_vec();
+                b.extend_from_slice(&id.to_le_bytes());
+                b.extend_from_slice(&id.to_le_bytes());
                 b
             }
             SO_RCVLOWAT => {

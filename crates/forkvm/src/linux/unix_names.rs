@@ -2,14 +2,18 @@
 //! (see [`super::unix_socket`] for the connected pairs they make).
 //!
 //! A name is what follows `sun_family` in the address: an abstract name
-//! (a leading NUL) or a path. Names live in the process, not in the file
-//! system: binding a path creates no socket file, and a connect finds its
-//! listener among the process's own descriptors, so names are shared by
-//! the threads of a program but not with its child processes (each a VM
-//! of its own) or the host. A connect to a name nothing listens on is
-//! ECONNREFUSED (ENOENT for a path, as Linux says when there is no file).
-//! Datagram sockets may be bound, but a datagram still goes only to a
-//! connected peer (socketpair).
+//! (a leading NUL) or a path. Binding a path creates a socket file there
+//! (mode 0777 less the umask, EADDRINUSE if the name exists), as Linux
+//! does, and a connect to a path looks the file up and finds the socket
+//! bound to that very file: unlinking it, or binding another socket after
+//! that, behaves as on Linux. Abstract names are compared as bytes. A
+//! connect finds its listener among the process's own sockets and those the
+//! run's other processes bound (see `child::Tree::publish_socket`), so a
+//! server started after a fork, or not inherited across an exec, is
+//! reachable, as in one network namespace; nothing reaches the host's
+//! sockets. A connect to a name nothing listens on is ECONNREFUSED (ENOENT
+//! for a path with no file). Datagram sockets may be bound, but a datagram
+//! still goes only to a connected peer (socketpair).
 
 use super::fdtable::{lock, FileKind};
 use super::inet::{install_accepted, Listener};
@@ -33,6 +37,8 @@ pub struct Named {
     pub local: Option<Vec<u8>>,
     /// Bound to `local` by bind(2) (an accepted socket only carries it).
     pub bound: bool,
+    /// The socket file a path bind made: host device and inode.
+    pub file: Option<(u64, u64)>,
     /// The name of the listener it connected to.
     pub peer: Option<Vec<u8>>,
     /// Set by listen(2): connections not yet accepted.
@@ -46,6 +52,7 @@ impl Named {
         Named {
             local: self.local.clone(),
             bound: self.bound,
+            file: self.file,
             peer: self.peer.clone(),
             listener: self.listener.as_ref().map(Listener::fork_copy),
         }
@@ -105,18 +112,35 @@ pub fn write_name(
 /// A listener found by name, and its socket type.
 type Found = (Arc<Mutex<Listener>>, u32);
 
-/// Whether any socket of the process is bound to `name`; the listener (and
-/// its type) if one listens there.
-fn lookup(p: &Process, name: &[u8]) -> (bool, Option<Found>) {
+/// What a name refers to: the bytes of an abstract name, or the socket
+/// file of a path.
+#[derive(PartialEq)]
+enum Key<'a> {
+    Abstract(&'a [u8]),
+    File((u64, u64)),
+}
+
+impl Named {
+    fn is(&self, key: &Key) -> bool {
+        self.bound
+            && match key {
+                Key::Abstract(name) => self.file.is_none() && self.local.as_deref() == Some(*name),
+                Key::File(id) => self.file == Some(*id),
+            }
+    }
+}
+
+/// Whether a socket of the process or its run is bound to `key`; the
+/// listener (and its type) if one listens there.
+fn lookup(p: &Process, key: &Key) -> (bool, Option<Found>) {
     let mut bound = false;
-    for fd in p.fds.open_fds() {
-        let Ok(f) = p.fds.get(fd) else { continue };
+    for f in super::net::named_sockets(p) {
         let of = lock(&f);
         let FileKind::Socket(s) = &of.kind else {
             continue;
         };
         let Some(n) = &s.unix else { continue };
-        if !n.bound || n.local.as_deref() != Some(name) {
+        if !n.is(key) {
             continue;
         }
         bound = true;
@@ -145,19 +169,26 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
     })? {
         return Err(Errno::EINVAL);
     }
-    if lookup(p, &name).0 {
-        return Err(EADDRINUSE);
-    }
+    let file = if name.first() == Some(&0) {
+        if lookup(p, &Key::Abstract(&name)).0 {
+            return Err(EADDRINUSE);
+        }
+        None
+    } else {
+        Some(super::fs::make_socket_file(p, &name)?)
+    };
     with_socket(p, a[0], |s, _| {
         let n = s.unix.get_or_insert_with(Default::default);
         n.local = Some(name);
         n.bound = true;
+        n.file = file;
         Ok(0)
     })
 }
 
 /// listen(2) on an AF_UNIX socket: it must be a bound stream or seqpacket socket.
 pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
+    let pid = super::child::pid_of(p);
     with_socket(p, a[0], |s, _| {
         if s.ty == SOCK_DGRAM {
             return Err(Errno::EOPNOTSUPP);
@@ -168,7 +199,7 @@ pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
         let Some(n) = s.unix.as_mut().filter(|n| n.bound) else {
             return Err(Errno::EINVAL);
         };
-        Listener::listen(&mut n.listener, a[1] as i64);
+        Listener::listen(&mut n.listener, a[1] as i64, pid);
         Ok(0)
     })
 }
@@ -194,12 +225,14 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
     if connected || listening {
         return Err(Errno::EISCONN);
     }
-    let Some((listener, listener_ty)) = lookup(p, &name).1 else {
-        return Err(if name.first() == Some(&0) {
-            Errno::ECONNREFUSED
-        } else {
-            Errno::ENOENT
-        });
+    let key = if name.first() == Some(&0) {
+        Key::Abstract(&name)
+    } else {
+        // ENOENT without a file, ECONNREFUSED for a file of another kind.
+        Key::File(super::fs::socket_file(p, &name)?)
+    };
+    let Some((listener, listener_ty)) = lookup(p, &key).1 else {
+        return Err(Errno::ECONNREFUSED);
     };
     if ty == SOCK_DGRAM {
         // Datagrams have no listener to connect to here.
@@ -220,6 +253,8 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
         }
     }
     let (mut mine, mut theirs) = Socket::pair(ty);
+    theirs.peer_pid = super::child::pid_of(p);
+    let listener_pid = lock(&listener).pid;
     // The connecting socket takes over `mine`'s side (dropping a socket that
     // still holds it would close it).
     let side = mine.conn.take();
@@ -229,6 +264,7 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
     }));
     with_socket(p, a[0], |s, _| {
         s.conn = side;
+        s.peer_pid = listener_pid;
         s.unix.get_or_insert_with(Default::default).peer = Some(name);
         Ok(())
     })?;

@@ -101,6 +101,10 @@ pub struct Socket {
     pub inet: Option<Box<super::inet::Inet>>,
     /// Names of a bound, listening or connected AF_UNIX socket ([`super::unix_names`]).
     pub unix: Option<Box<super::unix_names::Named>>,
+    /// The pid SO_PEERCRED reports: the process that connected to this
+    /// accepted socket, the listener's for a connecting one, the caller of
+    /// socketpair for both ends.
+    pub peer_pid: u64,
 }
 
 fn next_ino() -> u64 {
@@ -123,6 +127,7 @@ impl Socket {
             ino: next_ino(),
             inet: None,
             unix: None,
+            peer_pid: super::process::PID,
         }
     }
 
@@ -198,6 +203,7 @@ impl Socket {
             ino: self.ino,
             inet: self.inet.as_ref().map(|i| Box::new(i.fork_copy())),
             unix: self.unix.as_ref().map(|n| Box::new(n.fork_copy())),
+            peer_pid: self.peer_pid,
         }
     }
 

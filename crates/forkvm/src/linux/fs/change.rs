@@ -588,6 +588,36 @@ fn do_mknod(
     Ok(0)
 }
 
+/// Creates the socket file of an AF_UNIX bind to `path` (relative to the
+/// cwd), with mode 0777 less the umask as on Linux; a name that exists is
+/// EADDRINUSE. Returns the file's host device and inode, by which a connect
+/// finds the socket again (see `unix_names`).
+pub fn make_socket_file(p: &Process, path: &[u8]) -> Result<(u64, u64), Errno> {
+    const EADDRINUSE: Errno = Errno(98);
+    let in_use = |e| if e == Errno::EEXIST { EADDRINUSE } else { e };
+    if tail(path).slash {
+        return Err(Errno::ENOENT);
+    }
+    let (dir, name) = create_target(p, AT_FDCWD, path).map_err(in_use)?;
+    let perm = Mode::from_bits_truncate(0o777 & !p.fds.umask);
+    rustix::fs::mknodat(&dir, name.as_slice(), rustix::fs::FileType::Socket, perm, 0)
+        .map_err(|e| in_use(e.into()))?;
+    let st = rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW)?;
+    Ok((st.st_dev, st.st_ino))
+}
+
+/// The host device and inode of the socket file `path` names, for an
+/// AF_UNIX connect: stat's errors (ENOENT when nothing is there), and
+/// ECONNREFUSED for a file that is not a socket, as Linux says.
+pub fn socket_file(p: &Process, path: &[u8]) -> Result<(u64, u64), Errno> {
+    match lookup(p, AT_FDCWD, path, true)? {
+        Target::Host(r) if r.stat.st_mode & S_IFMT == 0o140000 => {
+            Ok((r.stat.st_dev, r.stat.st_ino))
+        }
+        _ => Err(Errno::ECONNREFUSED),
+    }
+}
+
 /// Implements ftruncate(2) for files opened for writing (under `--allow-write`).
 pub(super) fn sys_ftruncate(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let file = p.fds.get(a[0] as i32)?;

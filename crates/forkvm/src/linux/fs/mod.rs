@@ -42,6 +42,7 @@ mod tmp;
 
 use attr::*;
 use change::*;
+pub use change::{make_socket_file, socket_file};
 use meta::*;
 pub use meta::{encode_stat, encode_statx, stat_of_file, StatInfo};
 use overlay::*;
