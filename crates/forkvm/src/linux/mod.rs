@@ -23,6 +23,7 @@ pub mod poll;
 pub mod process;
 pub mod procfs;
 pub mod signal;
+pub mod signalfd;
 pub mod sockopt;
 pub mod table;
 pub mod thread;
