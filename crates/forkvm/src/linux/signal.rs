@@ -533,7 +533,10 @@ impl Pending {
     /// Queues `info` (see [`MAX_QUEUED`]): EAGAIN when a real-time signal
     /// other than kill's does not fit.
     pub fn push(&mut self, info: SigInfo) -> Result<(), Errno> {
-        let bit = 1u64 << ((info.signo - 1) & 63);
+        if !(1..=64).contains(&info.signo) {
+            return Err(Errno::EINVAL);
+        }
+        let bit = 1u64 << (info.signo - 1);
         if self.bits & bit != 0 {
             if info.signo < SIGRTMIN {
                 return Ok(());
@@ -564,6 +567,22 @@ impl Pending {
             self.bits &= !(1 << (signo - 1));
         }
         Some(info)
+    }
+
+    /// If the signal of POSIX timer `id` is still queued, counts `missed`
+    /// more expiries into its overrun and returns true: Linux queues one
+    /// signal per timer at a time.
+    pub fn add_overrun(&mut self, id: i32, missed: u64) -> bool {
+        let Some(i) = self
+            .list
+            .iter_mut()
+            .find(|s| s.code == SI_TIMER && s.timer == id)
+        else {
+            return false;
+        };
+        let missed = i32::try_from(missed).unwrap_or(i32::MAX);
+        i.overrun = i.overrun.saturating_add(missed);
+        true
     }
 
     /// How many of the pending signals are in `set`.
@@ -1087,6 +1106,13 @@ mod tests {
         q.push(rt(41, 0)).unwrap();
         q.push(SigInfo::user(12, 2)).unwrap();
         assert_eq!(q.count(u64::MAX), MAX_QUEUED + 2);
+        assert_eq!(q.push(SigInfo::user(65, 2)), Err(Errno::EINVAL));
+        assert_eq!(q.push(SigInfo::user(0, 2)), Err(Errno::EINVAL));
+        // A timer's signal still queued gathers the expiries as overrun.
+        assert!(!q.add_overrun(3, 1));
+        q.push(SigInfo::timer(42, 3, 0, 9)).unwrap();
+        assert!(q.add_overrun(3, 2) && q.add_overrun(3, 1));
+        assert_eq!(q.take(1 << 41).map(|i| i.overrun), Some(3));
     }
 
     #[test]

@@ -459,6 +459,10 @@ pub fn fire_posix_timers(p: &mut Process) -> bool {
     }
     let fired = !sends.is_empty();
     for (n, id, overrun, value) in sends {
+        if p.sigqueue.add_overrun(id, overrun + 1) {
+            // Its last signal is still queued: one per timer at a time.
+            continue;
+        }
         let info = |sig| SigInfo::timer(sig, id, overrun, value);
         let _ = match n {
             posix::Notify::None => continue,
