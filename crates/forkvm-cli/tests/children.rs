@@ -211,6 +211,18 @@ fn sockets_are_reached_across_processes() {
     glibc_and_musl("shared_sockets");
 }
 
+/// What a signal carries and how signals queue: si_code and the sender's
+/// pid for kill, tgkill, sigqueue (to itself and from a child), SIGCHLD's
+/// child and status, SI_KERNEL and SI_TIMER with the timer's value;
+/// real-time signals queued one per send, lowest number first; a forged
+/// si_code to another process refused; signalfd reads, poll and epoll.
+/// (Every siginfo said SI_TKILL and the receiver's pid, real-time signals
+/// coalesced, and sigqueue and signalfd were ENOSYS.)
+#[test]
+fn signals_carry_their_siginfo_and_queue() {
+    glibc_and_musl("signal_info");
+}
+
 #[test]
 fn fork_bomb_is_refused_with_eagain() {
     let prog = guest("forkbomb.musl");

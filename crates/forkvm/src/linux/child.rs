@@ -12,6 +12,7 @@
 //! run (its timeout).
 
 use super::fdtable::{FileRef, OpenFile};
+use super::signal::{Inbox, SigInfo};
 use super::table::{Support, SyscallEntry};
 use super::thread::Sched;
 use super::{Args, Errno, Process, SysResult};
@@ -70,8 +71,8 @@ struct Entry {
     sid: u64,
     /// The wait status once it ended (a zombie until reaped).
     status: Option<i32>,
-    /// Signals sent to it by other processes (bit n-1 for signal n).
-    signals: Arc<AtomicU64>,
+    /// Signals sent to it by other processes.
+    signals: Arc<Inbox>,
     /// It ignores SIGCHLD (or set SA_NOCLDWAIT): its children leave no
     /// zombie, and a wait for them ends with ECHILD once none is left.
     no_zombies: bool,
@@ -115,7 +116,7 @@ pub struct Family {
     /// This process's id.
     pub pid: u64,
     /// Signals other processes sent to this one.
-    signals: Arc<AtomicU64>,
+    signals: Arc<Inbox>,
     /// When the current blocking wait for a child or signal began.
     wait_started: Option<Instant>,
 }
@@ -167,7 +168,7 @@ impl Tree {
     /// configuration `config`; `None` as the limit means the default.
     pub fn root(config: Config) -> Family {
         let deadline = Instant::now().checked_add(config.timeout);
-        let signals = Arc::new(AtomicU64::new(0));
+        let signals = Arc::new(Inbox::default());
         let pid = super::process::PID;
         let mut inner = Inner {
             next_pid: FIRST_CHILD_PID,
@@ -233,7 +234,7 @@ impl Tree {
         }
         t.next_pid = pid + 1;
         t.alive += 1;
-        let signals = Arc::new(AtomicU64::new(0));
+        let signals = Arc::new(Inbox::default());
         t.procs.insert(
             pid,
             Entry {
@@ -310,7 +311,7 @@ impl Family {
         t.next_pid == FIRST_CHILD_PID
             && t.procs.len() == 1
             && self.wait_started.is_none()
-            && self.signals.load(Ordering::SeqCst) == 0
+            && !self.signals.waiting()
             && !self.tree.ended.load(Ordering::SeqCst)
             && t.procs
                 .get(&self.pid)
@@ -353,9 +354,7 @@ impl Family {
             // The first process: nobody waits for it; the run is over.
             self.tree.ended.store(true, Ordering::SeqCst);
         } else if let Some(parent) = t.procs.get(&ppid) {
-            parent
-                .signals
-                .fetch_or(1 << (SIGCHLD - 1), Ordering::SeqCst);
+            let _ = parent.signals.push(SigInfo::child(self.pid, status));
         }
     }
 }
@@ -397,7 +396,7 @@ pub fn pid_of(p: &Process) -> u64 {
 /// call to the exit path, which delivers them.
 pub fn signals_waiting(p: &Process) -> bool {
     p.family.as_ref().is_some_and(|f| {
-        f.signals.load(Ordering::Relaxed) != 0
+        f.signals.waiting()
             || (f.pid != super::process::PID && f.tree.ended.load(Ordering::Relaxed))
     })
 }
@@ -408,26 +407,20 @@ pub fn take_signals(p: &mut Process) {
     let Some(f) = p.family.as_ref() else {
         return;
     };
-    if f.signals.load(Ordering::Relaxed) == 0
+    if !f.signals.waiting()
         && (f.pid == super::process::PID || !f.tree.ended.load(Ordering::Relaxed))
     {
         return;
     }
-    let mut bits = f.signals.swap(0, Ordering::SeqCst);
-    let signals = f.signals.clone();
+    let mut taken = f.signals.take();
     if f.pid != super::process::PID && f.tree.ended.load(Ordering::Relaxed) {
         // The run is over: children end with it.
-        bits |= 1 << (SIGKILL - 1);
+        let _ = taken.push(SigInfo::kernel(SIGKILL));
     }
-    while bits != 0 {
-        if p.pending_signal.is_some() {
-            // One handler at a time: the rest wait for the next call.
-            signals.fetch_or(bits, Ordering::SeqCst);
-            return;
-        }
-        let sig = u64::from(bits.trailing_zeros()) + 1;
-        bits &= bits - 1;
-        let _ = super::signal::send_self(p, sig);
+    // Lowest number first; one handler at a time, the rest wait in the
+    // process's queue for the handler's return (see `signal::send`).
+    while let Some(info) = taken.take(u64::MAX) {
+        let _ = super::signal::send(p, info);
         if p.exit_status.is_some() {
             return;
         }
@@ -695,8 +688,9 @@ fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
 }
 
-/// Sends `sig` to the processes `pid` selects as kill(2) does; the caller
-/// (if selected) through `send_self`. ESRCH when none.
+/// Sends `sig` to the processes `pid` selects as kill(2) does (SI_USER with
+/// the caller's pid); the caller (if selected) through `send_self`. ESRCH
+/// when none.
 pub(super) fn kill(p: &mut Process, pid: i64, sig: u64) -> SysResult {
     let me = pid_of(p);
     let mut targets = Vec::new();
@@ -735,11 +729,29 @@ pub(super) fn kill(p: &mut Process, pid: i64, sig: u64) -> SysResult {
     }
     if sig != 0 {
         for t in targets {
-            t.fetch_or(1 << (sig - 1), Ordering::SeqCst);
+            let _ = t.push(SigInfo::user(sig, me));
         }
     }
     if self_too {
         super::signal::send_self(p, sig)?;
+    }
+    Ok(0)
+}
+
+/// Sends the signal `info` describes (sigqueue) to process `pid`, another
+/// process of the run. ESRCH when there is none; EAGAIN when its queue is full.
+pub(super) fn queue_to(p: &Process, pid: u64, info: SigInfo) -> SysResult {
+    let Some(f) = p.family.as_ref() else {
+        return Err(Errno::ESRCH);
+    };
+    let target = lock(&f.tree.inner)
+        .procs
+        .get(&pid)
+        .filter(|e| e.status.is_none())
+        .map(|e| e.signals.clone())
+        .ok_or(Errno::ESRCH)?;
+    if info.signo != 0 {
+        target.push(info)?;
     }
     Ok(0)
 }
@@ -986,7 +998,7 @@ mod tests {
         a.exited(exit_status(7));
         b.exited(killed_status(9));
         // The parent was sent SIGCHLD (ignored by default).
-        assert_ne!(family(&p).signals.load(Ordering::SeqCst), 0);
+        assert!(family(&p).signals.waiting());
         take_signals(&mut p);
         assert_eq!(p.exit_status, None);
         assert_eq!(

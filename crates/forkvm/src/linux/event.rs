@@ -46,6 +46,11 @@ pub enum EventObj {
     TimerFd(Timer),
     /// epoll_create1(2): the interest list, by fd.
     Epoll(BTreeMap<i32, Interest>),
+    /// signalfd(2): the signals it reads (see [`super::signalfd`]).
+    SignalFd {
+        /// Bit n-1 for signal n.
+        mask: u64,
+    },
 }
 
 /// A timerfd's state.
@@ -96,8 +101,9 @@ pub struct Interest {
     pub token: u64,
 }
 
-/// poll(2) bits of an event object (POLLIN = 1, POLLOUT = 4).
-pub fn readiness(obj: &mut EventObj, now: Instant) -> i16 {
+/// poll(2) bits of an event object (POLLIN = 1, POLLOUT = 4), while the
+/// process has signals `pending` (bit n-1 for signal n: for a signalfd).
+pub fn readiness(obj: &mut EventObj, now: Instant, pending: u64) -> i16 {
     match obj {
         EventObj::EventFd { count, .. } => {
             let mut r = 0;
@@ -117,15 +123,19 @@ pub fn readiness(obj: &mut EventObj, now: Instant) -> i16 {
                 0
             }
         }
+        EventObj::SignalFd { mask } => super::signalfd::readiness(*mask, pending),
         // Nested epoll readiness is not tracked.
         EventObj::Epoll(_) => 0,
     }
 }
 
-/// The next moment an event object becomes ready by itself (a timer).
-fn next_change(obj: &EventObj) -> Option<Instant> {
+/// The next moment an event object becomes ready by itself: a timerfd's
+/// expiry, or for a signalfd the process's next timer (`timers`), whose
+/// signal it may read.
+fn next_change(obj: &EventObj, timers: Option<Instant>) -> Option<Instant> {
     match obj {
         EventObj::TimerFd(t) => t.next,
+        EventObj::SignalFd { .. } => timers,
         _ => None,
     }
 }
@@ -154,7 +164,8 @@ pub fn read(obj: &mut EventObj, buf: &mut [u8]) -> Result<usize, Errno> {
             }
             std::mem::take(&mut t.expired)
         }
-        EventObj::Epoll(_) => return Err(Errno::EINVAL),
+        // A signalfd is read with the process (`signalfd::read`): not vectored.
+        EventObj::Epoll(_) | EventObj::SignalFd { .. } => return Err(Errno::EINVAL),
     };
     buf[..8].copy_from_slice(&v.to_le_bytes());
     Ok(8)
@@ -319,7 +330,7 @@ fn epoll_wait(
             continue;
         };
         let mut f = lock(&file);
-        let r = super::poll::readiness_of(&mut f, now);
+        let r = super::poll::readiness_of(&mut f, now, p.sigqueue.bits());
         let token = match &f.kind {
             FileKind::Event(EventObj::EventFd { count, .. }) => *count,
             FileKind::Socket(s) => s.host_stream().map_or(0, |h| h.edge_token()),
@@ -334,7 +345,7 @@ fn epoll_wait(
             _ => 0,
         };
         if let FileKind::Event(obj) = &f.kind {
-            if let Some(t) = next_change(obj) {
+            if let Some(t) = next_change(obj, p.next_timer_due()) {
                 wake = Some(wake.map_or(t, |w| w.min(t)));
             }
         }
@@ -588,7 +599,7 @@ fn select(
             continue;
         }
         let file = p.fds.get(fd as i32)?;
-        let r = super::poll::readiness_of(&mut lock(&file), now);
+        let r = super::poll::readiness_of(&mut lock(&file), now, p.sigqueue.bits());
         let got = [r & (1 | 16) != 0, r & 4 != 0, r & 8 != 0];
         for k in 0..3 {
             if want[k] && got[k] {

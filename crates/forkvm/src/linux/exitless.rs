@@ -250,9 +250,9 @@ fn may_serve(p: &Process, nr: u64, args: &Args, output_watched: bool) -> Verdict
             _ => Verdict::Serve,
         },
         Needs::Fcntl => serve_if(FCNTL_OK.contains(&args[1])),
-        Needs::NoWaitingSignal => serve_if(p.blocked_pending == 0),
+        Needs::NoWaitingSignal => serve_if(p.sigqueue.is_empty()),
         Needs::WallClock => serve_if(!matches!(args[0] as i32, 2 | 3 | i32::MIN..=-1)),
-        Needs::FdUnderMask => serve_if(usable() && p.blocked_pending == 0),
+        Needs::FdUnderMask => serve_if(usable() && p.sigqueue.is_empty()),
         Needs::Map => {
             serve_if(args[3] & MAP_ANONYMOUS != 0 || classify(p, args[4]) != FdClass::Refused)
         }
@@ -262,8 +262,8 @@ fn may_serve(p: &Process, nr: u64, args: &Args, output_watched: bool) -> Verdict
 /// What raising a signal changes in a process (see `signal::send_self`),
 /// kept to put back when a send that raised SIGPIPE is declined.
 struct SignalState {
-    pending_signal: Option<i32>,
-    blocked_pending: u64,
+    pending_signal: Option<super::signal::SigInfo>,
+    sigqueue: super::signal::Pending,
     exit_status: Option<i32>,
     killed_by: Option<i32>,
 }
@@ -272,7 +272,7 @@ impl SignalState {
     fn of(p: &Process) -> Self {
         Self {
             pending_signal: p.pending_signal,
-            blocked_pending: p.blocked_pending,
+            sigqueue: p.sigqueue.clone(),
             exit_status: p.exit_status,
             killed_by: p.killed_by,
         }
@@ -280,7 +280,7 @@ impl SignalState {
 
     fn restore(self, p: &mut Process) {
         p.pending_signal = self.pending_signal;
-        p.blocked_pending = self.blocked_pending;
+        p.sigqueue = self.sigqueue;
         p.exit_status = self.exit_status;
         p.killed_by = self.killed_by;
     }
@@ -376,7 +376,7 @@ mod tests {
                 p.exit_status,
                 p.killed_by,
                 p.pending_signal,
-                p.blocked_pending
+                p.sigqueue.bits()
             ),
             (None, None, None, 0)
         );

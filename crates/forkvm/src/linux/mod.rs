@@ -23,6 +23,7 @@ pub mod poll;
 pub mod process;
 pub mod procfs;
 pub mod signal;
+pub mod signalfd;
 pub mod sockopt;
 pub mod table;
 pub mod thread;
@@ -99,8 +100,9 @@ pub struct Process {
     pub exit_status: Option<i32>,
     /// Set with `exit_status` when a signal's default action ended the process.
     pub killed_by: Option<i32>,
-    /// A signal sent to itself that has a handler; delivered when the syscall returns.
-    pub pending_signal: Option<i32>,
+    /// A signal whose handler runs when the syscall returns (the run loop
+    /// delivers it), with what it carries.
+    pub pending_signal: Option<signal::SigInfo>,
     /// The running thread's id.
     pub tid: u64,
     /// The other threads.
@@ -114,9 +116,10 @@ pub struct Process {
     pub writes: Vec<io::WriteProgress>,
     /// ITIMER_REAL (setitimer/alarm): next expiry and period (zero: one shot).
     pub itimer: Option<(std::time::Instant, std::time::Duration)>,
-    /// Signals sent while blocked, waiting to be unblocked (bit n-1 for signal n).
-    pub blocked_pending: u64,
-    /// Those of `blocked_pending` that a timer sent: sigreturn leaves them
+    /// Signals sent while blocked (or while another handler was due),
+    /// waiting to be unblocked or taken, each with its siginfo.
+    pub sigqueue: signal::Pending,
+    /// Those of `sigqueue` that a timer sent while blocked: sigreturn leaves them
     /// for the next call that unblocks them (see `signal::sigreturn`).
     pub timer_blocked: u64,
     /// set_tid_address pointer.
@@ -178,7 +181,7 @@ impl Process {
             exit_status: None,
             killed_by: None,
             pending_signal: None,
-            blocked_pending: 0,
+            sigqueue: signal::Pending::default(),
             timer_blocked: 0,
             itimer: None,
             tid: process::PID,
@@ -221,7 +224,7 @@ impl Process {
             exit_status: None,
             killed_by: None,
             pending_signal: None,
-            blocked_pending: 0,
+            sigqueue: signal::Pending::default(),
             timer_blocked: 0,
             itimer: None,
             tid: self.tid,

@@ -51,10 +51,11 @@ enum PollSrc {
     Host(usize),
 }
 
-/// poll(2) bits of an open file now, host stdio included (for epoll and select).
-pub(super) fn readiness_of(f: &mut OpenFile, now: std::time::Instant) -> i16 {
+/// poll(2) bits of an open file now, host stdio included (for epoll and
+/// select), while the process has signals `pending` (for a signalfd).
+pub(super) fn readiness_of(f: &mut OpenFile, now: std::time::Instant, pending: u64) -> i16 {
     if let FileKind::Event(e) = &mut f.kind {
-        return super::event::readiness(e, now);
+        return super::event::readiness(e, now, pending);
     }
     match host_std(&f.kind) {
         Some(h) if !f.path_only() => {
@@ -140,7 +141,8 @@ fn do_poll(
                         }
                         _ => {
                             // Event objects (eventfd, timerfd) too, not only pipes.
-                            let r = readiness_of(&mut f, std::time::Instant::now());
+                            let r =
+                                readiness_of(&mut f, std::time::Instant::now(), p.sigqueue.bits());
                             PollSrc::Now(if r == POLLNVAL { r } else { r & mask })
                         }
                     }

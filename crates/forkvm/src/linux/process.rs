@@ -122,7 +122,11 @@ fn rlimit(p: &Process, mem: &GuestMemory, resource: u64) -> Result<(u64, u64), E
         4 => (0, 0),                       // CORE
         7 => (1024, 1024),                 // NOFILE
         6 => (1, 1),                       // NPROC
-        0 | 1 | 5 | 8 | 10..=15 => (RLIM_INFINITY, RLIM_INFINITY),
+        11 => {
+            let n = super::signal::MAX_QUEUED as u64; // SIGPENDING
+            (n, n)
+        }
+        0 | 1 | 5 | 8 | 10 | 12..=15 => (RLIM_INFINITY, RLIM_INFINITY),
         _ => return Err(Errno::EINVAL),
     })
 }

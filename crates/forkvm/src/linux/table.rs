@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 16] {
+fn families() -> [&'static [SyscallEntry]; 17] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -44,6 +44,7 @@ fn families() -> [&'static [SyscallEntry]; 16] {
         super::mem::SYSCALLS,
         super::process::SYSCALLS,
         super::signal::SYSCALLS,
+        super::signalfd::SYSCALLS,
         super::time::SYSCALLS,
         super::fdtable::SYSCALLS,
         super::thread::SYSCALLS,

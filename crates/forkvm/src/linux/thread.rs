@@ -89,7 +89,7 @@ pub struct ThreadCtx {
     /// Blocked signals.
     pub sigmask: u64,
     /// A signal sent to it with tgkill, delivered when it runs.
-    pub pending_signal: Option<i32>,
+    pub pending_signal: Option<super::signal::SigInfo>,
     /// Why it is not running.
     pub wait: Wait,
     /// The deadline of a syscall it is waiting in (see [`wait`]).

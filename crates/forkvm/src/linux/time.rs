@@ -1,6 +1,7 @@
 //! Clocks and sleeping. Clocks read the host's; sleeps really sleep, but a
 //! sleep interrupted by the watchdog returns EINTR so a timeout is honoured.
 
+use super::signal::SigInfo;
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
@@ -393,6 +394,8 @@ pub mod posix {
         pub interval: Duration,
         /// Expirations folded into the last signal (timer_getoverrun).
         pub overrun: u64,
+        /// `sigev_value`, which its signal carries (the id without a sigevent).
+        pub value: u64,
     }
 
     /// The process's timers, by id.
@@ -435,7 +438,7 @@ impl Process {
 pub fn fire_posix_timers(p: &mut Process) -> bool {
     let now = std::time::Instant::now();
     let mut sends = Vec::new();
-    for t in p.posix_timers.map.values_mut() {
+    for (&id, t) in p.posix_timers.map.iter_mut() {
         let Some(next) = t.next else { continue };
         if now < next {
             continue;
@@ -451,21 +454,26 @@ pub fn fire_posix_timers(p: &mut Process) -> bool {
         };
         t.overrun = n - 1;
         if t.notify != posix::Notify::None {
-            sends.push(t.notify);
+            sends.push((t.notify, id, t.overrun, t.value));
         }
     }
     let fired = !sends.is_empty();
-    for n in sends {
+    for (n, id, overrun, value) in sends {
+        if p.sigqueue.add_overrun(id, overrun + 1) {
+            // Its last signal is still queued: one per timer at a time.
+            continue;
+        }
+        let info = |sig| SigInfo::timer(sig, id, overrun, value);
         let _ = match n {
             posix::Notify::None => continue,
             posix::Notify::Signal(sig) => {
-                let r = super::signal::send_self(p, sig);
+                let r = super::signal::send(p, info(sig));
                 if let Some(bit) = sig.checked_sub(1).filter(|b| *b < 64) {
-                    p.timer_blocked |= p.blocked_pending & (1 << bit);
+                    p.timer_blocked |= p.sigqueue.bits() & p.sigmask & (1 << bit);
                 }
                 r
             }
-            posix::Notify::Thread(tid, sig) => super::signal::send_to_thread(p, tid, sig),
+            posix::Notify::Thread(tid, sig) => super::signal::send_to_thread(p, tid, info(sig)),
         };
     }
     fired
@@ -486,10 +494,12 @@ fn sys_timer_create(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
     let next_id = (0..MAX_POSIX_TIMERS as i32)
         .find(|i| !p.posix_timers.map.contains_key(i))
         .ok_or(Errno::EAGAIN)?;
+    let mut value = next_id as u64;
     let notify = if sevp == 0 {
         posix::Notify::Signal(SIGALRM_NR)
     } else {
         let b = mem.read(sevp, SIGEVENT_SIZE)?;
+        value = u64::from_le_bytes(b[0..8].try_into().unwrap_or([0; 8]));
         let signo = u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as u64;
         let how = u32::from_le_bytes([b[12], b[13], b[14], b[15]]);
         let tid = u32::from_le_bytes([b[16], b[17], b[18], b[19]]) as u64;
@@ -515,6 +525,7 @@ fn sys_timer_create(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
             next: None,
             interval: std::time::Duration::ZERO,
             overrun: 0,
+            value,
         },
     );
     Ok(0)
@@ -690,7 +701,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         p.sigactions[9].handler = 0x1234; // a handler for SIGUSR1
         assert!(fire_posix_timers(&mut p));
-        assert_eq!(p.pending_signal, Some(10));
+        assert_eq!(p.pending_signal.map(|i| (i.signo, i.code)), Some((10, -2)));
         assert!(!fire_posix_timers(&mut p), "next expiry is a second away");
         assert_eq!(
             sys_timer_gettime(&mut p, &mut m, &[id, spec + 0x40, 0, 0, 0, 0]),
@@ -777,7 +788,8 @@ mod tests {
         );
         assert_eq!(m.read_u64(buf).unwrap(), 0, "children's user time");
         // rt_sigpending: what waits while blocked.
-        p.blocked_pending = 1 << 16;
+        p.sigmask = 1 << 16;
+        let _ = crate::linux::signal::send(&mut p, crate::linux::signal::SigInfo::kernel(17));
         let set = crate::linux::table::lookup(127).expect("rt_sigpending");
         assert_eq!((set.handler)(&mut p, &mut m, &[buf, 8, 0, 0, 0, 0]), Ok(0));
         assert_eq!(m.read_u64(buf).unwrap(), 1 << 16);

@@ -130,7 +130,7 @@ impl Machine {
         proc.tid = pid;
         proc.threads.others.clear();
         proc.clear_child_tid = req.clear_tid;
-        proc.blocked_pending = 0;
+        proc.sigqueue = Default::default();
         let fs_base = req.tls.unwrap_or(self.proc.fs_base);
         proc.fs_base = fs_base;
         proc.pending_fs_base = Some(fs_base);
@@ -226,7 +226,7 @@ impl Machine {
         new.proc.family = old.family.take();
         new.proc.tid = family.pid;
         new.proc.sigmask = old.sigmask;
-        new.proc.blocked_pending = old.blocked_pending;
+        new.proc.sigqueue = std::mem::take(&mut old.sigqueue);
         new.proc.itimer = old.itimer;
         for (n, o) in new.proc.sigactions.iter_mut().zip(old.sigactions.iter()) {
             if o.handler == 1 {

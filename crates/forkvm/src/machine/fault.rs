@@ -83,15 +83,12 @@ impl Machine {
                     (_, 4) => 2,                                              // ILL_ILLOPN
                     _ => 1, // SEGV_MAPERR, FPE_INTDIV, TRAP_BRKPT
                 };
-                let sig = linux::signal::SigInfo {
-                    signo: info.signal,
-                    code,
-                    addr: if vector == abi::vector::PAGE_FAULT {
-                        cr2
-                    } else {
-                        frame.rip
-                    },
+                let addr = if vector == abi::vector::PAGE_FAULT {
+                    cr2
+                } else {
+                    frame.rip
                 };
+                let sig = linux::signal::SigInfo::fault(info.signal, code, addr);
                 let fpu = self.vcpu.xsave_area()?;
                 if let Some(user) =
                     self.deliver_signal(&regs, fpu, sig, action, u64::from(vector), error_code)?

@@ -108,7 +108,7 @@ impl Machine {
             result = match linux::io::interrupted_write(&mut self.proc) {
                 Some(sent) => sent,
                 None => {
-                    let sig = self.proc.pending_signal.unwrap_or(0);
+                    let sig = self.proc.pending_signal.map_or(0, |i| i.signo);
                     restart = linux::signal::restarts(&self.proc, sig, regs.rax);
                     (-(linux::Errno::EINTR.0 as i64)) as u64
                 }
@@ -157,15 +157,10 @@ impl Machine {
         &mut self,
         ctx: &kvm_bindings::kvm_regs,
     ) -> Result<Option<Option<Outcome>>, MachineError> {
-        let Some(sig) = self.proc.pending_signal.take() else {
+        let Some(info) = self.proc.pending_signal.take() else {
             return Ok(None);
         };
-        let info = linux::signal::SigInfo {
-            signo: sig,
-            code: -6, // SI_TKILL
-            addr: 0,
-        };
-        let Some(action) = linux::signal::handler_for(&self.proc, sig) else {
+        let Some(action) = linux::signal::handler_for(&self.proc, info.signo) else {
             return Ok(None);
         };
         let fpu = self.vcpu.xsave_area()?;

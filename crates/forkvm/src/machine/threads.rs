@@ -200,7 +200,7 @@ impl Machine {
         if !linux::signal::fire_timer(&mut self.proc) {
             return Ok(());
         }
-        let Some(sig) = self.proc.pending_signal else {
+        let Some(info) = self.proc.pending_signal else {
             return Ok(());
         };
         // A thread waiting in a syscall (about to make it again) gets the
@@ -214,12 +214,7 @@ impl Machine {
             return Ok(());
         }
         self.proc.pending_signal = None;
-        if let Some(action) = linux::signal::handler_for(&self.proc, sig) {
-            let info = linux::signal::SigInfo {
-                signo: sig,
-                code: 0x80, // SI_KERNEL
-                addr: 0,
-            };
+        if let Some(action) = linux::signal::handler_for(&self.proc, info.signo) {
             let fpu = self.vcpu.xsave_area()?;
             if let Some(user) = self.deliver_signal(&regs, fpu, info, action, 0, 0)? {
                 self.vcpu.set_regs(&user);
@@ -266,16 +261,11 @@ impl Machine {
         &mut self,
         t: &ThreadCtx,
     ) -> Result<kvm_bindings::kvm_regs, MachineError> {
-        let Some(sig) = t.pending_signal else {
+        let Some(info) = t.pending_signal else {
             return Ok(t.regs);
         };
-        let Some(action) = linux::signal::handler_for(&self.proc, sig) else {
+        let Some(action) = linux::signal::handler_for(&self.proc, info.signo) else {
             return Ok(t.regs);
-        };
-        let info = linux::signal::SigInfo {
-            signo: sig,
-            code: -6, // SI_TKILL
-            addr: 0,
         };
         // `adopt` loaded the thread's state; the frame keeps it.
         Ok(self

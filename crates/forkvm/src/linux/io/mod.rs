@@ -248,6 +248,14 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
             return or_wait(p, nonblocking, Err(Errno::EAGAIN));
         }
     }
+    if let FileKind::Event(super::event::EventObj::SignalFd { mask }) = f.kind {
+        let nonblocking = f.nonblocking();
+        drop(f);
+        if at.is_some() {
+            return Err(Errno::ESPIPE);
+        }
+        return super::signalfd::read(p, mem, a[1], a[2], mask, nonblocking);
+    }
     let need = read_need(&f, a[2].min(MAX_RW), at);
     let buf = guest_buf_mut(mem, a[1], need)?;
     let nonblocking = f.nonblocking();
