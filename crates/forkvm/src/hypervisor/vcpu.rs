@@ -157,6 +157,11 @@ pub enum Exit {
         /// A store's bytes (the first `len`).
         data: [u8; 8],
     },
+    /// KVM could not get the host page behind a guest access (EFAULT):
+    /// a page of a mapped file past the file's end (where Linux raises
+    /// SIGBUS), or a forkvm bug. KVM does not say which address (the
+    /// hypervisors forkvm runs on fill no `KVM_EXIT_MEMORY_FAULT`).
+    HostFault,
     /// Anything else; a broken guest kernel or an unsupported hypervisor.
     Other(&'static str),
 }
@@ -468,6 +473,7 @@ impl Vcpu {
             Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
                 Ok(Exit::Interrupted)
             }
+            Err(e) if e.errno() == libc::EFAULT => Ok(Exit::HostFault),
             Err(source) => Err(KvmError::Ioctl {
                 what: "RUN",
                 source,

@@ -754,6 +754,11 @@ impl Machine {
                         return Ok(outcome);
                     }
                 }
+                Exit::HostFault => {
+                    if let Some(outcome) = self.host_fault()? {
+                        return Ok(outcome);
+                    }
+                }
                 Exit::Shutdown => {
                     return Err(MachineError::Internal("the guest triple-faulted".into()))
                 }
