@@ -285,7 +285,8 @@ impl GuestMemory {
                 .min(to - from);
             let mapped = inside > 0
                 && self.map_host(from, inside, r.backing.as_fd(), offset, libc::MAP_PRIVATE);
-            // map_host forgot the range: it is still the same mapping.
+            // map_host forgot (part of) the range: it is still the same mapping.
+            cut_out(&mut self.private_files, from, to);
             self.private_files.insert(
                 from,
                 FileRange {
@@ -423,5 +424,56 @@ mod tests {
         let snap = crate::memory::Snapshot::capture(&m).unwrap();
         let mut view = GuestMemory::fork_of(&snap).unwrap();
         assert!(!view.map_shared(at, abi::PAGE_SIZE, fd, 0, false));
+    }
+
+    #[test]
+    fn dropped_private_pages_are_the_file_again_and_past_its_end_is_listed() {
+        let page = abi::PAGE_SIZE;
+        let mut m = GuestMemory::new(16 * MIB).unwrap();
+        let at = abi::USER_BASE + MIB;
+        let (f, _) = file_of(2, b'c');
+        // Two pages of the file and one past its end, private.
+        assert!(m.map_file(at, 2 * page, f.as_fd(), 0));
+        m.note_private_file(at, 3 * page, OwnedFd::from(f.try_clone().unwrap()), 0);
+        m.write(at + 5, b"mine").unwrap();
+        m.write(at + 2 * page, b"past").unwrap();
+        rustix::io::pwrite(&f, b"new", page + 1).unwrap();
+        let outside = m.reload_private_files(at - page, at + 3 * page);
+        assert_eq!(outside, vec![(at - page, at)]);
+        assert_eq!(m.read(at + 5, 4).unwrap(), b"cccc", "the change is dropped");
+        assert_eq!(m.read(at + page, 4).unwrap(), b"cnew", "the file's bytes");
+        assert_eq!(m.read(at + 2 * page, 4).unwrap(), &[0; 4], "zero past the end");
+        // Still remembered: a second drop reads the file again.
+        m.write(at, b"again").unwrap();
+        m.reload_private_files(at, at + page);
+        assert_eq!(m.read(at, 5).unwrap(), b"ccccc");
+        // The file shrinks: its mapped pages past the new end are listed.
+        rustix::fs::ftruncate(&f, 10).unwrap();
+        assert_eq!(m.past_end_of_file(), vec![(at + page, at + 3 * page)]);
+        // Unmapping forgets the mapping.
+        m.unmap_files(at, 3 * page);
+        assert!(m.past_end_of_file().is_empty());
+        assert_eq!(m.reload_private_files(at, at + page), vec![(at, at + page)]);
+    }
+
+    #[test]
+    fn a_shared_mapping_longer_than_its_file_follows_its_growth() {
+        let page = abi::PAGE_SIZE;
+        let mut m = GuestMemory::new(16 * MIB).unwrap();
+        let at = abi::USER_BASE + MIB;
+        let (f, fd) = file_of(1, b'd');
+        assert!(m.map_shared(at, 4 * page, fd.clone(), 0, false));
+        assert_eq!(m.past_end_of_file(), vec![(at + page, at + 4 * page)]);
+        rustix::fs::ftruncate(&f, 3 * page).unwrap();
+        assert_eq!(m.past_end_of_file(), vec![(at + 3 * page, at + 4 * page)]);
+        m.write(at + 2 * page, b"grown").unwrap();
+        let mut buf = [0u8; 5];
+        rustix::io::pread(&f, &mut buf, 2 * page).unwrap();
+        assert_eq!(&buf, b"grown");
+        // A read-only one shows the file's changes and writes nothing to it.
+        let ro = at + 8 * page;
+        assert!(m.map_shared_read_only(ro, page, fd, 0));
+        rustix::io::pwrite(&f, b"later", 7).unwrap();
+        assert_eq!(m.read(ro + 7, 5).unwrap(), b"later");
     }
 }
