@@ -442,7 +442,11 @@ mod tests {
         assert_eq!(outside, vec![(at - page, at)]);
         assert_eq!(m.read(at + 5, 4).unwrap(), b"cccc", "the change is dropped");
         assert_eq!(m.read(at + page, 4).unwrap(), b"cnew", "the file's bytes");
-        assert_eq!(m.read(at + 2 * page, 4).unwrap(), &[0; 4], "zero past the end");
+        assert_eq!(
+            m.read(at + 2 * page, 4).unwrap(),
+            &[0; 4],
+            "zero past the end"
+        );
         // Still remembered: a second drop reads the file again.
         m.write(at, b"again").unwrap();
         m.reload_private_files(at, at + page);
