@@ -489,7 +489,7 @@ fn sys_nop(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 9, name: "mmap", handler: sys_mmap, support: Support::Partial,
-        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); protections are not enforced" },
+        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); file mappings show later changes to the file (but a writable private one of at most 1 MiB is copied at mmap); an access past the end of the file is SIGBUS; protections are not enforced" },
     SyscallEntry { nr: 10, name: "mprotect", handler: sys_mprotect, support: Support::Partial,
         note: "system calls honour the new rights; the program's own accesses keep the rights it was loaded with (PVM cannot change live page-table entries)" },
     SyscallEntry { nr: 11, name: "munmap", handler: sys_munmap, support: Support::Partial,
@@ -499,7 +499,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "MREMAP_FIXED is refused" },
     SyscallEntry { nr: 26, name: "msync", handler: sys_nop, support: Support::Full, note: "" },
     SyscallEntry { nr: 28, name: "madvise", handler: sys_madvise, support: Support::Partial,
-        note: "MADV_DONTNEED zeroes the range; MADV_FREE and other advice are accepted and ignored" },
+        note: "MADV_DONTNEED zeroes anonymous memory, reads a private file mapping's file again and leaves shared pages alone; MADV_FREE and other advice are accepted and ignored" },
     SyscallEntry { nr: 149, name: "mlock", handler: sys_nop, support: Support::Full, note: "" },
     SyscallEntry { nr: 150, name: "munlock", handler: sys_nop, support: Support::Full, note: "" },
 ];
