@@ -401,6 +401,19 @@ fn shared_mappings_reach_the_file_and_the_child() {
     glibc_and_musl_in_a_dir("shared_mappings");
 }
 
+/// File mappings coherent with their file as on Linux: a read-only
+/// MAP_SHARED mapping and an untouched MAP_PRIVATE one show later writes to
+/// the file, their last partial page too (it was a stale copy); a MAP_SHARED
+/// mapping longer than its file reaches the file once the file grows (stores
+/// there were lost); MADV_DONTNEED on a private file mapping reads the file
+/// again (it zeroed it); and an access past the end of a file that shrank
+/// under its mapping is a SIGBUS the program catches (it ended the run with
+/// "KVM RUN failed: Bad address").
+#[test]
+fn file_mappings_follow_the_file() {
+    glibc_and_musl_in_a_dir("file_mappings");
+}
+
 /// flock and fcntl record locks exclude between the run's processes (they
 /// were all granted: four processes adding to a counter under flock lost
 /// about half the additions, and concurrent sqlite3 writers corrupted

@@ -44,6 +44,22 @@ impl CrashInfo {
     }
 }
 
+impl CrashInfo {
+    /// The crash for an access at `addr` to a page of a mapped file past
+    /// the file's end (SIGBUS on Linux), with the registers at the access.
+    pub fn past_end_of_file(addr: u64, regs: kvm_bindings::kvm_regs) -> Self {
+        Self {
+            signal: libc::SIGBUS,
+            signal_name: "SIGBUS",
+            description: format!(
+                "bus error: access to {addr:#x}, in a mapped file past the end of the file"
+            ),
+            fault_addr: Some(addr),
+            regs,
+        }
+    }
+}
+
 /// The Linux signal for exception `vector` (what Linux's trap handlers send).
 fn signal_of(v: u8) -> (i32, &'static str) {
     const SEGV: (i32, &str) = (libc::SIGSEGV, "SIGSEGV");

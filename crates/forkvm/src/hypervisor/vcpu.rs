@@ -157,6 +157,15 @@ pub enum Exit {
         /// A store's bytes (the first `len`).
         data: [u8; 8],
     },
+    /// KVM could not get the host page behind a guest access (EFAULT):
+    /// a page of a mapped file past the file's end (where Linux raises
+    /// SIGBUS), or a forkvm bug. KVM does not say which address (the
+    /// hypervisors forkvm runs on fill no `KVM_EXIT_MEMORY_FAULT`).
+    HostFault,
+    /// KVM could not emulate an instruction: one it took for an MMIO
+    /// access (where no memory slot is) that its emulator does not know,
+    /// such as a vector load.
+    EmulationFailure,
     /// Anything else; a broken guest kernel or an unsupported hypervisor.
     Other(&'static str),
 }
@@ -200,6 +209,11 @@ impl Vcpu {
         };
         me.sync_slots(mem)?;
         Ok(me)
+    }
+
+    /// Whether `mem` uses chunks that have no memory slot yet.
+    pub fn slots_missing(&self, mem: &GuestMemory) -> bool {
+        mem.chunks_in_use() & !self.slots != 0
     }
 
     /// Gives every chunk of `mem` the program has mapped something in a KVM
@@ -445,7 +459,7 @@ impl Vcpu {
             Ok(VcpuExit::IoOut(port, _)) => Ok(Exit::Io(port)),
             Ok(VcpuExit::Shutdown) => Ok(Exit::Shutdown),
             Ok(VcpuExit::Hlt) => Ok(Exit::Other("hlt")),
-            Ok(VcpuExit::InternalError) => Ok(Exit::Other("internal error (emulation failure)")),
+            Ok(VcpuExit::InternalError) => Ok(Exit::EmulationFailure),
             Ok(VcpuExit::FailEntry(..)) => Ok(Exit::Other("failed VM entry")),
             Ok(VcpuExit::MmioRead(addr, d)) => Ok(Exit::Mmio {
                 addr,
@@ -468,6 +482,7 @@ impl Vcpu {
             Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
                 Ok(Exit::Interrupted)
             }
+            Err(e) if e.errno() == libc::EFAULT => Ok(Exit::HostFault),
             Err(source) => Err(KvmError::Ioctl {
                 what: "RUN",
                 source,

@@ -136,20 +136,32 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     let anonymous = flags & MAP_ANONYMOUS != 0;
     // MAP_SHARED (or MAP_SHARED_VALIDATE): written through to the file, or
-    // shared with forked children. Read-only shared file mappings are
-    // private copies (nothing can be written through them).
-    let shared = flags & (MAP_SHARED | MAP_PRIVATE) != MAP_PRIVATE && (anonymous || prot & 2 != 0);
-    let mut shared_file = None;
+    // shared with forked children. A read-only one of a file is the file
+    // mapped copy-on-write (nothing writes through it), which shows its
+    // changes; of /dev/zero, private zeroes.
+    let shared_flag = flags & (MAP_SHARED | MAP_PRIVATE) != MAP_PRIVATE;
+    let mut shared = None;
     if !anonymous {
         aligned(off)?;
         // Validate the fd before taking address space.
         check_mappable(p, fd)?;
-        if shared {
-            shared_file = Some(
-                p.fds
-                    .host_file_for_shared_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?)?,
-            );
+        let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+        if shared_flag && prot & 2 != 0 {
+            shared = Some(match p.fds.host_file_for_shared_mmap(fd)? {
+                Some((fd, _)) => Share::File {
+                    fd,
+                    read_only: false,
+                },
+                None => Share::Anonymous,
+            });
+        } else if shared_flag {
+            shared = p.fds.host_file_for_mmap(fd).map(|(fd, _)| Share::File {
+                fd,
+                read_only: true,
+            });
         }
+    } else if shared_flag {
+        shared = Some(Share::Anonymous);
     }
     let start = if flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0 && p.mm.in_heap(addr, len) {
         aligned(addr)?;
@@ -191,19 +203,25 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     for (s, l) in p.mm.take_dirty(start, len) {
         zero_kept(mem, s, l);
     }
-    if shared && share(mem, start, len, off, shared_file) {
+    if shared.is_some_and(|what| share(mem, start, len, off, what)) {
         mem.map_user(start, start + len, rights);
         return Ok(start);
     }
     if !anonymous {
-        // Whole pages inside the file are mapped from the host's page cache
-        // (shared between VMs); what lies past the end of the file is copied
-        // (zero-filled), as the kernel would.
-        let direct = p
+        // The pages the file covers, its last partial one too, are mapped
+        // from the host's page cache (shared between VMs; until written,
+        // they show the file's changes, as on Linux); what lies past the
+        // end of the file is copied (zero-filled).
+        let host = p
             .fds
-            .host_file_for_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?)
+            .host_file_for_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?);
+        let direct = host
+            .as_ref()
             .and_then(|(hfd, size)| {
-                let inside = size.saturating_sub(off).min(len) & !(PAGE_SIZE - 1);
+                let inside = size
+                    .saturating_sub(off)
+                    .next_multiple_of(PAGE_SIZE)
+                    .min(len);
                 (inside > 0 && mem.map_file(start, inside, hfd.as_fd(), off)).then_some(inside)
             })
             .unwrap_or(0);
@@ -218,6 +236,10 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             mem.unmap_user(start, start + len);
             return Err(e);
         }
+        if let Some((hfd, _)) = host {
+            // For MADV_DONTNEED, which reads the file again.
+            mem.note_private_file(start, len, hfd, off);
+        }
     }
     if anonymous && rights.write {
         populate_small(mem, start, len);
@@ -226,36 +248,35 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(start)
 }
 
+/// What a shared mapping maps.
+enum Share {
+    /// The program's file (a duplicate of its host descriptor); a
+    /// read-only mapping is copy-on-write (see [`crate::memory::SharedRange`]).
+    File {
+        fd: std::os::fd::OwnedFd,
+        read_only: bool,
+    },
+    /// `MAP_ANONYMOUS` or /dev/zero: a new memfd.
+    Anonymous,
+}
+
 /// Maps `start..start+len` shared (see [`crate::memory::SharedRange`]):
-/// the whole pages of `file` from `off` that the file holds (what lies past
-/// its end is zero-filled, as for a private mapping), or, for an anonymous
-/// or /dev/zero mapping (`file` None or `Some(None)`), a new memfd. False
-/// when the memory cannot share (a fork's, or the host refused): the caller
-/// maps privately then, and the program's writes stay in this process.
-fn share(
-    mem: &mut GuestMemory,
-    start: u64,
-    len: u64,
-    off: u64,
-    file: Option<Option<(std::os::fd::OwnedFd, u64)>>,
-) -> bool {
-    let done = match file.flatten() {
-        Some((fd, size)) => {
-            // The file's last partial page too (a semaphore's file is 32
-            // bytes): shared like the rest, zero past the end, as on Linux.
-            let inside = size
-                .saturating_sub(off)
-                .min(len)
-                .next_multiple_of(PAGE_SIZE)
-                .min(len);
-            inside > 0 && mem.map_shared(start, inside, std::sync::Arc::new(fd), off, false) && {
-                if inside < len {
-                    zero_kept(mem, start + inside, len - inside);
-                }
-                true
+/// the file from `off`, over the whole range (pages past its end become the
+/// file's when it grows; until then, accessing them is SIGBUS, as on
+/// Linux), or a new memfd. False when the memory cannot share (a fork's, or
+/// the host refused): the caller maps privately then, and the program's
+/// writes stay in this process.
+fn share(mem: &mut GuestMemory, start: u64, len: u64, off: u64, what: Share) -> bool {
+    let done = match what {
+        Share::File { fd, read_only } => {
+            let fd = std::sync::Arc::new(fd);
+            if read_only {
+                mem.map_shared_read_only(start, len, fd, off)
+            } else {
+                mem.map_shared(start, len, fd, off, false)
             }
         }
-        None => crate::memory::anonymous_backing(len)
+        Share::Anonymous => crate::memory::anonymous_backing(len)
             .is_ok_and(|b| mem.map_shared(start, len, b, 0, true)),
     };
     if !done {
@@ -382,7 +403,12 @@ fn remap_shared(
     } else {
         p.mm.alloc(new_len).ok_or(Errno::ENOMEM)?
     };
-    if !mem.map_shared(at, new_len, r.backing.clone(), offset, r.anonymous) {
+    let grown = crate::memory::SharedRange {
+        end: at + new_len,
+        offset,
+        ..r
+    };
+    if !mem.map_range(at, grown) {
         if at != old {
             p.mm.remove(at, new_len);
         }
@@ -424,7 +450,8 @@ fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(0)
 }
 
-/// Implements madvise(2): DONTNEED/FREE zero the range; other advice is accepted.
+/// Implements madvise(2): DONTNEED drops the range's contents (zero, or the
+/// file's for a private file mapping); other advice is accepted.
 fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [addr, len, advice, ..] = *a;
     aligned(addr)?;
@@ -439,12 +466,15 @@ fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         let mapped = p.mm.mappings().any(|(s, l)| addr >= s && end <= s + l);
         if in_heap || mapped {
             // Shared pages keep their contents (they are the file's, or
-            // shared with another process), as on Linux.
+            // shared with another process), as on Linux; private pages of a
+            // file are the file's again, and anonymous ones zero.
             for (from, to) in mem.outside_shared(addr, end) {
-                if to - from <= KEEP_FREED {
-                    zero_kept(mem, from, to - from);
-                } else {
-                    discard(mem, from, to - from);
+                for (from, to) in mem.reload_private_files(from, to) {
+                    if to - from <= KEEP_FREED {
+                        zero_kept(mem, from, to - from);
+                    } else {
+                        discard(mem, from, to - from);
+                    }
                 }
             }
         }
@@ -459,7 +489,7 @@ fn sys_nop(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 9, name: "mmap", handler: sys_mmap, support: Support::Partial,
-        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); protections are not enforced" },
+        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); file mappings show later changes to the file (but a writable private one of at most 1 MiB is copied at mmap); an access past the end of the file is SIGBUS; protections are not enforced" },
     SyscallEntry { nr: 10, name: "mprotect", handler: sys_mprotect, support: Support::Partial,
         note: "system calls honour the new rights; the program's own accesses keep the rights it was loaded with (PVM cannot change live page-table entries)" },
     SyscallEntry { nr: 11, name: "munmap", handler: sys_munmap, support: Support::Partial,
@@ -469,7 +499,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "MREMAP_FIXED is refused" },
     SyscallEntry { nr: 26, name: "msync", handler: sys_nop, support: Support::Full, note: "" },
     SyscallEntry { nr: 28, name: "madvise", handler: sys_madvise, support: Support::Partial,
-        note: "MADV_DONTNEED zeroes the range; MADV_FREE and other advice are accepted and ignored" },
+        note: "MADV_DONTNEED zeroes anonymous memory, reads a private file mapping's file again and leaves shared pages alone; MADV_FREE and other advice are accepted and ignored" },
     SyscallEntry { nr: 149, name: "mlock", handler: sys_nop, support: Support::Full, note: "" },
     SyscallEntry { nr: 150, name: "munlock", handler: sys_nop, support: Support::Full, note: "" },
 ];

@@ -754,6 +754,26 @@ impl Machine {
                         return Ok(outcome);
                     }
                 }
+                Exit::EmulationFailure if self.vcpu.slots_missing(&self.mem) => {
+                    // An instruction KVM cannot emulate (glibc's vector
+                    // string functions) touched memory a poller mapped while
+                    // the vCPU ran, before its chunk had a memory slot: the
+                    // slot is added before the next entry, which runs the
+                    // instruction again (KVM did not complete it).
+                    if let Some(x) = &self.exitless {
+                        x.late_slot();
+                    }
+                }
+                Exit::EmulationFailure => {
+                    return Err(MachineError::Internal(
+                        "internal error (emulation failure)".into(),
+                    ))
+                }
+                Exit::HostFault => {
+                    if let Some(outcome) = self.host_fault()? {
+                        return Ok(outcome);
+                    }
+                }
                 Exit::Shutdown => {
                     return Err(MachineError::Internal("the guest triple-faulted".into()))
                 }

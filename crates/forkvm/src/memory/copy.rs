@@ -50,6 +50,11 @@ impl GuestMemory {
                 0
             }
         };
+        // Shared mappings are the same pages in both: mapped first, and
+        // only where that fails copied below (reading a page of one past
+        // its file's end would fault, so those are left out).
+        self.share_ranges_of(src);
+        let past_end = src.shared_past_end();
         let base = src.base.as_ptr() as u64;
         let mut ranges = pagemap::scan(base, base + size, PAGE_IS_PRESENT, unwanted)
             .map_err(|e| map_err(size, e))?;
@@ -60,21 +65,24 @@ impl GuestMemory {
             if off.checked_add(len).is_none_or(|end| end > size) {
                 continue;
             }
-            for page in (off..off + len).step_by(PAGE_SIZE as usize) {
-                let from = src.kernel_read(page, PAGE_SIZE).map_err(fault)?;
-                // Equal already (zeros in fresh memory, the snapshot's
-                // bytes in a view): left untouched, so it costs nothing.
-                if self.kernel_read(page, PAGE_SIZE).map_err(fault)? == from {
-                    continue;
+            for (from, to) in self.outside_shared(off, off + len) {
+                for page in (from..to).step_by(PAGE_SIZE as usize) {
+                    if past_end.iter().any(|&(s, e)| (s..e).contains(&page)) {
+                        continue;
+                    }
+                    let from = src.kernel_read(page, PAGE_SIZE).map_err(fault)?;
+                    // Equal already (zeros in fresh memory, the snapshot's
+                    // bytes in a view): left untouched, so it costs nothing.
+                    if self.kernel_read(page, PAGE_SIZE).map_err(fault)? == from {
+                        continue;
+                    }
+                    self.kernel_slice_mut(page, PAGE_SIZE)
+                        .map_err(fault)?
+                        .copy_from_slice(from);
                 }
-                self.kernel_slice_mut(page, PAGE_SIZE)
-                    .map_err(fault)?
-                    .copy_from_slice(from);
             }
         }
-        // Shared mappings are the same pages in both (copied above only to
-        // stay correct where they cannot be shared).
-        self.share_ranges_of(src);
+        self.private_files = src.private_files.clone();
         self.user_map = src.user_map.clone();
         self.commit_limit = src.commit_limit;
         self.chunks |= src.chunks;
@@ -115,6 +123,7 @@ impl GuestMemory {
         self.idle.clear();
         self.file_mapped.clear();
         self.shared.clear();
+        self.private_files.clear();
         self.unguard_if_no_files();
         // One mapping again: the moves it was split by are gone.
         self.moves_left = super::guest_memory::MAX_MOVES;

@@ -97,6 +97,8 @@ pub struct GuestMemory {
     pub(super) file_mapped: std::collections::BTreeMap<u64, u64>,
     /// The file-mapped ranges that are shared (`MAP_SHARED`), by start.
     pub(super) shared: std::collections::BTreeMap<u64, super::shared::SharedRange>,
+    /// Private mappings of files made by mmap, by start (see `memory::shared`).
+    pub(super) private_files: std::collections::BTreeMap<u64, super::shared::FileRange>,
     /// This memory's slot in [`super::bus_guard`], once a file is mapped in it.
     pub(super) bus_slot: Option<usize>,
     /// Chunks of guest RAM (bit n: the n-th [`GuestMemory::chunk_size`]
@@ -198,6 +200,7 @@ impl GuestMemory {
             commit_limit: size,
             file_mapped: Default::default(),
             shared: Default::default(),
+            private_files: Default::default(),
             bus_slot: None,
             chunks: 1,
             budget: None,
@@ -687,13 +690,15 @@ impl GuestMemory {
     }
 
     /// Puts plain anonymous memory back over file-mapped (and shared) parts
-    /// of `addr..addr+len`.
+    /// of `addr..addr+len`, and forgets the file mappings there.
     pub fn unmap_files(&mut self, addr: u64, len: u64) {
+        let end = addr.saturating_add(len);
+        if !self.private_files.is_empty() || !self.shared.is_empty() {
+            self.forget_files(addr, end);
+        }
         if self.file_mapped.is_empty() {
             return;
         }
-        let end = addr + len;
-        self.forget_shared(addr, end);
         let hit: Vec<(u64, u64)> = self
             .file_mapped
             .range(..end)
@@ -727,9 +732,7 @@ impl GuestMemory {
     /// Returns guest pages to the host; they read as zero afterwards.
     pub fn discard(&mut self, addr: u64, len: u64) -> Result<(), Fault> {
         let start = self.check(abi::USER_BASE, addr, len)?;
-        if !self.file_mapped.is_empty() {
-            self.unmap_files(addr, len);
-        }
+        self.unmap_files(addr, len);
         // In a fork, MADV_DONTNEED would bring back the master's bytes, not zeroes.
         let aligned = addr.is_multiple_of(abi::PAGE_SIZE) && len.is_multiple_of(abi::PAGE_SIZE);
         if self.snapshot.is_some() || !aligned {

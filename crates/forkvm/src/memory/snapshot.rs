@@ -57,6 +57,9 @@ pub struct Snapshot {
     commit_limit: u64,
     /// The chunks of guest RAM in use (see `GuestMemory::chunks_in_use`).
     chunks: u64,
+    /// Its private file mappings (their pages are copies in the snapshot;
+    /// `MADV_DONTNEED` reads the file again).
+    private_files: std::collections::BTreeMap<u64, super::shared::FileRange>,
     fd: OwnedFd,
     size: u64,
     /// A read-only shared view, the source for restoring pages.
@@ -104,11 +107,18 @@ impl Snapshot {
         let whole = mem
             .kernel_read(0, size)
             .map_err(|_| err(std::io::Error::from_raw_os_error(libc::EFAULT)))?;
+        // Pages of a shared mapping past its file's end have no bytes (the
+        // host faults there): zero in the snapshot, and left alone here.
+        let past_end = mem.shared_past_end();
         for (s, e) in ranges {
             let off = s - base;
             let bytes = &whole[off as usize..(e - base) as usize];
             // Skip pages that are all zero: the memfd reads as zero there already.
             for (i, page) in bytes.chunks(PAGE_SIZE as usize).enumerate() {
+                let at = off + i as u64 * PAGE_SIZE;
+                if past_end.iter().any(|&(s, e)| (s..e).contains(&at)) {
+                    continue;
+                }
                 if page.iter().any(|&b| b != 0) {
                     rustix::io::pwrite(&fd, page, off + i as u64 * PAGE_SIZE)
                         .map_err(|e| err(e.into()))?;
@@ -127,6 +137,7 @@ impl Snapshot {
             user_map: mem.user_map.clone(),
             commit_limit: mem.commit_limit,
             chunks: mem.chunks_in_use(),
+            private_files: mem.private_files.clone(),
             fd,
             size,
             view,
@@ -213,6 +224,7 @@ impl GuestMemory {
             commit_limit: snap.commit_limit,
             file_mapped: Default::default(),
             shared: Default::default(),
+            private_files: snap.private_files.clone(),
             bus_slot: None,
             chunks: snap.chunks,
             budget: None,
@@ -246,6 +258,7 @@ impl GuestMemory {
         self.idle.clear();
         self.file_mapped.clear();
         self.shared.clear();
+        self.private_files = snap.private_files.clone();
         self.unguard_if_no_files();
         Ok(())
     }
@@ -305,6 +318,7 @@ impl GuestMemory {
         };
         let base = self.base.as_ptr() as u64;
         self.user_map = snap.user_map.clone();
+        self.private_files = snap.private_files.clone();
         self.settle();
         let private = pagemap::scan(base, base + self.size, PAGE_IS_PRESENT, PAGE_IS_FILE)?;
         let pages: u64 = private.iter().map(|(s, e)| (e - s) / PAGE_SIZE).sum();
