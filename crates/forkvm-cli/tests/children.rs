@@ -211,6 +211,13 @@ fn sockets_are_reached_across_processes() {
     glibc_and_musl("shared_sockets");
 }
 
+/// /proc/self and /proc/<pid> describe the process that reads them: a child
+/// read the first process's pid and parent.
+#[test]
+fn proc_self_is_the_reading_process() {
+    glibc_and_musl("proc_self");
+}
+
 /// What a signal carries and how signals queue: si_code and the sender's
 /// pid for kill, tgkill, sigqueue (to itself and from a child), SIGCHLD's
 /// child and status, SI_KERNEL and SI_TIMER with the timer's value;

@@ -8,7 +8,7 @@
 //! `/proc/self/exe` opens the program itself; `/proc/self/fd/N` is handled
 //! with the other descriptor aliases in [`super::fs`].
 
-use super::process::{PID, PPID, UID};
+use super::process::{PPID, UID};
 use super::Process;
 use crate::memory::GuestMemory;
 use std::fmt::Write as _;
@@ -16,11 +16,14 @@ use std::os::fd::OwnedFd;
 
 /// The contents of a synthetic file at the normalised absolute `path`, if it is one.
 pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>> {
+    // A child process is itself, with its parent: not the run's first process.
+    let pid = super::child::pid_of(p);
+    let ppid = p.family.as_ref().map_or(PPID, super::child::Family::ppid);
     let path = path
         .strip_prefix(b"/proc/self/")
         .map(|rest| [b"self/".as_slice(), rest].concat())
         .or_else(|| {
-            path.strip_prefix(format!("/proc/{PID}/").as_bytes())
+            path.strip_prefix(format!("/proc/{pid}/").as_bytes())
                 .map(|rest| [b"self/".as_slice(), rest].concat())
         })
         .or_else(|| path.strip_prefix(b"/proc/").map(<[u8]>::to_vec))?;
@@ -48,22 +51,21 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
             let name = String::from_utf8_lossy(p.comm.split(|&b| b == 0).next().unwrap_or(b""));
             let _ = write!(
                 s,
-                "Name:\t{name}\nState:\tR (running)\nTgid:\t{PID}\nPid:\t{PID}\nPPid:\t{PPID}\n\
+                "Name:\t{name}\nState:\tR (running)\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t{ppid}\n\
                  Uid:\t{UID}\t{UID}\t{UID}\t{UID}\nGid:\t{UID}\t{UID}\t{UID}\t{UID}\n\
                  VmRSS:\t{} kB\nThreads:\t{}\n",
                 mem.committed() >> 10,
-                p.threads.count()
+                p.threads.count(),
             );
         }
         b"self/stat" => {
             // Linux's 52 fields; what is not tracked is 0. libuv reads the
             // resident size (field 24) for node's process.memoryUsage().
             let name = String::from_utf8_lossy(p.comm.split(|&b| b == 0).next().unwrap_or(b""));
-            let pid = super::child::pid_of(p);
             let pages = mem.committed() / crate::abi::PAGE_SIZE;
             let _ = writeln!(
                 s,
-                "{pid} ({name}) R {PPID} {pid} {pid} 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 {threads} 0 0 \
+                "{pid} ({name}) R {ppid} {pid} {pid} 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 {threads} 0 0 \
                  {vsize} {pages} 18446744073709551615 0 0 0 0 0 0 {blocked} 0 0 0 0 0 17 0 0 0 0 0 0 \
                  0 0 0 0 0 0 0 0",
                 threads = p.threads.count(),
