@@ -889,7 +889,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 130, name: "rt_sigsuspend", handler: sys_rt_sigsuspend, support: Support::Partial,
         note: "wakes for signals from other processes and itself, looked at every 2 ms" },
     SyscallEntry { nr: 57, name: "fork", handler: sys_fork, support: Support::Partial,
-        note: "the child is a copy-on-write copy of the VM on its own host thread (not under forkvm serve); --max-processes limits them (EAGAIN)" },
+        note: "the child is a VM with a copy of the populated memory, on its own host thread (not under forkvm serve); --max-processes limits them (EAGAIN)" },
     SyscallEntry { nr: 58, name: "vfork", handler: sys_vfork, support: Support::Partial,
         note: "as fork: the child gets a copy of memory and the parent does not wait for its exec; the copy is lent, not charged against --memory, until the child execs, exits or forks" },
     SyscallEntry { nr: 61, name: "wait4", handler: sys_wait4, support: Support::Partial,
