@@ -62,7 +62,9 @@ struct RunArgs {
     /// Default: no limit.
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
-    /// Guest memory limit in MiB; beyond it brk/mmap fail with ENOMEM.
+    /// Guest memory limit in MiB, one for all processes of the run; beyond it brk/mmap/fork fail
+    /// with ENOMEM (a vfork or posix_spawn child is not charged for its parent's memory before
+    /// its exec).
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     memory: u64,
     /// Guest address space in MiB when larger than --memory (reservations

@@ -403,6 +403,71 @@ fn memory_limit_is_shared_by_the_run() {
     }
 }
 
+/// A program with a 150 MiB heap starts others (posix_spawn, vfork + execve,
+/// clone(CLONE_VFORK) + execve, vfork + _exit) under --memory 256: a vfork
+/// child borrows its copy of the parent's memory until its execve or exit
+/// instead of being charged for it (charged, 150 + 150 did not fit). Then,
+/// heap freed, a plain fork. The output is native's.
+#[test]
+fn spawning_from_a_large_heap_fits_the_memory_limit() {
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("bigspawn.{libc}"));
+        let (_, vm) = check(
+            &Case::new(&prog)
+                .args(["150"])
+                .flags([
+                    "--memory",
+                    "256",
+                    "--cwd",
+                    &out_dir(),
+                    "--allow-read",
+                    &out_dir(),
+                ])
+                .limit(Duration::from_secs(60)),
+        );
+        assert!(
+            vm.stdout_str().contains("posix_spawn: exited 7\n"),
+            "{}",
+            vm.describe()
+        );
+    }
+}
+
+/// What a vfork child borrows does not let it exceed --memory: what it maps
+/// is charged (ENOMEM), it pays for its copy before it forks (ENOMEM), and
+/// the copies lent at once are bounded by the limit (a second vfork child
+/// while the first waits is charged: ENOMEM). Once the first has exited,
+/// spawning works again.
+#[test]
+fn a_vfork_child_cannot_exceed_the_memory_limit() {
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("bigspawn.{libc}"));
+        let vm = Case::new(&prog)
+            .args(["150", "hostile", "150"])
+            .flags([
+                "--memory",
+                "256",
+                "--cwd",
+                &out_dir(),
+                "--allow-read",
+                &out_dir(),
+            ])
+            .limit(Duration::from_secs(60))
+            .run_forkvm();
+        assert_eq!(vm.status, 0, "{}", vm.describe());
+        assert_eq!(
+            vm.stdout_str(),
+            "vfork child mapping more (12: ENOMEM): exited 12\n\
+             vfork child forking (12: ENOMEM): exited 12\n\
+             posix_spawn while a vfork child waits: ENOMEM\n\
+             waiting vfork child: exited 0\n\
+             posix_spawn: exited 9\n",
+            "{}",
+            vm.describe()
+        );
+    }
+}
+
 /// Names of forkvm's threads (`/proc/PID/task/*/comm`).
 fn thread_names(pid: u32) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {

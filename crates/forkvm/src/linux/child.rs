@@ -450,6 +450,9 @@ pub struct ForkReq {
     pub set_tid: Option<u64>,
     /// CLONE_CHILD_CLEARTID address.
     pub clear_tid: u64,
+    /// CLONE_VFORK: the child borrows its copy of the caller's memory
+    /// rather than being charged for it (`GuestMemory::borrow_budget`).
+    pub vfork: bool,
 }
 
 static NOTE_SHARED_VM: AtomicBool = AtomicBool::new(false);
@@ -467,7 +470,9 @@ fn note(said: &AtomicBool, msg: &str) {
 /// `flags` are clone's. The child is a copy of the caller (memory included,
 /// even with CLONE_VM|CLONE_VFORK, which posix_spawn and vfork use: the
 /// child only execs or exits, so a copy behaves the same), and the caller
-/// does not wait for it to exec.
+/// does not wait for it to exec. A CLONE_VFORK child is not charged for the
+/// copy against --memory until it forks in turn; its execve or exit gives
+/// the copy back (see `GuestMemory::borrow_budget`).
 pub(super) fn fork(
     p: &mut Process,
     mem: &mut GuestMemory,
@@ -516,6 +521,7 @@ pub(super) fn fork(
         tls,
         set_tid: (flags & CLONE_CHILD_SETTID != 0).then_some(ctid),
         clear_tid,
+        vfork: flags & CLONE_VFORK != 0,
     })));
     Ok(pid)
 }
@@ -883,9 +889,9 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 130, name: "rt_sigsuspend", handler: sys_rt_sigsuspend, support: Support::Partial,
         note: "wakes for signals from other processes and itself, looked at every 2 ms" },
     SyscallEntry { nr: 57, name: "fork", handler: sys_fork, support: Support::Partial,
-        note: "the child is a copy-on-write copy of the VM on its own host thread (not under forkvm serve); --max-processes limits them (EAGAIN)" },
+        note: "the child is a VM with a copy of the populated memory, on its own host thread (not under forkvm serve); --max-processes limits them (EAGAIN)" },
     SyscallEntry { nr: 58, name: "vfork", handler: sys_vfork, support: Support::Partial,
-        note: "as fork: the child gets a copy of memory and the parent does not wait for its exec" },
+        note: "as fork: the child gets a copy of memory and the parent does not wait for its exec; the copy is lent, not charged against --memory, until the child execs, exits or forks" },
     SyscallEntry { nr: 61, name: "wait4", handler: sys_wait4, support: Support::Partial,
         note: "exit and kill statuses (none kept when SIGCHLD is ignored); no stopped/continued children; rusage is zero" },
     SyscallEntry { nr: 109, name: "setpgid", handler: sys_setpgid, support: Support::Full, note: "" },

@@ -72,6 +72,7 @@ impl Machine {
             Err(e) => {
                 let errno = match &e {
                     MachineError::Map(m) if m.is_out_of_memory() => Errno::ENOMEM,
+                    MachineError::MemoryLimit(_) => Errno::ENOMEM,
                     _ => Errno::EAGAIN,
                 };
                 return fail(self, format!("cannot make the child's VM: {e}"), errno);
@@ -102,15 +103,25 @@ impl Machine {
     ) -> Result<Machine, MachineError> {
         let hv = Hypervisor::get()?;
         // From the first fork on, every process of the run counts against
-        // one memory limit; the copy below charges the child's share.
+        // one memory limit; the copy below charges the child's share (or,
+        // for a vfork child, borrows it until its execve or exit). Only
+        // memory paid for is copied again: a vfork child that forks pays
+        // for its own copy first.
         self.mem.share_budget();
+        if !self.mem.repay_loan() {
+            return Err(MachineError::MemoryLimit(self.mem.commit_limit() >> 20));
+        }
+        let borrow = req.vfork;
         // A VM a finished child left (its memory already empty), or a new one.
         let mut slot = match VmPool::global().take(self.mem.size()) {
             Some(mut slot) => {
-                slot.mem.copy_from(&self.mem)?;
+                slot.mem.copy_from(&self.mem, borrow)?;
                 slot
             }
-            None => Slot::create(GuestMemory::copy_of(&self.mem)?, abi::PAGE_TABLES_ADDR)?,
+            None => Slot::create(
+                GuestMemory::copy_of(&self.mem, borrow)?,
+                abi::PAGE_TABLES_ADDR,
+            )?,
         };
         slot.vcpu.set_syscall_path(hv, self.syscall_path)?;
         // The process state: a copy, except open files, which are shared

@@ -18,18 +18,21 @@ fn map_err(size: u64, source: std::io::Error) -> MapError {
 }
 
 impl GuestMemory {
-    /// A new memory with the same contents and mappings as `src`.
-    pub fn copy_of(src: &GuestMemory) -> Result<GuestMemory, MapError> {
+    /// A new memory with the same contents and mappings as `src`;
+    /// `borrow`: a vfork child's, which `src`'s budget lends its mappings to
+    /// (see [`GuestMemory::borrow_budget`]) rather than charges.
+    pub fn copy_of(src: &GuestMemory, borrow: bool) -> Result<GuestMemory, MapError> {
         let mut dst = GuestMemory::new(src.size)?;
-        dst.copy_from(src)?;
+        dst.copy_from(src, borrow)?;
         Ok(dst)
     }
 
     /// Makes this memory (same size, e.g. a pooled VM's, whose KVM slot
     /// must keep pointing at it) a copy of `src`: emptied first (or, when
     /// `src` is a view of a snapshot, a fresh view of the same snapshot),
-    /// then the pages `src` has of its own copied in.
-    pub fn copy_from(&mut self, src: &GuestMemory) -> Result<(), MapError> {
+    /// then the pages `src` has of its own copied in. `borrow` as for
+    /// [`GuestMemory::copy_of`].
+    pub fn copy_from(&mut self, src: &GuestMemory, borrow: bool) -> Result<(), MapError> {
         let size = src.size;
         if self.size != size {
             return Err(map_err(
@@ -86,10 +89,16 @@ impl GuestMemory {
         self.user_map = src.user_map.clone();
         self.commit_limit = src.commit_limit;
         self.chunks |= src.chunks;
-        // A copy's mappings count against the budget its source is in:
-        // one that does not fit is refused (ENOMEM).
+        // A copy's mappings count against the budget its source is in
+        // (charged, or for a vfork child lent while loans fit): one that
+        // does not fit is refused (ENOMEM).
         if let Some(b) = &src.budget {
-            if !self.join_budget(b.clone(), 0) {
+            let joined = if borrow {
+                self.borrow_budget(b.clone())
+            } else {
+                self.join_budget(b.clone(), 0)
+            };
+            if !joined {
                 return Err(map_err(
                     size,
                     std::io::Error::from_raw_os_error(libc::ENOMEM),
@@ -146,7 +155,7 @@ mod tests {
         a.kernel_slice_mut(size - 8, 8)
             .unwrap()
             .copy_from_slice(b"the end!");
-        let mut b = GuestMemory::copy_of(&a).unwrap();
+        let mut b = GuestMemory::copy_of(&a, false).unwrap();
         assert_eq!(b.kernel_read(0x20_1000, 5).unwrap(), b"hello");
         assert_eq!(b.kernel_read(size - 8, 8).unwrap(), b"the end!");
         b.kernel_slice_mut(0x20_1000, 5)
@@ -158,7 +167,7 @@ mod tests {
         c.kernel_slice_mut(0x40_0000, 3)
             .unwrap()
             .copy_from_slice(b"old");
-        c.copy_from(&b).unwrap();
+        c.copy_from(&b, false).unwrap();
         assert_eq!(c.kernel_read(0x20_1000, 5).unwrap(), b"HELLO");
         assert_eq!(c.kernel_read(0x40_0000, 3).unwrap(), [0, 0, 0]);
     }
@@ -183,7 +192,7 @@ mod tests {
         // A page the view zeroed must read as zeros in the copy, not as the snapshot's.
         view.kernel_slice_mut(0x20_0000, 6).unwrap().fill(0);
         let mut c = GuestMemory::new(size).unwrap();
-        c.copy_from(&view).unwrap();
+        c.copy_from(&view, false).unwrap();
         assert_eq!(c.kernel_read(0x20_0000, 6).unwrap(), [0; 6]);
         assert_eq!(c.kernel_read(0x30_0000, 4).unwrap(), b"keep");
         assert_eq!(c.kernel_read(0x40_0000, 7).unwrap(), b"private");
@@ -193,7 +202,7 @@ mod tests {
             .copy_from_slice(b"mine");
         assert_eq!(view.kernel_read(0x30_0000, 4).unwrap(), b"keep");
         assert_eq!(
-            GuestMemory::copy_of(&view)
+            GuestMemory::copy_of(&view, false)
                 .unwrap()
                 .kernel_read(0x30_0000, 4)
                 .unwrap(),

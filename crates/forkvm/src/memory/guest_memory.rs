@@ -15,9 +15,16 @@ use std::sync::Arc;
 
 /// The memory limit one run's processes share: bytes mapped accessible by
 /// all of them together (each [`GuestMemory`] in it charges its own).
+///
+/// A vfork child (until its execve or exit) is not charged for the copy of
+/// its parent's mappings it starts with: those bytes are *lent* to it (see
+/// [`GuestMemory::borrow_budget`]). Loans are bounded too: all of a run's
+/// together stay within the limit, so while vfork children wait to exec the
+/// host holds at most twice the limit.
 #[derive(Debug, Default)]
 pub struct Budget {
     used: AtomicU64,
+    lent: AtomicU64,
 }
 
 impl Budget {
@@ -35,6 +42,30 @@ impl Budget {
             .used
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
                 Some(u.saturating_sub(n))
+            });
+    }
+
+    /// Bytes lent to vfork children that have not exec'd or exited yet.
+    pub fn lent(&self) -> u64 {
+        self.lent.load(Ordering::Relaxed)
+    }
+
+    /// Lends `n` bytes if all loans together stay within `limit`.
+    fn lend(&self, n: u64, limit: u64) -> bool {
+        self.lent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+                let next = l.saturating_add(n);
+                (next <= limit).then_some(next)
+            })
+            .is_ok()
+    }
+
+    /// Takes back `n` bytes lent.
+    fn unlend(&self, n: u64) {
+        let _ = self
+            .lent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+                Some(l.saturating_sub(n))
             });
     }
 
@@ -112,6 +143,11 @@ pub struct GuestMemory {
     pub(super) budget: Option<Arc<Budget>>,
     /// What this memory has charged to `budget`.
     pub(super) charged: u64,
+    /// Bytes of its mappings `budget` lends it rather than charges (a vfork
+    /// child's copy of its parent's mappings, until it execs, exits or
+    /// forks); never more than it has mapped: `charged` + `loan` =
+    /// `committed()` while it is in a budget.
+    pub(super) loan: u64,
     /// Page moves ([`GuestMemory::move_pages`]) left: each splits the host
     /// mapping into more areas, of which a process may have only so many.
     pub(super) moves_left: u32,
@@ -205,6 +241,7 @@ impl GuestMemory {
             chunks: 1,
             budget: None,
             charged: 0,
+            loan: 0,
             moves_left: MAX_MOVES,
         })
     }
@@ -298,9 +335,17 @@ impl GuestMemory {
 
     /// Brings this memory's charge to the shared budget up to date with what
     /// it has mapped (after every change to the mappings).
+    /// A loan never grows: it shrinks to what the program still has mapped
+    /// (the rest goes back to the budget), and whatever the program maps
+    /// (or makes accessible) beyond it is charged.
     pub(super) fn settle(&mut self) {
         if let Some(b) = &self.budget {
-            let now = self.committed();
+            let committed = self.committed();
+            if committed < self.loan {
+                b.unlend(self.loan - committed);
+                self.loan = committed;
+            }
+            let now = committed - self.loan;
             if now > self.charged {
                 b.add(now - self.charged);
             } else {
@@ -310,12 +355,15 @@ impl GuestMemory {
         }
     }
 
-    /// Gives back this memory's charge: it leaves the budget (its process ended).
+    /// Gives back this memory's charge and loan: it leaves the budget (its
+    /// process ended).
     pub fn leave_budget(&mut self) {
         if let Some(b) = self.budget.take() {
             b.sub(self.charged);
+            b.unlend(self.loan);
         }
         self.charged = 0;
+        self.loan = 0;
     }
 
     /// The budget this memory's mappings count against, made now (holding
@@ -345,17 +393,59 @@ impl GuestMemory {
         true
     }
 
+    /// Joins `budget` as a vfork child's copy of its parent's memory: what
+    /// it has mapped now is lent, not charged, if the run's loans together
+    /// stay within the limit (else it is charged as for a fork; false if
+    /// that does not fit). Its new mappings are charged as usual.
+    pub fn borrow_budget(&mut self, budget: Arc<Budget>) -> bool {
+        self.leave_budget();
+        let now = self.committed();
+        if !budget.lend(now, self.commit_limit) {
+            return self.join_budget(budget, 0);
+        }
+        self.loan = now;
+        self.budget = Some(budget);
+        true
+    }
+
+    /// Bytes of this memory's mappings lent rather than charged.
+    pub fn loan(&self) -> u64 {
+        self.loan
+    }
+
+    /// Ends the loan: this memory is charged for everything it has mapped;
+    /// false, with nothing changed, if that does not fit the limit.
+    pub fn repay_loan(&mut self) -> bool {
+        let Some(b) = &self.budget else {
+            return true;
+        };
+        if self.loan == 0 {
+            return true;
+        }
+        let now = self.committed();
+        if !b.swap_charge(self.charged, now, self.commit_limit) {
+            return false;
+        }
+        b.unlend(self.loan);
+        self.charged = now;
+        self.loan = 0;
+        true
+    }
+
     /// Takes over `old`'s place in its budget (exec: this memory replaces
-    /// it); false, with both unchanged, if this one's mappings do not fit.
+    /// it, and what `old` borrowed is given back); false, with both
+    /// unchanged, if this one's mappings do not fit.
     pub fn take_budget_of(&mut self, old: &mut GuestMemory) -> bool {
         let Some(b) = old.budget.clone() else {
             return true;
         };
-        if !self.join_budget(b, old.charged) {
+        if !self.join_budget(b.clone(), old.charged) {
             return false;
         }
+        b.unlend(old.loan);
         old.budget = None;
         old.charged = 0;
+        old.loan = 0;
         true
     }
 
@@ -904,9 +994,9 @@ mod tests {
         let budget = a.share_budget();
         assert_eq!(budget.used(), 6 * MIB);
         // A copy charges what it holds; a second one no longer fits.
-        let mut b = GuestMemory::copy_of(&a).unwrap();
+        let mut b = GuestMemory::copy_of(&a, false).unwrap();
         assert_eq!(budget.used(), 12 * MIB);
-        let err = GuestMemory::copy_of(&a).err().unwrap();
+        let err = GuestMemory::copy_of(&a, false).err().unwrap();
         assert!(err.is_out_of_memory());
         assert_eq!(budget.used(), 12 * MIB);
         // Each one's mappings count for all of them.
@@ -930,5 +1020,71 @@ mod tests {
         assert_eq!(budget.used(), 6 * MIB);
         a.empty_all().unwrap();
         assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn a_vfork_child_borrows_its_copy_and_pays_for_the_rest() {
+        const MIB: u64 = 1 << 20;
+        let rw = super::super::Rights {
+            read: true,
+            write: true,
+        };
+        let mut a = GuestMemory::new(64 * MIB).unwrap();
+        a.track_mappings();
+        a.set_commit_limit(16 * MIB);
+        a.map_user(abi::USER_BASE, abi::USER_BASE + 10 * MIB, rw);
+        let budget = a.share_budget();
+        // 10 + 10 do not fit 16 as a fork's copy, but are lent to a vfork child.
+        assert!(GuestMemory::copy_of(&a, false).is_err());
+        let mut v = GuestMemory::copy_of(&a, true).unwrap();
+        assert_eq!(
+            (budget.used(), budget.lent(), v.loan()),
+            (10 * MIB, 10 * MIB, 10 * MIB)
+        );
+        // Loans are bounded by the limit too: a second child pays (and does not fit).
+        assert!(GuestMemory::copy_of(&a, true).is_err());
+        assert_eq!((budget.used(), budget.lent()), (10 * MIB, 10 * MIB));
+        // What the child maps is charged: 10 + 6 fit, one more MiB does not.
+        assert!(v.may_commit(6 * MIB) && !v.may_commit(7 * MIB));
+        v.map_user(abi::USER_BASE + 20 * MIB, abi::USER_BASE + 22 * MIB, rw);
+        assert_eq!(budget.used(), 12 * MIB);
+        // The loan never grows: it shrinks to what the child still has
+        // mapped (12 - 4 = 8: the 2 MiB mapped after count as in it), and
+        // whatever is mapped beyond it is charged again.
+        v.unmap_user(abi::USER_BASE, abi::USER_BASE + 4 * MIB);
+        assert_eq!(
+            (budget.lent(), v.loan(), budget.used()),
+            (8 * MIB, 8 * MIB, 10 * MIB)
+        );
+        v.map_user(abi::USER_BASE, abi::USER_BASE + 4 * MIB, rw);
+        assert_eq!((budget.lent(), budget.used()), (8 * MIB, 14 * MIB));
+        v.unmap_user(abi::USER_BASE, abi::USER_BASE + 4 * MIB);
+        // Paying for the copy (before it forks) needs room: 10 + 8 > 16.
+        assert!(!v.repay_loan());
+        assert_eq!((budget.used(), budget.lent()), (10 * MIB, 8 * MIB));
+        v.unmap_user(abi::USER_BASE + 4 * MIB, abi::USER_BASE + 8 * MIB);
+        assert!(v.repay_loan());
+        assert_eq!((budget.used(), budget.lent(), v.loan()), (14 * MIB, 0, 0));
+        drop(v);
+        // Exec: the new image is charged in place of what the child paid,
+        // and its loan is given back.
+        let mut w = GuestMemory::copy_of(&a, true).unwrap();
+        w.map_user(abi::USER_BASE + 20 * MIB, abi::USER_BASE + 21 * MIB, rw);
+        let mut n = GuestMemory::new(64 * MIB).unwrap();
+        n.track_mappings();
+        n.set_commit_limit(16 * MIB);
+        n.map_user(abi::USER_BASE, abi::USER_BASE + 7 * MIB, rw);
+        assert!(!n.take_budget_of(&mut w), "11 - 1 + 7: over");
+        assert_eq!((budget.used(), budget.lent()), (11 * MIB, 10 * MIB));
+        n.unmap_user(abi::USER_BASE + 6 * MIB, abi::USER_BASE + 7 * MIB);
+        assert!(n.take_budget_of(&mut w));
+        assert_eq!((budget.used(), budget.lent()), (16 * MIB, 0));
+        drop(w);
+        drop(n);
+        // An exit gives the loan back as well.
+        let v = GuestMemory::copy_of(&a, true).unwrap();
+        assert_eq!(budget.lent(), 10 * MIB);
+        drop(v);
+        assert_eq!((budget.used(), budget.lent()), (10 * MIB, 0));
     }
 }

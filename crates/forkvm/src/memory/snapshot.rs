@@ -229,6 +229,7 @@ impl GuestMemory {
             chunks: snap.chunks,
             budget: None,
             charged: 0,
+            loan: 0,
             moves_left: super::guest_memory::MAX_MOVES,
         })
     }
