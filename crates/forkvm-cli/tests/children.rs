@@ -538,5 +538,11 @@ fn serve_request_children_end_with_the_reset() {
         );
     }
     assert_eq!(settle(), 0, "children outlived their requests\n{}", ctx());
-    assert_eq!(vm_threads(), after_few, "VMs piled up\n{}", ctx());
+    // KVM ends a VM's worker threads after the VM is dropped, not at once:
+    // give a loaded machine time before calling it a pile-up.
+    let t = std::time::Instant::now();
+    while vm_threads() > after_few && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(vm_threads() <= after_few, "VMs piled up\n{}", ctx());
 }
