@@ -211,6 +211,15 @@ fn sockets_are_reached_across_processes() {
     glibc_and_musl("shared_sockets");
 }
 
+/// A signal from another process ends a sleep with EINTR and its handler
+/// has run when the sleep returns: the first process slept on through its
+/// child's SIGCHLD or kill, and a child's sleep returned EINTR with the
+/// handler not yet run (perl's `$SIG{TERM}` in a sleeping child never fired).
+#[test]
+fn signals_from_other_processes_end_sleeps() {
+    glibc_and_musl("sleep_signals");
+}
+
 /// /proc/self and /proc/<pid> describe the process that reads them: a child
 /// read the first process's pid and parent.
 #[test]

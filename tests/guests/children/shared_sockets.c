@@ -100,7 +100,6 @@ static void tcp_listener_made_by_a_child(void)
 {
     int port_pipe[2];
     CHECK(pipe(port_pipe) == 0);
-    pid_t parent = getpid();
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {

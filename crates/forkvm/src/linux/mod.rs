@@ -294,7 +294,12 @@ pub(crate) fn test_call(p: &mut Process, m: &mut GuestMemory, h: Handler, a: &[u
 /// Runs syscall `nr` with `args`; returns the value for RAX (negative errno on failure).
 pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) -> u64 {
     child::take_signals(p);
-    dispatch_leaving_signals(p, mem, nr, args)
+    let r = dispatch_leaving_signals(p, mem, nr, args);
+    // Signals that arrived during the call (one that ended a sleep with
+    // EINTR) are handled on its way out, as Linux does on the return to
+    // user mode, not after whatever the program does next.
+    child::take_signals(p);
+    r
 }
 
 /// As [`dispatch`], leaving the signals other processes sent where they
