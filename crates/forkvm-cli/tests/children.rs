@@ -285,6 +285,43 @@ fn exec_follows_the_read_policy() {
     assert_eq!(vm.stdout_str(), "env: 127\nallowed\n", "{}", vm.describe());
 }
 
+/// A program or script the guest wrote in its private /tmp runs, and it is
+/// that file, not the host's file at the same path: execve took the guest
+/// path for a host path, so the script was "not found" and, where the host
+/// had a file of that name, the host's file ran (a way to run, and load into
+/// guest memory, a host file outside the allow-list).
+#[test]
+fn exec_runs_the_guests_own_files_in_its_private_tmp() {
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let name = format!("/tmp/forkvm-exec-private-{}.sh", std::process::id());
+    std::fs::write(
+        &name,
+        "#!/usr/bin/busybox sh\necho HOST FILE RAN\nexit 99\n",
+    )
+    .unwrap();
+    let mut perm = std::fs::metadata(&name).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&name, perm).unwrap();
+    let script = format!(
+        "printf '#!/usr/bin/busybox sh\\necho guest script\\nexit 47\\n' > {name}; chmod +x {name}; {name}; echo \"script: $?\"; \
+         cp /usr/bin/busybox /tmp/echo; chmod +x /tmp/echo; /tmp/echo copied binary runs"
+    );
+    let vm = Case::new(BUSYBOX)
+        .args(["sh", "-c", &script])
+        .flags(["--allow-read", BUSYBOX])
+        .run_forkvm();
+    let _ = std::fs::remove_file(&name);
+    assert_eq!(vm.status, 0, "{}", vm.describe());
+    assert_eq!(
+        vm.stdout_str(),
+        "guest script\nscript: 47\ncopied binary runs\n",
+        "{}",
+        vm.describe()
+    );
+}
+
 /// A failed run's hint names what its children were refused too: python's
 /// subprocess forks, and only the child tries (and fails) to exec a program
 /// outside --allow-read.

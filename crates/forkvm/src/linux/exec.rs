@@ -9,13 +9,12 @@
 //! survives exec into it (`machine::children`): pid, open files without
 //! FD_CLOEXEC, cwd, ignored signals, the signal mask, the private /tmp.
 
-use super::fs::{check_path, read_path};
+use super::fs::read_path;
 use super::table::{Support, SyscallEntry};
 use super::thread::Sched;
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
 
 /// Most argv + envp strings accepted.
 const MAX_STRINGS: usize = 32 * 1024;
@@ -85,18 +84,9 @@ fn executable(p: &Process, path: &[u8]) -> Result<String, Errno> {
         // The running program itself (the host's link would name forkvm).
         abs = p.exe_path.as_bytes().to_vec();
     }
-    check_path(p, &abs, true)?;
-    let text = String::from_utf8(abs).map_err(|_| Errno::ENOENT)?;
-    // Guest paths are host paths inside the read roots; resolve links and
-    // check the file they lead to as well.
-    let host = std::fs::canonicalize(&text).map_err(|e| Errno(e.raw_os_error().unwrap_or(2)))?;
-    let host = host.to_str().ok_or(Errno::ENOENT)?.to_string();
-    check_path(p, host.as_bytes(), true)?;
-    let meta = std::fs::metadata(&host).map_err(|e| Errno(e.raw_os_error().unwrap_or(2)))?;
-    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        return Err(Errno::EACCES);
-    }
-    Ok(host)
+    // Resolved in the guest's namespace, links included, to the host file
+    // it is (a guest path names a host path only inside plain read roots).
+    super::fs::exec_host_path(p, &abs)
 }
 
 /// A `#!` line: the interpreter and its optional argument.

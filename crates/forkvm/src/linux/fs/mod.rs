@@ -48,7 +48,7 @@ pub use meta::{encode_stat, encode_statx, stat_of_file, StatInfo};
 use overlay::*;
 pub use overlay::{COPY_MAX_BYTES, COPY_MAX_ENTRIES};
 use path::*;
-pub use path::{check_path, read_path};
+pub use path::{check_path, exec_host_path, read_path};
 use tmp::*;
 pub use tmp::{charge_write, PrivateTmp};
 

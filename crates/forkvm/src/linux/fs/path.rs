@@ -580,6 +580,30 @@ pub(super) fn absolute(p: &Process, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, 
     Ok(abs)
 }
 
+/// The host path of the regular file guest path `abs` names, for execve:
+/// resolved in the guest's namespace (its private /tmp, a fork's copies of
+/// the write roots, mounted roots), then named by where that very object is
+/// on the host, and checked to still be it. A guest path is not a host path:
+/// taken as one, a script in the private /tmp ran the host's file of the same
+/// name. EACCES for anything but a regular file with an execute bit.
+pub fn exec_host_path(p: &Process, abs: &[u8]) -> Result<String, Errno> {
+    let r = match lookup(p, AT_FDCWD, abs, true)? {
+        Target::Host(r) => r,
+        _ => return Err(Errno::EACCES),
+    };
+    if r.stat.st_mode & S_IFMT != S_IFREG || r.stat.st_mode & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&*r.fd));
+    let host = rustix::fs::readlink(link.as_str(), Vec::new())?;
+    let host = host.into_string().map_err(|_| Errno::ENOENT)?;
+    let st = rustix::fs::stat(host.as_str())?;
+    if st.st_dev != r.stat.st_dev || st.st_ino != r.stat.st_ino {
+        return Err(Errno::ENOENT);
+    }
+    Ok(host)
+}
+
 /// Looks a (non-empty) guest path up.
 /// Whether `path` (relative to the cwd) names something the guest may see,
 /// with stat's errors (ENOENT, EACCES, ...) otherwise.
