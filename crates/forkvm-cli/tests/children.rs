@@ -220,6 +220,14 @@ fn signals_from_other_processes_end_sleeps() {
     glibc_and_musl("sleep_signals");
 }
 
+/// A blocking send() or sendmsg() on a stream socket sends everything, as
+/// write() does (it returned one send buffer's worth, and a program that
+/// sends once lost the rest).
+#[test]
+fn blocking_sends_send_everything() {
+    glibc_and_musl("send_whole");
+}
+
 /// /proc/self and /proc/<pid> describe the process that reads them: a child
 /// read the first process's pid and parent.
 #[test]

@@ -385,9 +385,11 @@ fn control_fds(p: &Process, mem: &GuestMemory, addr: u64, len: u64) -> Result<Ve
 }
 
 /// The common part of send, sendto, sendmsg and sendmmsg.
+#[allow(clippy::too_many_arguments)]
 fn send_common(
     p: &mut Process,
     mem: &GuestMemory,
+    call: [u64; 4],
     fd: u64,
     iovs: &[(u64, u64)],
     flags: u64,
@@ -415,7 +417,6 @@ fn send_common(
         return Err(Errno::ECONNREFUSED);
     }
     let total: u64 = iovs.iter().map(|v| v.1).sum();
-    let fds = control_fds(p, mem, control.0, control.1)?;
     let mut of = lock(&file);
     let nonblocking = of.nonblocking() || flags & MSG_DONTWAIT != 0;
     let FileKind::Socket(s) = &mut of.kind else {
@@ -424,9 +425,18 @@ fn send_common(
     let sndbuf = u64::from(s.sndbuf);
     let timeout = s.sndtimeo;
     let sigpipe = s.sigpipe();
+    // A blocking stream send returns only when all is sent (or the peer is
+    // gone, or a signal interrupts it), as a write does: what earlier
+    // attempts of this call sent is kept in `p.writes`.
+    let whole = s.ty == SOCK_STREAM && !nonblocking;
+    let before = if whole {
+        super::io::sent_before(p, call).min(total)
+    } else {
+        0
+    };
     // A stream send takes at most a send buffer's worth; a larger datagram is EMSGSIZE.
     let limit = if s.ty == SOCK_STREAM {
-        total.min(sndbuf)
+        (total - before).min(sndbuf)
     } else if total > sndbuf {
         return Err(Errno::EMSGSIZE);
     } else {
@@ -436,10 +446,39 @@ fn send_common(
     for &(base, len) in iovs {
         guest_buf(mem, base, len)?;
     }
+    // Descriptors go with the first bytes only.
+    let fds = if before == 0 {
+        drop(of);
+        let fds = control_fds(p, mem, control.0, control.1)?;
+        of = lock(&file);
+        fds
+    } else {
+        Vec::new()
+    };
+    let FileKind::Socket(s) = &mut of.kind else {
+        return Err(Errno::ENOTSOCK);
+    };
     let mut data = vec![0u8; limit as usize];
-    super::io::gather(mem, iovs, 0, &mut data)?;
+    super::io::gather(mem, iovs, before, &mut data)?;
     let r = s.send(&data, fds);
     drop(of);
+    if whole {
+        let tid = p.tid;
+        p.writes.retain(|w| w.tid != tid);
+        let more = |p: &mut Process, done: u64| {
+            p.writes.push(super::io::WriteProgress { tid, call, done });
+            let _ = thread::wait(p, None, None);
+            Ok(0)
+        };
+        match r {
+            Ok(n) if before + (n as u64) < total => return more(p, before + n as u64),
+            Ok(n) => return Ok(before + n as u64),
+            Err(Errno::EAGAIN) if before > 0 => return more(p, before),
+            // The peer went away after some bytes: those are the answer.
+            Err(_) if before > 0 => return Ok(before),
+            _ => {}
+        }
+    }
     match r {
         Ok(n) => Ok(n as u64),
         Err(Errno::EAGAIN) if !nonblocking => wait_or(p, timeout),
@@ -457,7 +496,17 @@ fn send_common(
 fn sys_sendto(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [fd, buf, len, flags, addr, alen] = *a;
     let to = (addr != 0).then_some((addr, alen));
-    send_common(p, mem, fd, &[(buf, len.min(MAX_RW))], flags, to, (0, 0))
+    let len = len.min(MAX_RW);
+    send_common(
+        p,
+        mem,
+        [44, fd, buf, len],
+        fd,
+        &[(buf, len)],
+        flags,
+        to,
+        (0, 0),
+    )
 }
 
 /// A guest `struct msghdr`.
@@ -492,7 +541,16 @@ fn sendmsg_one(p: &mut Process, mem: &GuestMemory, fd: u64, hdr: u64, flags: u64
     let h = read_msghdr(mem, hdr)?;
     let iovs = msg_iovecs(mem, h.iov, h.iovlen)?;
     let to = (h.name != 0 && h.namelen != 0).then_some((h.name, h.namelen));
-    send_common(p, mem, fd, &iovs, flags, to, (h.control, h.controllen))
+    send_common(
+        p,
+        mem,
+        [46, fd, hdr, h.iovlen],
+        fd,
+        &iovs,
+        flags,
+        to,
+        (h.control, h.controllen),
+    )
 }
 
 /// Implements sendmsg(2), with SCM_RIGHTS descriptor passing.
@@ -788,7 +846,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,
         note: "virtual TCP: connections the host pushed or the program made to itself; AF_UNIX: connections made to the listener's name" },
     SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,
-        note: "connected AF_UNIX sockets; a destination address is refused (ECONNREFUSED/EISCONN); EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
+        note: "connected AF_UNIX sockets; a destination address is refused (ECONNREFUSED/EISCONN); a blocking stream send returns when all is sent; EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
     SyscallEntry { nr: 45, name: "recvfrom", handler: sys_recvfrom, support: Support::Partial,
         note: "AF_UNIX and virtual TCP; MSG_WAITALL waits for the whole length on a blocking stream" },
     SyscallEntry { nr: 46, name: "sendmsg", handler: sys_sendmsg, support: Support::Partial,
