@@ -523,6 +523,14 @@ fn recv_waitall_waits_for_the_whole_length() {
     glibc_and_musl("recv_waitall");
 }
 
+/// select counts an error condition as readable and writable, and only
+/// POLLPRI as exceptional (a select on a pipe whose reader is gone waited
+/// for ever: python's communicate() without poll, asyncio's select loop).
+#[test]
+fn select_sorts_errors_as_linux_does() {
+    glibc_and_musl("select_sets");
+}
+
 /// sendfile to a blocking socket whose buffer is full waits for room (it
 /// failed with EAGAIN).
 #[test]

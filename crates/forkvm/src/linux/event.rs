@@ -600,7 +600,14 @@ fn select(
         }
         let file = p.fds.get(fd as i32)?;
         let r = super::poll::readiness_of(&mut lock(&file), now, p.sigqueue.bits());
-        let got = [r & (1 | 16) != 0, r & 4 != 0, r & 8 != 0];
+        // Linux's POLLIN_SET, POLLOUT_SET and POLLEX_SET: an error counts
+        // as readable and writable (a pipe whose reader is gone wakes a
+        // select on its write end), and only POLLPRI is exceptional.
+        let got = [
+            r & (0x1 | 0x40 | 0x10 | 0x8) != 0,
+            r & (0x4 | 0x100 | 0x8) != 0,
+            r & 0x2 != 0,
+        ];
         for k in 0..3 {
             if want[k] && got[k] {
                 out[k][(fd / 8) as usize] |= 1 << (fd % 8);
