@@ -274,9 +274,19 @@ fn sys_setid(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     }
 }
 
-/// Implements setreuid/setregid/setresuid/setresgid(2): each id unchanged (-1) or its own.
+/// Implements setresuid/setresgid(2): each id unchanged (-1) or its own.
 fn sys_setids(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[..3]
+    own_ids(&a[..3])
+}
+
+/// Implements setreuid/setregid(2): two ids (the third register is not an
+/// argument: judged on it, `setreuid(-1, -1)` failed with what it held).
+fn sys_setids2(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    own_ids(&a[..2])
+}
+
+fn own_ids(ids: &[u64]) -> SysResult {
+    if ids
         .iter()
         .all(|&v| v as u32 == u32::MAX || v as u32 == UID as u32)
     {
@@ -413,14 +423,14 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry {
         nr: 113,
         name: "setreuid",
-        handler: sys_setids,
+        handler: sys_setids2,
         support: Support::Partial,
         note: "only to its own id",
     },
     SyscallEntry {
         nr: 114,
         name: "setregid",
-        handler: sys_setids,
+        handler: sys_setids2,
         support: Support::Partial,
         note: "only to its own id",
     },
@@ -706,6 +716,11 @@ mod tests {
         let (mut p, mut m, buf) = setup();
         let mut call = |h: crate::linux::Handler, a: [u64; 6]| h(&mut p, &mut m, &a);
         assert_eq!(call(sys_setid, [UID, 0, 0, 0, 0, 0]), Ok(0));
+        // setreuid/setregid take two ids: the third register is whatever it held.
+        assert_eq!(call(sys_setids2, [u64::MAX, u64::MAX, 0x5eed, 0, 0, 0]), Ok(0));
+        assert_eq!(call(sys_setids2, [UID, UID, 7, 0, 0, 0]), Ok(0));
+        assert_eq!(call(sys_setids2, [0, UID, 0, 0, 0, 0]), Err(Errno::EPERM));
+        assert_eq!(call(sys_setids, [UID, UID, 7, 0, 0, 0]), Err(Errno::EPERM));
         assert_eq!(
             call(sys_setid, [0, 0, 0, 0, 0, 0]),
             Err(Errno::EPERM),
