@@ -263,7 +263,18 @@ fn sys_epoll_ctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
     if fd as u64 == epfd {
         return Err(Errno::EINVAL);
     }
-    p.fds.get(fd)?; // must be open
+    {
+        let file = p.fds.get(fd)?; // must be open
+        let f = lock(&file);
+        if f.path_only() {
+            return Err(Errno::EBADF);
+        }
+        // Regular files and directories cannot be polled: Linux refuses
+        // them (asyncio relies on EPERM to tell files from pipes).
+        if matches!(f.kind, FileKind::File { .. } | FileKind::Dir { .. }) {
+            return Err(Errno::EPERM);
+        }
+    }
     let ev = if op == EPOLL_CTL_DEL {
         None
     } else {
