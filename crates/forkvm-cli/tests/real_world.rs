@@ -531,6 +531,14 @@ fn select_sorts_errors_as_linux_does() {
     glibc_and_musl("select_sets");
 }
 
+/// A TCP socket bound before connect keeps its port (the connection used a
+/// fresh one), and a dual-stack server binds `0.0.0.0:P` and an
+/// IPV6_V6ONLY `[::]:P` (EADDRINUSE).
+#[test]
+fn tcp_names_follow_bind() {
+    glibc_and_musl("tcp_names");
+}
+
 /// sendfile to a blocking socket whose buffer is full waits for room (it
 /// failed with EAGAIN).
 #[test]

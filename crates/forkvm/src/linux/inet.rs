@@ -355,14 +355,17 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
     // Another socket of the run on the same port: EADDRINUSE, unless both
     // set SO_REUSEPORT (servers whose workers each bind the port).
     let me = super::net::socket_ref(p, a[0])?;
-    let reuse = with_inet(p, a[0], |s, _| Ok(reuse_port(s)))?;
+    let (reuse, v6only) = with_inet(p, a[0], |s, _| Ok((reuse_port(s), inet_of(s)?.v6only())))?;
     for f in super::net::named_sockets(p) {
         if Arc::ptr_eq(&f, &me) {
             continue;
         }
         if let FileKind::Socket(s) = &lock(&f).kind {
             if let Some(i) = &s.inet {
-                let taken = i.peer.is_none() && i.local.is_some_and(|l| l.port() == want.port());
+                let taken = i.peer.is_none()
+                    && i.local.is_some_and(|l| {
+                        l.port() == want.port() && overlap(l, i.v6only(), want, v6only)
+                    });
                 if taken && !(reuse && reuse_port(s)) {
                     return Err(EADDRINUSE);
                 }
@@ -792,6 +795,22 @@ pub fn connect_to_listener_on(
         backlog: VecDeque::new(),
         eof_pending: false,
     })
+}
+
+/// Whether sockets bound to `a` and `b` (same port; with IPV6_V6ONLY as
+/// given) would take the same connections: a dual-stack server binds
+/// `0.0.0.0:P` and `[::]:P` with IPV6_V6ONLY, and two specific addresses
+/// never clash.
+fn overlap(a: SocketAddr, a_v6only: bool, b: SocketAddr, b_v6only: bool) -> bool {
+    let v4 = |ip: IpAddr| ip.to_canonical().is_ipv4();
+    let (ia, ib) = (a.ip(), b.ip());
+    // An IPv6-only socket takes no IPv4 connection.
+    if (a_v6only && a.is_ipv6() && v4(ib) && b.is_ipv4())
+        || (b_v6only && b.is_ipv6() && v4(ia) && a.is_ipv4())
+    {
+        return false;
+    }
+    ia.is_unspecified() || ib.is_unspecified() || ia.to_canonical() == ib.to_canonical()
 }
 
 /// Whether SO_REUSEPORT is set on `s`.

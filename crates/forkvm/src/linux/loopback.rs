@@ -78,7 +78,23 @@ pub(super) fn connect(
         ip => ip,
     };
     let server = SocketAddr::new(ip, to.port());
-    let client = SocketAddr::new(ip, next_port());
+    // A socket bound before connect keeps its port (and a specific address):
+    // the server sees the client by them.
+    let bound = {
+        let file = p.fds.get(fd as i32)?;
+        let of = lock(&file);
+        match &of.kind {
+            FileKind::Socket(s) => s.inet.as_ref().and_then(|i| i.local),
+            _ => None,
+        }
+    };
+    let client = match bound {
+        Some(b) if b.port() != 0 => {
+            let ip = if b.ip().is_unspecified() { ip } else { b.ip() };
+            SocketAddr::new(ip, b.port())
+        }
+        _ => SocketAddr::new(ip, next_port()),
+    };
     let (mut mine, mut theirs) = Socket::pair(SOCK_STREAM);
     let mut accepted = Inet::new(listener.family);
     accepted.local = Some(server);

@@ -717,7 +717,10 @@ mod tests {
         let mut call = |h: crate::linux::Handler, a: [u64; 6]| h(&mut p, &mut m, &a);
         assert_eq!(call(sys_setid, [UID, 0, 0, 0, 0, 0]), Ok(0));
         // setreuid/setregid take two ids: the third register is whatever it held.
-        assert_eq!(call(sys_setids2, [u64::MAX, u64::MAX, 0x5eed, 0, 0, 0]), Ok(0));
+        assert_eq!(
+            call(sys_setids2, [u64::MAX, u64::MAX, 0x5eed, 0, 0, 0]),
+            Ok(0)
+        );
         assert_eq!(call(sys_setids2, [UID, UID, 7, 0, 0, 0]), Ok(0));
         assert_eq!(call(sys_setids2, [0, UID, 0, 0, 0, 0]), Err(Errno::EPERM));
         assert_eq!(call(sys_setids, [UID, UID, 7, 0, 0, 0]), Err(Errno::EPERM));
