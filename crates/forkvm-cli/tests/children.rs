@@ -228,6 +228,12 @@ fn blocking_sends_send_everything() {
     glibc_and_musl("send_whole");
 }
 
+/// setpriority/nice are remembered and inherited (getpriority said 0).
+#[test]
+fn nice_values_are_remembered() {
+    glibc_and_musl("nice_values");
+}
+
 /// /proc/self and /proc/<pid> describe the process that reads them: a child
 /// read the first process's pid and parent.
 #[test]

@@ -159,6 +159,9 @@ pub struct Process {
     pub family: Option<child::Family>,
     /// Its POSIX record locks (never copied: a child or fork holds none).
     pub record_locks: locks::RecordLocks,
+    /// Its nice value (setpriority): remembered and inherited, not enforced
+    /// (one vCPU per process).
+    pub nice: i32,
 }
 
 impl Process {
@@ -205,6 +208,7 @@ impl Process {
             outbound: host_socket::Outbound::default(),
             family: None,
             record_locks: locks::RecordLocks::default(),
+            nice: 0,
         }
     }
 }
@@ -248,6 +252,7 @@ impl Process {
             outbound: self.outbound.clone(),
             family: None,
             record_locks: locks::RecordLocks::default(),
+            nice: self.nice,
         })
     }
 }

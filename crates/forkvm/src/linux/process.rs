@@ -311,22 +311,32 @@ fn sys_eperm(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 
 /// Implements getpriority(2): nice 0 (the kernel reports 20 - nice).
 fn sys_getpriority(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    own_priority(p, a)?;
+    // The system call answers 20 - nice (glibc turns it back).
+    Ok((20 - p.nice) as u64)
+}
+
+/// Whether setpriority/getpriority's (which, who) names the process itself.
+fn own_priority(p: &Process, a: &Args) -> Result<(), Errno> {
     match (a[0], a[1]) {
-        (0..=2, 0) => Ok(20),
-        (0, who) if is_own_task(p, who) => Ok(20),
+        (0..=2, 0) => Ok(()),
+        (0, who) if is_own_task(p, who) => Ok(()),
         (0..=2, _) => Err(Errno::ESRCH),
         _ => Err(Errno::EINVAL),
     }
 }
 
-/// Implements setpriority(2): accepted for the process itself, not enforced (one vCPU).
+/// Implements setpriority(2) for the process itself: the nice value is
+/// remembered (getpriority, children, exec) and not enforced (one vCPU). As
+/// an unprivileged process it may only raise it (EACCES to lower it).
 fn sys_setpriority(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    match (a[0], a[1]) {
-        (0..=2, 0) => Ok(0),
-        (0, who) if is_own_task(p, who) => Ok(0),
-        (0..=2, _) => Err(Errno::ESRCH),
-        _ => Err(Errno::EINVAL),
+    own_priority(p, a)?;
+    let nice = (a[2] as i32).clamp(-20, 19);
+    if nice < p.nice {
+        return Err(Errno::EACCES);
     }
+    p.nice = nice;
+    Ok(0)
 }
 
 /// Implements sched_setaffinity(2): the mask must include CPU 0, the only one.
@@ -481,7 +491,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         name: "setpriority",
         handler: sys_setpriority,
         support: Support::Partial,
-        note: "accepted for itself; one vCPU, so not enforced",
+        note: "for itself: remembered (getpriority, children, exec), raised only (EACCES to lower); one vCPU, so not enforced",
     },
     SyscallEntry {
         nr: 142,
@@ -739,6 +749,11 @@ mod tests {
             Err(Errno::ESRCH)
         );
         assert_eq!(call(sys_setpriority, [0, 0, 5, 0, 0, 0]), Ok(0));
+        assert_eq!(call(sys_getpriority, [0, 0, 0, 0, 0, 0]), Ok(15));
+        assert_eq!(
+            call(sys_setpriority, [0, 0, 4, 0, 0, 0]),
+            Err(Errno::EACCES)
+        );
         assert_eq!(call(sys_sched_getscheduler, [0, 0, 0, 0, 0, 0]), Ok(0));
         assert_eq!(call(sys_sched_prio, [9, 0, 0, 0, 0, 0]), Err(Errno::EINVAL));
         assert_eq!(call(sys_personality, [0xffff_ffff, 0, 0, 0, 0, 0]), Ok(0));
