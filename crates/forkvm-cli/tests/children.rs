@@ -228,6 +228,21 @@ fn blocking_sends_send_everything() {
     glibc_and_musl("send_whole");
 }
 
+/// RLIMIT_NPROC is the run's --max-processes (it said 1, and programs that
+/// size worker pools by it ran one).
+#[test]
+fn nproc_limit_is_the_runs_process_limit() {
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let vm = Case::new(BUSYBOX)
+        .args(["sh", "-c", "ulimit -u"])
+        .flags(["--allow-read", BUSYBOX, "--max-processes", "10"])
+        .run_forkvm();
+    assert_eq!(vm.status, 0, "{}", vm.describe());
+    assert_eq!(vm.stdout_str(), "10\n", "{}", vm.describe());
+}
+
 /// setpriority/nice are remembered and inherited (getpriority said 0).
 #[test]
 fn nice_values_are_remembered() {

@@ -203,6 +203,11 @@ impl Tree {
         }
     }
 
+    /// The most processes alive at once (`--max-processes`).
+    pub fn max_processes(&self) -> u64 {
+        self.max.load(Ordering::Relaxed)
+    }
+
     /// Sets the most processes alive at once (1 forbids children).
     pub fn set_max(&self, n: usize) {
         let n = n.clamp(1, MAX_PROCESSES_LIMIT) as u64;

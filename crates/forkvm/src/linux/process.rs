@@ -121,7 +121,11 @@ fn rlimit(p: &Process, mem: &GuestMemory, resource: u64) -> Result<(u64, u64), E
         3 => (p.mm.stack_size(mem.size()), p.mm.stack_size(mem.size())), // STACK
         4 => (0, 0),                       // CORE
         7 => (1024, 1024),                 // NOFILE
-        6 => (1, 1),                       // NPROC
+        6 => {
+            // NPROC: the run's --max-processes (one where there are no children).
+            let n = p.family.as_ref().map_or(1, |f| f.tree.max_processes());
+            (n, n)
+        }
         11 => {
             let n = super::signal::MAX_QUEUED as u64; // SIGPENDING
             (n, n)
