@@ -228,6 +228,34 @@ fn blocking_sends_send_everything() {
     glibc_and_musl("send_whole");
 }
 
+/// Opening /dev/fd/N, /dev/stdout and friends opens a regular file anew,
+/// as Linux does through the magic link: its own offset, O_TRUNC applied,
+/// the access mode asked for (it shared the description: `cat /dev/fd/3`
+/// after a read started mid-file, and `> /dev/fd/4` appended).
+#[test]
+fn dev_fd_opens_a_regular_file_anew() {
+    let bash = "/bin/bash";
+    if !installed(bash) {
+        return;
+    }
+    let script = r#"
+d=$(mktemp -d) && cd "$d" || exit 9
+printf 'line1\nline2\nline3\n' > three
+exec 3< three; read l <&3; cat /dev/fd/3
+echo keep > out; exec 4>>out; echo x > /dev/fd/4; cat out
+echo y >> /dev/fd/4; cat out
+exec 5< three; echo z > /dev/fd/5 && head -1 three
+exec 6> err; echo to-stderr >&6; echo again > /dev/stderr 2>&6; cat err
+cd / && rm -r "$d"
+"#;
+    check(
+        &Case::new(bash)
+            .args(["-c", script])
+            .flags(["--allow-read", "/bin", "--allow-read", "/usr/bin"])
+            .limit(Duration::from_secs(60)),
+    );
+}
+
 /// RLIMIT_NPROC is the run's --max-processes (it said 1, and programs that
 /// size worker pools by it ran one).
 #[test]

@@ -46,6 +46,14 @@ pub(super) fn do_open(
             return Ok(p.fds.insert(OpenFile::new(dev_kind(d), status), cloexec)? as u64);
         }
         Some(Ok(Target::Fd(f))) => {
+            // A regular file is opened anew, as Linux does through the magic
+            // link: its own offset, the flags asked for, O_TRUNC applied
+            // (`cat /dev/fd/3` after a read starts at 0; `> /dev/stderr`
+            // truncates a file). Pipes, sockets and the host's stdio stay
+            // shared descriptions.
+            if let Some(kind) = reopen_regular(p, &f, acc, flags)? {
+                return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
+            }
             return Ok(p.fds.insert_from(0, f, cloexec)? as u64);
         }
         Some(Ok(Target::Host(_))) | None => {}
@@ -114,6 +122,49 @@ pub(super) fn do_open(
         }
     };
     Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64)
+}
+
+/// A new open of the regular file behind the open description `f` with
+/// access mode `acc` and `flags` (O_TRUNC), for /dev/fd/N and friends;
+/// None for anything but a host regular file. Writing needs the file to be
+/// under a write root (or the private /tmp), as any open for writing.
+fn reopen_regular(
+    p: &Process,
+    f: &FileRef,
+    acc: u32,
+    flags: u32,
+) -> Result<Option<FileKind>, Errno> {
+    let of = lock(f);
+    let FileKind::File { fd, path } = &of.kind else {
+        return Ok(None);
+    };
+    let st = rustix::fs::fstat(fd)?;
+    if st.st_mode & S_IFMT != S_IFREG || path.starts_with(b"/proc/") {
+        return Ok(None);
+    }
+    let writes = acc != O_RDONLY || flags & O_TRUNC != 0;
+    if writes && !super::attr::in_write_roots(p, path, &st) {
+        return Err(Errno::EACCES);
+    }
+    let mut host = match acc {
+        O_WRONLY => OFlags::WRONLY,
+        O_RDWR => OFlags::RDWR,
+        _ => OFlags::RDONLY,
+    } | OFlags::CLOEXEC
+        | OFlags::NOCTTY
+        | OFlags::NONBLOCK;
+    if flags & O_TRUNC != 0 && acc != O_RDONLY {
+        host |= OFlags::TRUNC;
+    }
+    if flags & O_APPEND != 0 {
+        host |= OFlags::APPEND;
+    }
+    let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd));
+    let new = rustix::fs::open(link.as_str(), host, rustix::fs::Mode::empty())?;
+    Ok(Some(FileKind::File {
+        fd: new,
+        path: path.clone(),
+    }))
 }
 
 /// Implements open(2).
