@@ -105,7 +105,7 @@ pub(super) const OWN: &str =
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 2, name: "open", handler: sys_open, support: Support::Partial,
-        note: "files and directories under the allowed roots (writes under --allow-write roots only, else EACCES), their ancestors as directories listing only the way to the roots, a private /tmp and /dev/shm unless mapped, plus /dev/{null,zero,urandom}; /dev/std{in,out,err}, /dev/fd/N and /proc/self/fd/N share the open fd's description; host fifos/devices EACCES, other paths ENOENT" },
+        note: "files and directories under the allowed roots (writes under --allow-write roots only, else EACCES), their ancestors as directories listing only the way to the roots, a private /tmp and /dev/shm unless mapped, plus /dev/{null,zero,urandom}; /dev/std{in,out,err}, /dev/fd/N and /proc/self/fd/N open a regular file anew (own offset, O_TRUNC) and share a pipe's or socket's description; host fifos/devices EACCES, other paths ENOENT" },
     SyscallEntry { nr: 4, name: "stat", handler: sys_stat, support: Support::Full, note: "" },
     SyscallEntry { nr: 5, name: "fstat", handler: sys_fstat, support: Support::Full, note: "" },
     SyscallEntry { nr: 6, name: "lstat", handler: sys_lstat, support: Support::Full, note: "" },
