@@ -458,58 +458,6 @@ for top in ("/tmp", "/dev/shm"):
     same(PY, &["-S", "-c", script, &name], &[]);
 }
 
-/// A directory under /tmp given with --allow-read or --allow-write is
-/// reached at its path, and /tmp around it stays the VM's private one (it
-/// used to become the host's, read-only: python's tempfile found "no usable
-/// temporary directory").
-#[test]
-fn allowed_directories_inside_tmp_keep_tmp_private() {
-    if !installed(PY) {
-        return;
-    }
-    let base = std::env::temp_dir().join(format!("forkvm-inside-tmp-{}", std::process::id()));
-    let (data, out) = (base.join("data"), base.join("out"));
-    std::fs::create_dir_all(&data).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(data.join("in.txt"), "from the host\n").unwrap();
-    let code = format!(
-        r#"
-import os, tempfile
-print(open("{data}/in.txt").read().strip())
-with tempfile.NamedTemporaryFile("w", dir="/tmp", delete=False) as f:
-    f.write("scratch")
-print(open(f.name).read(), os.listdir("/tmp") == [os.path.basename(f.name)])
-open("{out}/result.txt", "w").write("written")
-print(sorted(os.listdir("{out}")))
-"#,
-        data = s(&data),
-        out = s(&out)
-    );
-    let mut args: Vec<&str> = vec!["run"];
-    args.extend_from_slice(LIBS);
-    let (d, o) = (s(&data), s(&out));
-    args.extend([
-        "--allow-read",
-        &d,
-        "--allow-write",
-        &o,
-        "--",
-        PY,
-        "-S",
-        "-c",
-        &code,
-    ]);
-    let r = common::forkvm(&args);
-    let _ = std::fs::remove_dir_all(&base);
-    assert_eq!(r.status, 0, "{}", r.describe());
-    assert_eq!(
-        r.stdout_str(),
-        "from the host\nscratch True\n['result.txt']\n",
-        "{}",
-        r.describe()
-    );
-}
-
 #[test]
 fn each_run_has_its_own_private_tmp() {
     if !installed(PY) {

@@ -118,7 +118,6 @@ impl Obj {
 /// A question only (access, statfs): a fork's write roots are not copied up.
 pub(super) fn in_write_roots(p: &Process, path: &[u8], st: &Stat) -> bool {
     let mut roots = allow_write_roots(p);
-    mount_inside_private(&p.policy, &mut roots);
     roots.extend(private_roots(p));
     same_under(&roots, path, st)
 }

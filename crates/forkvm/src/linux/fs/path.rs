@@ -41,7 +41,6 @@ impl Root {
 pub(super) fn roots(p: &Process) -> Vec<Root> {
     let mut r = to_roots(p.policy.allow_read.iter());
     r.extend(allow_write_roots(p));
-    mount_inside_private(&p.policy, &mut r);
     r.extend(private_roots(p));
     r
 }
@@ -51,7 +50,6 @@ pub(super) fn roots(p: &Process) -> Vec<Root> {
 /// to change something.
 pub(super) fn write_roots(p: &Process) -> Result<Vec<Root>, Errno> {
     let mut r = roots_for_change(p)?;
-    mount_inside_private(&p.policy, &mut r);
     r.extend(private_roots(p));
     Ok(r)
 }
@@ -148,13 +146,6 @@ pub(super) fn open_root(host: &Path) -> Result<OwnedFd, Errno> {
         }
         r => Ok(r?),
     }
-}
-
-/// Whether a mounted root lies below the path `stack` + `comp`.
-fn mount_below(roots: &[Root], stack: &[Level], comp: &[u8]) -> bool {
-    let mut want = level_names(stack);
-    want.push(comp);
-    roots.iter().any(|r| r.mount && r.is_below(&want))
 }
 
 pub(super) fn level_names(stack: &[Level]) -> Vec<&[u8]> {
@@ -283,22 +274,7 @@ pub(super) fn walk_inner(
                 let host = mounted.ok_or(Errno::ENOENT)?;
                 (open_root(&host)?, Some(host))
             }
-            (Some(dir), Some(st)) => match open_child(dir, st, &comp) {
-                Ok(fd) => (fd, None),
-                // On the way to a mounted root (`--allow-read /tmp/a/b`
-                // inside the private /tmp, which has no "a"): a level that
-                // only leads there, as above the roots.
-                Err(Errno::ENOENT) if mount_below(roots, &stack, &comp) => {
-                    stack.push(Level {
-                        name: comp,
-                        fd: None,
-                        stat: None,
-                        root: None,
-                    });
-                    continue;
-                }
-                Err(e) => return Err(e),
-            },
+            (Some(dir), Some(st)) => (open_child(dir, st, &comp)?, None),
             _ => {
                 let mut want = level_names(&stack);
                 want.push(&comp);
@@ -436,21 +412,14 @@ pub(super) fn names_toward_roots(roots: &[Root], dir: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// Whether `dir` (a canonical guest path) is a directory above the roots,
-/// or on the way to a mounted root inside another (`/tmp/a` on the way to
-/// `--allow-read /tmp/a/b` in the private /tmp): only the way is listed.
+/// Whether `dir` (a canonical guest path) is a directory above the roots.
 pub(super) fn is_ancestor(roots: &[Root], dir: &[u8]) -> bool {
     let comps: Vec<Vec<u8>> = components(dir).into_iter().collect();
     let want: Vec<&[u8]> = comps.iter().map(Vec::as_slice).collect();
-    if !roots.iter().any(|r| r.is_below(&want)) {
-        return false;
-    }
-    let under_a_root = roots
-        .iter()
-        .any(|r| r.comps.len() <= want.len() && r.comps.iter().zip(&want).all(|(a, b)| a == b));
-    // Under a root, only a walk tells a directory of that root from a level
-    // that merely leads to a mounted root below it.
-    !under_a_root || matches!(walk_inner(roots, dir, true, &mut 0), Ok(Walked::Above(_)))
+    roots.iter().any(|r| r.is_below(&want))
+        && !roots
+            .iter()
+            .any(|r| r.comps.len() <= want.len() && r.comps.iter().zip(&want).all(|(a, b)| a == b))
 }
 
 /// Opens a resolved object again with real `flags` and checks it is the same one.

@@ -1,7 +1,6 @@
 //! Private `/tmp` and `/dev/shm`: each process (each VM, each fork) gets
 //! its own, empty, writable trees at those paths unless the policy maps a
-//! host path there (a root at or above them); a root below them is reached at
-//! its path through the private tree (see [`mount_inside_private`]).
+//! host path there (a root at, above or below them).
 //!
 //! They live in a host directory of forkvm's own, created on first use
 //! (under `/dev/shm` when the host has it, so in memory) with mode 0700,
@@ -481,8 +480,7 @@ fn tree_bytes(dir: &Path, depth: u32) -> Result<u64, Errno> {
     Ok(sum)
 }
 
-/// Whether the policy maps a host path at or above guest `mount`: the
-/// host's directory is then the guest's.
+/// Whether the policy maps a host path at, above or below guest `mount`.
 fn mapped_by_policy(policy: &Policy, mount: &[u8]) -> bool {
     let m = components(mount);
     policy
@@ -491,42 +489,7 @@ fn mapped_by_policy(policy: &Policy, mount: &[u8]) -> bool {
         .chain(&policy.allow_write)
         .any(|r| {
             let r = components(r.as_os_str().as_bytes());
-            r.len() <= m.len() && r.iter().zip(&m).all(|(a, b)| a == b)
-        })
-}
-
-/// The private mount strictly above guest path components `comps`, if any.
-fn private_mount_above(policy: &Policy, comps: &[Vec<u8>]) -> Option<&'static [u8]> {
-    MOUNTS
-        .into_iter()
-        .find(|m| {
-            let m = components(m);
-            comps.len() > m.len() && m.iter().zip(comps).all(|(a, b)| a == b)
-        })
-        .filter(|m| !mapped_by_policy(policy, m))
-}
-
-/// Marks the policy roots that lie inside a private mount (`--allow-read
-/// /tmp/data`) as mounted: the guest reaches them at their paths through
-/// its private /tmp, which stays private around them.
-pub(super) fn mount_inside_private(policy: &Policy, roots: &mut [Root]) {
-    for r in roots {
-        if private_mount_above(policy, &r.comps).is_some() {
-            r.mount = true;
-        }
-    }
-}
-
-/// Whether guest `path` is, or lies under, a policy root.
-fn under_policy_root(policy: &Policy, path: &[u8]) -> bool {
-    let comps: Vec<Vec<u8>> = components(path).into_iter().collect();
-    policy
-        .allow_read
-        .iter()
-        .chain(&policy.allow_write)
-        .any(|r| {
-            let r = components(r.as_os_str().as_bytes());
-            r.len() <= comps.len() && r.iter().zip(&comps).all(|(a, b)| a == b)
+            r.iter().zip(&m).all(|(a, b)| a == b)
         })
 }
 
@@ -576,7 +539,7 @@ pub fn charge_write(
 pub(super) fn is_private_path(policy: &Policy, path: &[u8]) -> bool {
     MOUNTS.iter().any(|m| {
         path.starts_with(m) && path.get(m.len()) == Some(&b'/') && !mapped_by_policy(policy, m)
-    }) && !under_policy_root(policy, path)
+    })
 }
 
 /// Whether a guest path lies in forkvm's scratch directory: a private mount,
