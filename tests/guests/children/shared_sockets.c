@@ -6,7 +6,8 @@
  *
  * Every line a child prints is flushed before the parent prints, and the
  * parent prints only after waiting for the child, so the output is in one
- * order natively and under forkvm. */
+ * order natively and under forkvm. Scratch files go in /dev/shm: a test
+ * tree under /tmp (a clone there) maps /tmp read-only for the guest. */
 #define _GNU_SOURCE
 #include "../common.h"
 #include <netinet/in.h>
@@ -168,7 +169,7 @@ static int tcp_client(const char *port)
 /* AF_UNIX sockets bound after fork, by path (a socket file) and abstract name. */
 static void unix_names_across_fork(int abstract)
 {
-    char dir[] = "/tmp/forkvm-sockets-XXXXXX";
+    char dir[] = "/dev/shm/forkvm-sockets-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     struct sockaddr_un a = { .sun_family = AF_UNIX };
     socklen_t alen;
@@ -235,7 +236,7 @@ static void unix_names_across_fork(int abstract)
 /* A relative path names a socket file in the working directory. */
 static void relative_path(void)
 {
-    char dir[] = "/tmp/forkvm-sockets-XXXXXX";
+    char dir[] = "/dev/shm/forkvm-sockets-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     CHECK(chdir(dir) == 0);
     struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -245,7 +246,7 @@ static void relative_path(void)
     SHOW("relative: listen", listen(l, 1));
     struct stat st;
     printf("relative: file in the working directory: %d\n",
-           stat("/tmp", &st) == 0 && chdir("/") == 0 && strlen(dir) < 90 &&
+           stat("/dev/shm", &st) == 0 && chdir("/") == 0 && strlen(dir) < 90 &&
                stat(strcat(strcat(dir, "/"), "rel.sock"), &st) == 0 && S_ISSOCK(st.st_mode));
     int s = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un full = { .sun_family = AF_UNIX };
