@@ -138,8 +138,8 @@ pub fn loader(data: &[u8]) {
             write: true,
         },
     );
-    let argv = vec!["prog".to_string(), "x".to_string()];
-    let envp = vec!["A=b".to_string()];
+    let argv = vec![std::ffi::OsString::from("prog"), "x".into()];
+    let envp = vec![std::ffi::OsString::from("A=b")];
     let _ = loader::build_stack(
         &mut mem,
         stack_top,
@@ -147,7 +147,7 @@ pub fn loader(data: &[u8]) {
         &StackParams {
             argv: &argv,
             envp: &envp,
-            execfn: "prog",
+            execfn: b"prog",
             random: [7; 16],
             hwcap: 0,
             hwcap2: 0,

@@ -13,6 +13,7 @@
 //!   `--no-default-allow`: see [`DEFAULT_ALLOW_READ`].
 
 use anyhow::{bail, Context};
+use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -64,16 +65,19 @@ const SHEBANG_MAX: usize = 256;
 pub struct Launch {
     /// The ELF file to load (host path).
     pub program: PathBuf,
-    /// The guest's argv.
-    pub argv: Vec<String>,
+    /// The guest's argv (arguments pass as bytes, UTF-8 or not).
+    pub argv: Vec<OsString>,
     /// Files the guest must be able to read: the program and any scripts.
     pub files: Vec<PathBuf>,
 }
 
 /// Resolves `argv` (argv[0] as typed) with `path` as the search PATH.
-pub fn resolve(argv: &[String], path: &str) -> anyhow::Result<Launch> {
+pub fn resolve(argv: &[OsString], path: &str) -> anyhow::Result<Launch> {
     let Some(first) = argv.first() else {
         bail!("no program given");
+    };
+    let Some(first) = first.to_str() else {
+        bail!("the program name {first:?} is not UTF-8");
     };
     let mut program = find_program(first, path)?;
     let mut argv = argv.to_vec();
@@ -88,10 +92,8 @@ pub fn resolve(argv: &[String], path: &str) -> anyhow::Result<Launch> {
         };
         // As execve: interpreter, optional argument, the script's path, the rest.
         // The guest's cwd is not forkvm's: the interpreter gets an absolute path.
-        let script = std::path::absolute(&program)
-            .unwrap_or_else(|_| program.clone())
-            .to_string_lossy()
-            .into_owned();
+        let script = std::path::absolute(&program).unwrap_or_else(|_| program.clone());
+        let script_name = script.display().to_string();
         let rest = argv.get(1..).unwrap_or_default().to_vec();
         let env_name = match (is_env(&interp), &arg) {
             (true, Some(a)) if !a.starts_with('-') && !a.contains(char::is_whitespace) => {
@@ -103,17 +105,20 @@ pub fn resolve(argv: &[String], path: &str) -> anyhow::Result<Launch> {
             // `#!/usr/bin/env NAME`: what env would exec, without env.
             Some(name) => {
                 program = find_program(&name, path)
-                    .with_context(|| format!("{script}: cannot run its #! line"))?;
-                [name, script].into_iter().chain(rest).collect()
+                    .with_context(|| format!("{script_name}: cannot run its #! line"))?;
+                [name.into(), script.into_os_string()]
+                    .into_iter()
+                    .chain(rest)
+                    .collect()
             }
             None => {
                 program = PathBuf::from(&interp);
                 if !program.is_absolute() {
-                    bail!("{script}: the #! interpreter {interp} is not an absolute path");
+                    bail!("{script_name}: the #! interpreter {interp} is not an absolute path");
                 }
-                std::iter::once(interp)
-                    .chain(arg)
-                    .chain([script])
+                std::iter::once(interp.into())
+                    .chain(arg.map(OsString::from))
+                    .chain([script.into_os_string()])
                     .chain(rest)
                     .collect()
             }
@@ -212,6 +217,10 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
     #[test]
     fn shebang_lines_parse_like_linux() {
         assert_eq!(
@@ -245,23 +254,23 @@ mod tests {
         );
 
         // A script runs its interpreter with the script's path.
-        let l = resolve(&s(&["tool", "x"]), &path).unwrap();
+        let l = resolve(&os(&["tool", "x"]), &path).unwrap();
         assert_eq!(l.program, PathBuf::from("/bin/true"));
         let script = b.join("tool").to_string_lossy().into_owned();
-        assert_eq!(l.argv, s(&["/bin/true", &script, "x"]));
+        assert_eq!(l.argv, os(&["/bin/true", &script, "x"]));
         assert_eq!(l.files, vec![b.join("tool"), PathBuf::from("/bin/true")]);
 
         // `#!/usr/bin/env NAME` runs NAME from PATH, as env would.
         std::fs::write(a.join("s"), b"#!/usr/bin/env tool\n").unwrap();
-        let l = resolve(&s(&[a.join("s").to_str().unwrap()]), &path).unwrap();
+        let l = resolve(&os(&[a.join("s").to_str().unwrap()]), &path).unwrap();
         assert_eq!(l.program, PathBuf::from("/bin/true"));
         assert_eq!(l.argv[0], "/bin/true");
-        assert_eq!(l.argv[1], script);
+        assert_eq!(l.argv[1], OsString::from(&script));
 
         // Scripts that name themselves loop: refused.
         let me = a.join("me");
         std::fs::write(&me, format!("#!{}\n", me.display())).unwrap();
-        assert!(resolve(&s(&[me.to_str().unwrap()]), &path).is_err());
+        assert!(resolve(&os(&[me.to_str().unwrap()]), &path).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

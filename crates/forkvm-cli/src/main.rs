@@ -10,6 +10,7 @@ mod serve;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use forkvm::machine::{Config, Machine, Outcome};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -111,7 +112,7 @@ struct RunArgs {
         num_args = 1..,
         trailing_var_arg = true
     )]
-    command: Vec<String>,
+    command: Vec<OsString>,
 }
 
 pub(crate) fn parse_env(s: &str) -> Result<String, String> {
@@ -152,7 +153,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         address_space,
         timeout,
         argv: launch.argv,
-        env: args.env,
+        env: args.env.into_iter().map(OsString::from).collect(),
         cwd: args.cwd,
         allow_read,
         allow_write: args.allow_write,

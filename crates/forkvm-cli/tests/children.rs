@@ -649,3 +649,31 @@ fn serve_request_children_end_with_the_reset() {
     }
     assert!(vm_threads() <= after_few, "VMs piled up\n{}", ctx());
 }
+
+/// Arguments and environment strings are bytes, not text: ones that are not
+/// UTF-8 pass unchanged from forkvm's command line and through execve.
+#[test]
+fn arguments_that_are_not_utf8_pass_unchanged() {
+    use std::os::unix::ffi::OsStringExt;
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("args_env.{libc}"));
+        check(&Case::new(&prog).args([
+            std::ffi::OsString::from_vec(b"caf\xe9".to_vec()),
+            std::ffi::OsString::from_vec(b"\xff\xfe".to_vec()),
+        ]));
+        if !installed(BUSYBOX) {
+            continue;
+        }
+        // busybox's printf makes the bytes; env(1) and exec hand them on.
+        let script = format!(
+            r#"exec $0 env -i "A=$(printf '\377x')" {} "$(printf 'caf\351')" ok"#,
+            prog.display()
+        );
+        check(
+            &Case::new(BUSYBOX)
+                .args(["sh", "-c", &script, BUSYBOX])
+                .flags(["--allow-read", BUSYBOX])
+                .flags([std::ffi::OsStr::new("--allow-read"), prog.as_os_str()]),
+        );
+    }
+}

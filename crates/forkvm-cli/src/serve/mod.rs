@@ -272,8 +272,8 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
             .checked_mul(1 << 20)
             .context("--memory is out of range")?,
         timeout: Duration::from_secs(60).max(timeout),
-        argv,
-        env: args.env.clone(),
+        argv: argv.into_iter().map(Into::into).collect(),
+        env: args.env.iter().map(Into::into).collect(),
         cwd: "/".into(),
         allow_read: args.allow_read.clone(),
         allow_write: args

@@ -14,7 +14,9 @@ use super::table::{Support, SyscallEntry};
 use super::thread::Sched;
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
+use std::ffi::OsString;
 use std::io::Read;
+use std::os::unix::ffi::OsStringExt;
 
 /// Most argv + envp strings accepted.
 const MAX_STRINGS: usize = 32 * 1024;
@@ -33,14 +35,14 @@ const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
 pub struct ExecReq {
     /// Host path of the ELF file to load.
     pub program: String,
-    /// The new argv.
-    pub argv: Vec<String>,
+    /// The new argv (bytes as the guest gave them).
+    pub argv: Vec<OsString>,
     /// The new environment.
-    pub env: Vec<String>,
+    pub env: Vec<OsString>,
 }
 
 /// Reads a NULL-terminated array of strings at `addr` (NULL: empty).
-fn read_strings(mem: &GuestMemory, addr: u64, total: &mut usize) -> Result<Vec<String>, Errno> {
+fn read_strings(mem: &GuestMemory, addr: u64, total: &mut usize) -> Result<Vec<OsString>, Errno> {
     let mut out = Vec::new();
     if addr == 0 {
         return Ok(out);
@@ -58,7 +60,7 @@ fn read_strings(mem: &GuestMemory, addr: u64, total: &mut usize) -> Result<Vec<S
         if *total > MAX_ARG_BYTES {
             return Err(Errno::E2BIG);
         }
-        out.push(String::from_utf8_lossy(s).into_owned());
+        out.push(OsString::from_vec(s.to_vec()));
     }
     Ok(out)
 }
@@ -132,8 +134,8 @@ fn shebang(host: &str) -> Result<Option<Shebang>, Errno> {
 pub fn resolve(
     p: &Process,
     path: &[u8],
-    mut argv: Vec<String>,
-    env: Vec<String>,
+    mut argv: Vec<OsString>,
+    env: Vec<OsString>,
 ) -> Result<ExecReq, Errno> {
     let mut path = path.to_vec();
     for _ in 0..=MAX_SCRIPT_DEPTH {
@@ -141,10 +143,10 @@ pub fn resolve(
         match shebang(&host)? {
             Some((interp, arg)) => {
                 // As execve: interpreter, optional argument, the script's path, the rest.
-                let script = String::from_utf8_lossy(&absolute(p, &path)).into_owned();
-                let mut next = vec![String::from_utf8_lossy(&interp).into_owned()];
+                let script = OsString::from_vec(absolute(p, &path));
+                let mut next = vec![OsString::from_vec(interp.clone())];
                 if let Some(a) = arg {
-                    next.push(String::from_utf8_lossy(&a).into_owned());
+                    next.push(OsString::from_vec(a));
                 }
                 next.push(script);
                 next.extend(argv.into_iter().skip(1));

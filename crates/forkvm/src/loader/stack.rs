@@ -17,6 +17,8 @@
 use super::{LoadError, LoadedProgram};
 use crate::abi;
 use crate::memory::GuestMemory;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 
 /// Auxiliary vector keys (`<elf.h>` AT_*).
 pub mod auxv {
@@ -59,11 +61,11 @@ pub const MAX_ARG_TOTAL: u64 = 2 << 20;
 #[derive(Debug, Clone)]
 pub struct StackParams<'a> {
     /// argv, argv[0] first.
-    pub argv: &'a [String],
+    pub argv: &'a [OsString],
     /// Environment strings, "NAME=value".
-    pub envp: &'a [String],
+    pub envp: &'a [OsString],
     /// AT_EXECFN: the path the program was executed as.
-    pub execfn: &'a str,
+    pub execfn: &'a [u8],
     /// AT_RANDOM bytes (the libc stack protector and pointer guard seed).
     pub random: [u8; 16],
     /// AT_HWCAP (CPUID.1:EDX on x86).
@@ -81,8 +83,8 @@ pub struct StackParams<'a> {
     pub minsigstksz: u64,
 }
 
-fn check_string(s: &str, what: impl FnOnce() -> String) -> Result<u64, LoadError> {
-    if s.as_bytes().contains(&0) {
+fn check_string(s: &[u8], what: impl FnOnce() -> String) -> Result<u64, LoadError> {
+    if s.contains(&0) {
         return Err(LoadError::NulInString { what: what() });
     }
     let len = s.len() as u64 + 1;
@@ -106,11 +108,12 @@ pub fn build_stack(
     // Validate and size everything first.
     let mut args_total = 0u64;
     for (i, a) in p.argv.iter().enumerate() {
-        args_total = args_total.saturating_add(check_string(a, || format!("argv[{i}]"))? + 8);
+        args_total =
+            args_total.saturating_add(check_string(a.as_bytes(), || format!("argv[{i}]"))? + 8);
     }
     for (i, e) in p.envp.iter().enumerate() {
-        args_total =
-            args_total.saturating_add(check_string(e, || format!("environment string {i}"))? + 8);
+        args_total = args_total
+            .saturating_add(check_string(e.as_bytes(), || format!("environment string {i}"))? + 8);
     }
     if args_total > MAX_ARG_TOTAL {
         return Err(LoadError::ArgsTooLarge {
@@ -119,7 +122,7 @@ pub fn build_stack(
         });
     }
     let execfn_len = check_string(p.execfn, || "the program path".into())?;
-    let platform_len = check_string(p.platform, || "the platform string".into())?;
+    let platform_len = check_string(p.platform.as_bytes(), || "the platform string".into())?;
 
     let mut aux: Vec<(u64, u64)> = vec![
         (auxv::AT_MINSIGSTKSZ, p.minsigstksz.max(MIN_SIGSTKSZ)),
@@ -162,22 +165,22 @@ pub fn build_stack(
     let mut sp = top - 8;
     mem.write_u64(sp, 0)?;
 
-    let mut push_str = |mem: &mut GuestMemory, s: &str| -> Result<u64, LoadError> {
+    let mut push_str = |mem: &mut GuestMemory, s: &[u8]| -> Result<u64, LoadError> {
         sp -= s.len() as u64 + 1;
-        mem.write(sp, s.as_bytes())?;
+        mem.write(sp, s)?;
         mem.write(sp + s.len() as u64, &[0])?;
         Ok(sp)
     };
     let execfn_addr = push_str(mem, p.execfn)?;
     let mut env_addrs = vec![0u64; p.envp.len()];
     for (slot, s) in env_addrs.iter_mut().zip(p.envp).rev() {
-        *slot = push_str(mem, s)?;
+        *slot = push_str(mem, s.as_bytes())?;
     }
     let mut arg_addrs = vec![0u64; p.argv.len()];
     for (slot, s) in arg_addrs.iter_mut().zip(p.argv).rev() {
-        *slot = push_str(mem, s)?;
+        *slot = push_str(mem, s.as_bytes())?;
     }
-    let platform_addr = push_str(mem, p.platform)?;
+    let platform_addr = push_str(mem, p.platform.as_bytes())?;
 
     sp = (sp & !15) - 16;
     let random_addr = sp;
@@ -213,6 +216,7 @@ pub fn build_stack(
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::os::unix::ffi::OsStringExt;
 
     fn prog() -> LoadedProgram {
         LoadedProgram {
@@ -227,11 +231,11 @@ mod tests {
         }
     }
 
-    fn params<'a>(argv: &'a [String], envp: &'a [String]) -> StackParams<'a> {
+    fn params<'a>(argv: &'a [OsString], envp: &'a [OsString]) -> StackParams<'a> {
         StackParams {
             argv,
             envp,
-            execfn: "/bin/true",
+            execfn: b"/bin/true",
             random: *b"0123456789abcdef",
             hwcap: 0x178b_fbff,
             hwcap2: 2,
@@ -243,13 +247,13 @@ mod tests {
     }
 
     struct Parsed {
-        argv: Vec<String>,
-        envp: Vec<String>,
+        argv: Vec<OsString>,
+        envp: Vec<OsString>,
         aux: Vec<(u64, u64)>,
     }
 
     fn parse_back(m: &GuestMemory, rsp: u64) -> Parsed {
-        let s = |a| String::from_utf8(m.read_cstr(a, 1 << 20).unwrap().to_vec()).unwrap();
+        let s = |a| OsString::from_vec(m.read_cstr(a, 1 << 20).unwrap().to_vec());
         let argc = m.read_u64(rsp).unwrap();
         let mut p = rsp + 8;
         let mut argv = Vec::new();
@@ -285,8 +289,15 @@ mod tests {
     fn layout_parses_back() {
         let mut m = GuestMemory::new(4 << 20).unwrap();
         let top = m.size();
-        let argv: Vec<String> = vec!["prog".into(), "-x".into(), "".into(), "ünï".into()];
-        let envp: Vec<String> = vec!["HOME=/root".into(), "A=b".into()];
+        // Any bytes but NUL pass through unchanged, UTF-8 or not.
+        let argv: Vec<OsString> = vec![
+            "prog".into(),
+            "-x".into(),
+            "".into(),
+            "ünï".into(),
+            OsString::from_vec(b"caf\xe9".to_vec()),
+        ];
+        let envp: Vec<OsString> = vec!["HOME=/root".into(), OsString::from_vec(b"A=\xff".to_vec())];
         let rsp = build_stack(&mut m, top, &prog(), &params(&argv, &envp)).unwrap();
         assert_eq!(rsp % 16, 0);
         assert!(rsp < top && top - rsp < 4096);
@@ -323,7 +334,7 @@ mod tests {
         assert_eq!(m.read_cstr(aux[&auxv::AT_PLATFORM], 64).unwrap(), b"x86_64");
         // Strings sit above the table, argv[0] lowest, execfn highest.
         let a0 = m.read_u64(rsp + 8).unwrap();
-        assert!(a0 > rsp + 8 * (1 + 5 + 3 + 40));
+        assert!(a0 > rsp + 8 * (1 + 6 + 3 + 40));
         assert!(aux[&auxv::AT_EXECFN] > a0);
         assert_eq!(m.read_u64(top - 8).unwrap(), 0, "end marker");
     }
@@ -333,8 +344,10 @@ mod tests {
         let mut m = GuestMemory::new(4 << 20).unwrap();
         for n in 0..6usize {
             for extra in 0..17usize {
-                let argv: Vec<String> = (0..n).map(|i| "a".repeat(i + extra)).collect();
-                let envp: Vec<String> = (0..(n + extra) % 4).map(|i| format!("V{i}=1")).collect();
+                let argv: Vec<OsString> = (0..n).map(|i| "a".repeat(i + extra).into()).collect();
+                let envp: Vec<OsString> = (0..(n + extra) % 4)
+                    .map(|i| format!("V{i}=1").into())
+                    .collect();
                 let top = m.size() - extra as u64; // unaligned tops too
                 let rsp = build_stack(&mut m, top, &prog(), &params(&argv, &envp)).unwrap();
                 assert_eq!(rsp % 16, 0);
@@ -349,13 +362,13 @@ mod tests {
     fn too_large_is_refused() {
         let mut m = GuestMemory::new(4 << 20).unwrap();
         let top = m.size();
-        let big = vec!["x".repeat(100_000); 30];
+        let big = vec![OsString::from("x".repeat(100_000)); 30];
         let e = build_stack(&mut m, top, &prog(), &params(&big, &[])).unwrap_err();
         assert!(matches!(e, LoadError::ArgsTooLarge { .. }), "{e}");
-        let huge = vec!["x".repeat(200_000)];
+        let huge = vec![OsString::from("x".repeat(200_000))];
         let e = build_stack(&mut m, top, &prog(), &params(&[], &huge)).unwrap_err();
         assert!(matches!(e, LoadError::ArgsTooLarge { .. }), "{e}");
-        let nul = vec!["a\0b".to_string()];
+        let nul = vec![OsString::from("a\0b")];
         let e = build_stack(&mut m, top, &prog(), &params(&nul, &[])).unwrap_err();
         assert!(e.to_string().contains("argv[0]"), "{e}");
         // A stack top too close to the start of user memory.

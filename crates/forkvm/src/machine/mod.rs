@@ -23,6 +23,8 @@ use crate::linux::thread::Sched;
 use crate::linux::{self, Policy, Process};
 use crate::loader::{self, LoadError, StackParams, Symbols};
 use crate::memory::{page_tables, AddressSpace, GuestMemory, MapError, Rights};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,10 +43,10 @@ pub struct Config {
     pub address_space: Option<u64>,
     /// Wall-clock limit for the whole run.
     pub timeout: Duration,
-    /// argv, including argv[0].
-    pub argv: Vec<String>,
-    /// The environment, `KEY=VALUE`.
-    pub env: Vec<String>,
+    /// argv, including argv[0]: any bytes but NUL, as on Linux.
+    pub argv: Vec<OsString>,
+    /// The environment, `KEY=VALUE` (any bytes but NUL).
+    pub env: Vec<OsString>,
     /// Guest working directory.
     pub cwd: String,
     /// Host paths the guest may read.
@@ -221,7 +223,7 @@ impl Machine {
             source,
         })?;
         if config.argv.is_empty() {
-            config.argv.push(path.to_string());
+            config.argv.push(path.into());
         }
         let exe = std::fs::canonicalize(path)
             .map(|p| p.to_string_lossy().into_owned())
@@ -340,6 +342,7 @@ impl Machine {
         let mut random = [0u8; 16];
         getrandom::fill(&mut random).map_err(|e| MachineError::Internal(e.to_string()))?;
         let execfn = config.argv.first().cloned().unwrap_or_default();
+        let execfn = execfn.as_bytes();
         let rsp = loader::build_stack(
             &mut mem,
             stack_top,
@@ -347,7 +350,7 @@ impl Machine {
             &StackParams {
                 argv: &config.argv,
                 envp: &config.env,
-                execfn: &execfn,
+                execfn,
                 random,
                 hwcap: hv.hwcap(),
                 hwcap2: 0,
