@@ -703,6 +703,9 @@ fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 /// the caller's pid); the caller (if selected) through `send_self`. ESRCH
 /// when none.
 pub(super) fn kill(p: &mut Process, pid: i64, sig: u64) -> SysResult {
+    if !(0..=64).contains(&sig) {
+        return Err(Errno::EINVAL);
+    }
     let me = pid_of(p);
     let mut targets = Vec::new();
     let mut self_too = false;
@@ -733,10 +736,14 @@ pub(super) fn kill(p: &mut Process, pid: i64, sig: u64) -> SysResult {
         }
     }
     if !self_too && targets.is_empty() {
-        return Err(Errno::ESRCH);
-    }
-    if !(0..=64).contains(&sig) {
-        return Err(Errno::EINVAL);
+        // The first process's parent, pid 1, is outside the sandbox: it is
+        // alive for as long as the run lasts (signal 0 succeeds, as for a
+        // parent of the same user on Linux), but no signal reaches it.
+        return match pid == super::process::PPID as i64 {
+            true if sig == 0 => Ok(0),
+            true => Err(Errno::EPERM),
+            false => Err(Errno::ESRCH),
+        };
     }
     if sig != 0 {
         for t in targets {
@@ -909,6 +916,18 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 mod tests {
     use super::*;
     use crate::linux::{test_call, test_process};
+
+    #[test]
+    fn the_first_processs_parent_is_alive_but_out_of_reach() {
+        let (mut p, _m, _) = test_process();
+        assert_eq!(kill(&mut p, super::super::process::PPID as i64, 0), Ok(0));
+        assert_eq!(
+            kill(&mut p, super::super::process::PPID as i64, 15),
+            Err(Errno::EPERM)
+        );
+        assert_eq!(kill(&mut p, 4242, 0), Err(Errno::ESRCH));
+        assert_eq!(kill(&mut p, 4242, 99), Err(Errno::EINVAL));
+    }
 
     #[test]
     fn ending_a_tree_waits_for_its_children() {

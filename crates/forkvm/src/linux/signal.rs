@@ -1058,7 +1058,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 128, name: "rt_sigtimedwait", handler: sys_rt_sigtimedwait, support: Support::Partial,
         note: "signals pending for the process, sent by its threads, other processes or timers, with their siginfo" },
     SyscallEntry { nr: 62, name: "kill", handler: sys_kill, support: Support::Partial,
-        note: "to itself and the run's other processes (taken at their next system call); SI_USER with the sender's pid" },
+        note: "to itself and the run's other processes (taken at their next system call); SI_USER with the sender's pid; the first process's parent (pid 1) is alive to signal 0, EPERM to others" },
     SyscallEntry { nr: 129, name: "rt_sigqueueinfo", handler: sys_rt_sigqueueinfo, support: Support::Full,
         note: "to itself and the run's other processes; a kill-like si_code to another is EPERM; at most 1024 queued (EAGAIN)" },
     SyscallEntry { nr: 297, name: "rt_tgsigqueueinfo", handler: sys_rt_tgsigqueueinfo, support: Support::Partial,
