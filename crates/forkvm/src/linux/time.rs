@@ -161,7 +161,7 @@ fn sleep_relative(
             std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32),
         );
     }
-    let r = sleep_watching(p, SleepClock::Monotonic, req);
+    let r = sleep_for(p, SleepClock::Monotonic, req);
     slept(mem, r, rem_ptr)
 }
 
@@ -171,36 +171,47 @@ fn sleep_relative(
 /// up (perl's `sleep` in a parent slept on through its child's signal).
 const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// A host sleep of `req` on `clock`, ended early (Interrupted with the time
-/// left) by a kick that matters or by a signal another process of the run
-/// sent meanwhile. While other processes live, it sleeps in slices of
-/// [`SIGNAL_CHECK`] and looks between them.
-fn sleep_watching(p: &Process, clock: SleepClock, req: Timespec) -> NanosleepRelativeResult {
-    let total = std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32);
-    let end = after(std::time::Instant::now(), total);
+/// A host sleep on `clock` until `left()` (the time still to go) is zero,
+/// ended early (Interrupted with the time left) by a kick that matters or by
+/// a signal another process of the run sent meanwhile. While other processes
+/// live, it sleeps in slices of [`SIGNAL_CHECK`] and looks between them.
+fn sleep_watching(
+    p: &Process,
+    clock: SleepClock,
+    left: impl Fn() -> std::time::Duration,
+) -> NanosleepRelativeResult {
+    // Decided once: a child that exits during the sleep still signals.
     let watch = super::child::others_alive(p);
     let span = |d: std::time::Duration| Timespec {
         tv_sec: d.as_secs() as i64,
         tv_nsec: d.subsec_nanos() as _,
     };
     loop {
-        let left = end.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
+        let to_go = left();
+        if to_go.is_zero() {
             return NanosleepRelativeResult::Ok;
         }
         if watch && super::child::signals_waiting(p) {
-            return NanosleepRelativeResult::Interrupted(span(left));
+            return NanosleepRelativeResult::Interrupted(span(to_go));
         }
-        let slice = if watch { left.min(SIGNAL_CHECK) } else { left };
+        let slice = if watch { to_go.min(SIGNAL_CHECK) } else { to_go };
         match rustix::thread::clock_nanosleep_relative(clock, &span(slice)) {
             NanosleepRelativeResult::Interrupted(_) if kick_matters(p) => {
-                let left = end.saturating_duration_since(std::time::Instant::now());
-                return NanosleepRelativeResult::Interrupted(span(left));
+                return NanosleepRelativeResult::Interrupted(span(left()));
             }
             NanosleepRelativeResult::Err(e) => return NanosleepRelativeResult::Err(e),
             _ => {}
         }
     }
+}
+
+/// [`sleep_watching`] for `req`, measured on the monotonic clock.
+fn sleep_for(p: &Process, clock: SleepClock, req: Timespec) -> NanosleepRelativeResult {
+    let total = std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32);
+    let end = after(std::time::Instant::now(), total);
+    sleep_watching(p, clock, || {
+        end.saturating_duration_since(std::time::Instant::now())
+    })
 }
 
 /// Whether a host sleep cut short by a kick of the vCPU thread ends the
@@ -270,46 +281,27 @@ fn sys_clock_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
         return block_thread(p, d);
     }
     if flags & TIMER_ABSTIME != 0 {
-        // Decided once: a child that exits during the sleep still signals.
-        let watch = super::child::others_alive(p);
-        loop {
-            if watch {
-                // In slices, looking for other processes' signals between them.
-                if super::child::signals_waiting(p) {
-                    return Err(Errno::EINTR);
-                }
-                let now = rustix::time::clock_gettime(clock(a[0])?);
-                let to_end =
-                    std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32).saturating_sub(
-                        std::time::Duration::new(now.tv_sec as u64, now.tv_nsec as u32),
-                    );
-                if to_end.is_zero() {
-                    return Ok(0);
-                }
-                let slice = to_end.min(SIGNAL_CHECK);
-                let slice = Timespec {
-                    tv_sec: slice.as_secs() as i64,
-                    tv_nsec: slice.subsec_nanos() as _,
-                };
-                match rustix::thread::clock_nanosleep_relative(id, &slice) {
-                    NanosleepRelativeResult::Interrupted(_) if kick_matters(p) => {
-                        return Err(Errno::EINTR)
-                    }
-                    NanosleepRelativeResult::Err(e) => return Err(e.into()),
-                    _ => continue,
-                }
-            }
-            return match rustix::thread::clock_nanosleep_absolute(id, &req) {
-                Ok(()) => Ok(0),
-                Err(rustix::io::Errno::INTR) if !kick_matters(p) => continue,
-                Err(e) => Err(e.into()),
-            };
-        }
+        // Until `req` on the clock itself: a clock set meanwhile is seen at
+        // the next slice.
+        let clock_id = clock(a[0])?;
+        let until = std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32);
+        let to_go = || {
+            let now = rustix::time::clock_gettime(clock_id);
+            until.saturating_sub(std::time::Duration::new(
+                now.tv_sec as u64,
+                now.tv_nsec as u32,
+            ))
+        };
+        return match sleep_watching(p, id, to_go) {
+            NanosleepRelativeResult::Ok => Ok(0),
+            NanosleepRelativeResult::Interrupted(_) => Err(Errno::EINTR),
+            NanosleepRelativeResult::Err(e) => Err(e.into()),
+        };
     }
     if rem_ptr != 0 {
         mem.read(rem_ptr, 16)?;
     }
-    let r = sleep_watching(p, id, req);
+    let r = sleep_for(p, id, req);
     slept(mem, r, rem_ptr)
 }
 
