@@ -69,41 +69,30 @@ trait Cut: Clone {
     fn until(&self, at: u64) -> Self;
 }
 
-impl Cut for SharedRange {
-    fn end(&self) -> u64 {
-        self.end
-    }
-    fn from(&self, start: u64, at: u64) -> Self {
-        Self {
-            offset: self.offset + (at - start),
-            ..self.clone()
+/// [`Cut`] for a range type with `end` and `offset` fields.
+macro_rules! cut_by_end_and_offset {
+    ($($t:ty),*) => {$(
+        impl Cut for $t {
+            fn end(&self) -> u64 {
+                self.end
+            }
+            fn from(&self, start: u64, at: u64) -> Self {
+                Self {
+                    offset: self.offset + (at - start),
+                    ..self.clone()
+                }
+            }
+            fn until(&self, at: u64) -> Self {
+                Self {
+                    end: at,
+                    ..self.clone()
+                }
+            }
         }
-    }
-    fn until(&self, at: u64) -> Self {
-        Self {
-            end: at,
-            ..self.clone()
-        }
-    }
+    )*};
 }
 
-impl Cut for FileRange {
-    fn end(&self) -> u64 {
-        self.end
-    }
-    fn from(&self, start: u64, at: u64) -> Self {
-        Self {
-            offset: self.offset + (at - start),
-            ..self.clone()
-        }
-    }
-    fn until(&self, at: u64) -> Self {
-        Self {
-            end: at,
-            ..self.clone()
-        }
-    }
-}
+cut_by_end_and_offset!(SharedRange, FileRange);
 
 /// Removes `addr..end` from the ranges of `map`, keeping the parts outside it.
 fn cut_out<R: Cut>(map: &mut BTreeMap<u64, R>, addr: u64, end: u64) {
