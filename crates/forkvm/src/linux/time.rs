@@ -194,7 +194,11 @@ fn sleep_watching(
         if watch && super::child::signals_waiting(p) {
             return NanosleepRelativeResult::Interrupted(span(to_go));
         }
-        let slice = if watch { to_go.min(SIGNAL_CHECK) } else { to_go };
+        let slice = if watch {
+            to_go.min(SIGNAL_CHECK)
+        } else {
+            to_go
+        };
         match rustix::thread::clock_nanosleep_relative(clock, &span(slice)) {
             NanosleepRelativeResult::Interrupted(_) if kick_matters(p) => {
                 return NanosleepRelativeResult::Interrupted(span(left()));

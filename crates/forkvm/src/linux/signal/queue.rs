@@ -1,0 +1,186 @@
+//! Signals waiting to be taken: those pending for a process, and those
+//! other processes of the run sent it.
+
+use super::info::code::*;
+use super::info::SigInfo;
+use super::Errno;
+
+/// Most signals one process may have queued (RLIMIT_SIGPENDING): beyond
+/// it, another instance of a signal already pending is refused (EAGAIN for
+/// sigqueue) or, sent by kill, dropped, as Linux does. A signal not yet
+/// pending always fits, so each number is pending at least once.
+pub const MAX_QUEUED: usize = 1024;
+
+/// First real-time signal (the kernel's SIGRTMIN; libcs keep the first few).
+const SIGRTMIN: i32 = 32;
+
+/// Signals pending for a process, each with what it carries: a standard
+/// signal at most once (another is merged into it), a real-time one once
+/// per send, in the order sent.
+#[derive(Debug, Clone, Default)]
+pub struct Pending {
+    list: std::collections::VecDeque<SigInfo>,
+    /// Bit n-1 for each signal n in `list`.
+    bits: u64,
+}
+
+impl Pending {
+    /// The pending signals (bit n-1 for signal n).
+    pub fn bits(&self) -> u64 {
+        self.bits
+    }
+
+    /// Whether none is pending.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Queues `info` (see [`MAX_QUEUED`]): EAGAIN when a real-time signal
+    /// other than kill's does not fit.
+    pub fn push(&mut self, info: SigInfo) -> Result<(), Errno> {
+        if !(1..=64).contains(&info.signo) {
+            return Err(Errno::EINVAL);
+        }
+        let bit = 1u64 << (info.signo - 1);
+        if self.bits & bit != 0 {
+            if info.signo < SIGRTMIN {
+                return Ok(());
+            }
+            if self.list.len() >= MAX_QUEUED {
+                return if info.code == SI_USER {
+                    Ok(())
+                } else {
+                    Err(Errno::EAGAIN)
+                };
+            }
+        }
+        self.list.push_back(info);
+        self.bits |= bit;
+        Ok(())
+    }
+
+    /// Takes the first sent of the lowest-numbered signal of `set`.
+    pub fn take(&mut self, set: u64) -> Option<SigInfo> {
+        let ready = self.bits & set;
+        if ready == 0 {
+            return None;
+        }
+        let signo = ready.trailing_zeros() as i32 + 1;
+        let i = self.list.iter().position(|s| s.signo == signo)?;
+        let info = self.list.remove(i)?;
+        if !self.list.iter().any(|s| s.signo == signo) {
+            self.bits &= !(1 << (signo - 1));
+        }
+        Some(info)
+    }
+
+    /// If the signal of POSIX timer `id` is still queued, counts `missed`
+    /// more expiries into its overrun and returns true: Linux queues one
+    /// signal per timer at a time.
+    pub fn add_overrun(&mut self, id: i32, missed: u64) -> bool {
+        let Some(i) = self
+            .list
+            .iter_mut()
+            .find(|s| s.code == SI_TIMER && s.timer == id)
+        else {
+            return false;
+        };
+        let missed = i32::try_from(missed).unwrap_or(i32::MAX);
+        i.overrun = i.overrun.saturating_add(missed);
+        true
+    }
+
+    /// How many of the pending signals are in `set`.
+    pub fn count(&self, set: u64) -> usize {
+        if self.bits & set == 0 {
+            return 0;
+        }
+        self.list
+            .iter()
+            .filter(|s| set & (1 << ((s.signo - 1) & 63)) != 0)
+            .count()
+    }
+}
+
+/// Signals other processes of the run sent to one process, with what each
+/// carries, until it takes them at its next system call
+/// (`child::take_signals`). Bounded like [`Pending`].
+#[derive(Debug, Default)]
+pub struct Inbox {
+    /// Whether any waits: looked at on every call, without the lock.
+    any: std::sync::atomic::AtomicBool,
+    queue: std::sync::Mutex<Pending>,
+}
+
+impl Inbox {
+    /// Whether signals wait to be taken.
+    pub fn waiting(&self) -> bool {
+        self.any.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Adds `info` (EAGAIN when it does not fit, see [`Pending::push`]).
+    pub fn push(&self, info: SigInfo) -> Result<(), Errno> {
+        let mut q = self
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        q.push(info)?;
+        self.any.store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// Takes every waiting signal.
+    pub fn take(&self) -> Pending {
+        let mut q = self
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.any.store(false, std::sync::atomic::Ordering::Release);
+        std::mem::take(&mut *q)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_signals_merge_real_time_ones_queue_in_order_and_are_bounded() {
+        let mut q = Pending::default();
+        let rt = |sig: u64, v: u64| SigInfo {
+            code: SI_QUEUE,
+            value: v,
+            ..SigInfo::user(sig, 2)
+        };
+        q.push(rt(35, 1)).unwrap();
+        q.push(SigInfo::user(10, 2)).unwrap();
+        q.push(SigInfo::user(10, 3)).unwrap();
+        q.push(rt(34, 2)).unwrap();
+        q.push(rt(35, 3)).unwrap();
+        assert_eq!(q.count(u64::MAX), 4, "the second SIGUSR1 merged");
+        assert_eq!(q.bits(), (1 << 9) | (1 << 33) | (1 << 34));
+        let order: Vec<_> = std::iter::from_fn(|| q.take(u64::MAX))
+            .map(|i| (i.signo, i.pid, i.value))
+            .collect();
+        assert_eq!(order, [(10, 2, 0), (34, 2, 2), (35, 2, 1), (35, 2, 3)]);
+        assert!(q.is_empty() && q.bits() == 0);
+        // Bounded: further instances are refused (kill's dropped), but a
+        // signal not yet pending still gets in.
+        for v in 0..MAX_QUEUED as u64 {
+            q.push(rt(40, v)).unwrap();
+        }
+        assert_eq!(q.push(rt(40, 0)), Err(Errno::EAGAIN));
+        assert_eq!(q.push(SigInfo::user(40, 2)), Ok(()));
+        assert_eq!(q.count(1 << 39), MAX_QUEUED);
+        q.push(rt(41, 0)).unwrap();
+        q.push(SigInfo::user(12, 2)).unwrap();
+        assert_eq!(q.count(u64::MAX), MAX_QUEUED + 2);
+        assert_eq!(q.push(SigInfo::user(65, 2)), Err(Errno::EINVAL));
+        assert_eq!(q.push(SigInfo::user(0, 2)), Err(Errno::EINVAL));
+        // A timer's signal still queued gathers the expiries as overrun.
+        assert!(!q.add_overrun(3, 1));
+        q.push(SigInfo::timer(42, 3, 0, 9)).unwrap();
+        assert!(q.add_overrun(3, 2) && q.add_overrun(3, 1));
+        assert_eq!(q.take(1 << 41).map(|i| i.overrun), Some(3));
+    }
+}
