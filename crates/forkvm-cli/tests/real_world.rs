@@ -431,6 +431,14 @@ fn append_flag_and_cpu_clocks() {
     glibc_and_musl_in_a_dir("append_and_cpu_clocks");
 }
 
+/// ITIMER_VIRTUAL and ITIMER_PROF fire on CPU time (they were EINVAL, so
+/// profilers got nothing), and clocks named by number work: CLOCK_TAI and
+/// the CPU clocks of clock_getcpuclockid and pthread_getcpuclockid.
+#[test]
+fn cpu_time_timers_and_clocks_by_number() {
+    glibc_and_musl("cpu_timers");
+}
+
 /// The Go toolchain links inside forkvm: its linker sizes the output with
 /// fallocate and writes it through a shared mapping (it stopped at
 /// fallocate, ENOSYS, and would have written nothing). The build cache is

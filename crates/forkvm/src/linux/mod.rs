@@ -116,6 +116,9 @@ pub struct Process {
     pub writes: Vec<io::WriteProgress>,
     /// ITIMER_REAL (setitimer/alarm): next expiry and period (zero: one shot).
     pub itimer: Option<(std::time::Instant, std::time::Duration)>,
+    /// ITIMER_VIRTUAL and ITIMER_PROF: the process CPU time at which each
+    /// next expires, and its period (see `time::cpu_time`).
+    pub cpu_itimers: [Option<(std::time::Duration, std::time::Duration)>; 2],
     /// Signals sent while blocked (or while another handler was due),
     /// waiting to be unblocked or taken, each with its siginfo.
     pub sigqueue: signal::Pending,
@@ -187,6 +190,7 @@ impl Process {
             sigqueue: signal::Pending::default(),
             timer_blocked: 0,
             itimer: None,
+            cpu_itimers: [None; 2],
             tid: process::PID,
             threads: thread::Threads::default(),
             sched: None,
@@ -231,6 +235,7 @@ impl Process {
             sigqueue: signal::Pending::default(),
             timer_blocked: 0,
             itimer: None,
+            cpu_itimers: [None; 2],
             tid: self.tid,
             threads: self.threads.clone(),
             sched: None,

@@ -11,7 +11,9 @@ use rustix::time::{ClockId, Timespec};
 const NSEC_PER_SEC: i64 = 1_000_000_000;
 const TIMER_ABSTIME: u64 = 1;
 
+/// The host clock behind guest clock `id` (a `clockid_t`: an int).
 fn clock(id: u64) -> Result<ClockId, Errno> {
+    let id = id as u32 as i32;
     Ok(match id {
         0 => ClockId::Realtime,
         1 => ClockId::Monotonic,
@@ -20,9 +22,33 @@ fn clock(id: u64) -> Result<ClockId, Errno> {
         4 => ClockId::MonotonicRaw,
         5 => ClockId::RealtimeCoarse,
         6 => ClockId::MonotonicCoarse,
-        7 => ClockId::Boottime,
+        // The *_ALARM clocks read as their base clocks (only their timers
+        // need CAP_WAKE_ALARM).
+        7 | 9 => ClockId::Boottime,
+        8 => ClockId::Realtime,
+        11 => ClockId::Tai,
         _ => return Err(Errno::EINVAL),
     })
+}
+
+/// [`clock`], and also a CPU clock named by pid or tid
+/// (clock_getcpuclockid, pthread_getcpuclockid: `~id << 3 | kind`, kind 3
+/// invalid): this process's, or one of its threads', is its CPU time (one
+/// vCPU thread runs them all); another's is EINVAL.
+fn clock_of(p: &Process, id: u64) -> Result<ClockId, Errno> {
+    let cpu = id as u32 as i32;
+    if cpu >= 0 || cpu & 3 == 3 {
+        return clock(id);
+    }
+    let who = u64::from(!(cpu >> 3) as u32);
+    let mine = who == 0
+        || who == super::child::pid_of(p)
+        || who == p.tid
+        || p.threads.others.iter().any(|t| t.tid == who);
+    match mine {
+        true => Ok(ClockId::ThreadCPUTime),
+        false => Err(Errno::EINVAL),
+    }
 }
 
 /// The time syscalls the vDSO answers while its time base is current:
@@ -73,8 +99,8 @@ fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Timespec, Errno> {
 }
 
 /// Implements clock_gettime(2).
-fn sys_clock_gettime(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let t = guest_clock(clock(a[0])?);
+fn sys_clock_gettime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = guest_clock(clock_of(p, a[0])?);
     write_timespec(mem, a[1], t)?;
     Ok(0)
 }
@@ -93,8 +119,8 @@ fn guest_clock(id: ClockId) -> Timespec {
 }
 
 /// Implements clock_getres(2).
-fn sys_clock_getres(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let id = clock(a[0])?;
+fn sys_clock_getres(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let id = clock_of(p, a[0])?;
     if a[1] != 0 {
         let res = match id {
             ClockId::RealtimeCoarse | ClockId::MonotonicCoarse => 4_000_000,
@@ -310,15 +336,23 @@ fn sys_clock_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
 }
 
 const ITIMER_REAL: u64 = 0;
+const ITIMER_PROF: u64 = 2;
 
-fn write_itimerval(mem: &mut GuestMemory, addr: u64, p: &Process) -> Result<(), Errno> {
-    let (left, period) = match p.itimer {
-        Some((next, period)) => (
-            next.saturating_duration_since(std::time::Instant::now()),
-            period,
-        ),
-        None => (std::time::Duration::ZERO, std::time::Duration::ZERO),
-    };
+fn write_itimerval(mem: &mut GuestMemory, addr: u64, p: &Process, which: u64) -> Result<(), Errno> {
+    let (left, period) = match which {
+        ITIMER_REAL => p.itimer.map(|(next, period)| {
+            (
+                next.saturating_duration_since(std::time::Instant::now()),
+                period,
+            )
+        }),
+        _ => p.cpu_itimers[which as usize - 1].map(|(at, period)| {
+            // As Linux: an armed timer never reads zero.
+            let left = at.saturating_sub(cpu_time());
+            (left.max(std::time::Duration::from_micros(1)), period)
+        }),
+    }
+    .unwrap_or_default();
     let mut b = [0u8; 32];
     for (i, d) in [period, left].iter().enumerate() {
         b[i * 16..i * 16 + 8].copy_from_slice(&d.as_secs().to_le_bytes());
@@ -337,18 +371,24 @@ fn read_timeval(mem: &GuestMemory, addr: u64) -> Result<std::time::Duration, Err
     Ok(std::time::Duration::new(s as u64, us as u32 * 1000))
 }
 
-/// Implements getitimer(2) (ITIMER_REAL).
+/// Implements getitimer(2).
 fn sys_getitimer(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[0] != ITIMER_REAL {
+    // `which` is an int.
+    let which = u64::from(a[0] as u32);
+    if which > ITIMER_PROF {
         return Err(Errno::EINVAL);
     }
-    write_itimerval(mem, a[1], p)?;
+    write_itimerval(mem, a[1], p, which)?;
     Ok(0)
 }
 
-/// Implements setitimer(2) (ITIMER_REAL: SIGALRM when it expires).
+/// Implements setitimer(2): ITIMER_REAL (SIGALRM) on the wall clock,
+/// ITIMER_VIRTUAL (SIGVTALRM) and ITIMER_PROF (SIGPROF) on the process's
+/// CPU time, which here is one clock for both (the vCPU thread's: the
+/// guest's own time and the host's work for it alike).
 fn sys_setitimer(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if a[0] != ITIMER_REAL {
+    let which = u64::from(a[0] as u32);
+    if which > ITIMER_PROF {
         return Err(Errno::EINVAL);
     }
     let new = if a[1] != 0 {
@@ -357,10 +397,16 @@ fn sys_setitimer(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
         None
     };
     if a[2] != 0 {
-        write_itimerval(mem, a[2], p)?;
+        write_itimerval(mem, a[2], p, which)?;
     }
     if let Some((period, value)) = new {
-        p.itimer = (!value.is_zero()).then(|| (after(std::time::Instant::now(), value), period));
+        if which == ITIMER_REAL {
+            p.itimer =
+                (!value.is_zero()).then(|| (after(std::time::Instant::now(), value), period));
+        } else {
+            p.cpu_itimers[which as usize - 1] =
+                (!value.is_zero()).then(|| (cpu_time().saturating_add(value), period));
+        }
     }
     Ok(0)
 }
@@ -382,8 +428,9 @@ fn sys_alarm(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(left)
 }
 
-/// CPU time of the vCPU thread (the guest's user + system time).
-fn cpu_time() -> std::time::Duration {
+/// CPU time of the vCPU thread (the guest's user + system time). One
+/// thread runs all of a process's threads, so this is the process's.
+pub(super) fn cpu_time() -> std::time::Duration {
     let t = rustix::time::clock_gettime(ClockId::ThreadCPUTime);
     std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
@@ -478,10 +525,18 @@ impl Process {
     /// The next moment a timer (alarm, setitimer or a POSIX timer) expires.
     pub fn next_timer_due(&self) -> Option<std::time::Instant> {
         let posix = self.posix_timers.next_due();
-        match (self.itimer.map(|(next, _)| next), posix) {
+        let wall = match (self.itimer.map(|(next, _)| next), posix) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        }
+        };
+        // A CPU-time timer cannot expire sooner than its CPU time left from
+        // now: look then (and again then, if the process waited meanwhile).
+        let cpu = self.cpu_itimers.iter().flatten().map(|&(at, _)| at).min();
+        let cpu = cpu.map(|at| {
+            let now = std::time::Instant::now();
+            after(now, at.saturating_sub(cpu_time()))
+        });
+        [wall, cpu].into_iter().flatten().min()
     }
 }
 
@@ -679,16 +734,15 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "CPU time and peak mapped memory; other fields 0" },
     SyscallEntry { nr: 100, name: "times", handler: sys_times, support: Support::Partial,
         note: "guest CPU time reported as user time" },
-    SyscallEntry { nr: 36, name: "getitimer", handler: sys_getitimer, support: Support::Partial,
-        note: "ITIMER_REAL only" },
+    SyscallEntry { nr: 36, name: "getitimer", handler: sys_getitimer, support: Support::Full, note: "" },
     SyscallEntry { nr: 37, name: "alarm", handler: sys_alarm, support: Support::Full, note: "" },
     SyscallEntry { nr: 38, name: "setitimer", handler: sys_setitimer, support: Support::Partial,
-        note: "ITIMER_REAL only; SIGALRM is delivered at the thread's next syscall or preemption tick" },
+        note: "ITIMER_VIRTUAL and ITIMER_PROF both count the process's CPU time; signals are delivered at the thread's next syscall or preemption tick" },
     SyscallEntry { nr: 35, name: "nanosleep", handler: sys_nanosleep, support: Support::Full, note: "" },
     SyscallEntry { nr: 96, name: "gettimeofday", handler: sys_gettimeofday, support: Support::Full, note: "" },
     SyscallEntry { nr: 201, name: "time", handler: sys_time, support: Support::Full, note: "" },
     SyscallEntry { nr: 228, name: "clock_gettime", handler: sys_clock_gettime, support: Support::Partial,
-        note: "CPU-time clocks report the vCPU thread's CPU time; per-process/thread clock ids are refused" },
+        note: "CPU-time clocks (also by pid or tid, for this process and its threads) report the vCPU thread's CPU time" },
     SyscallEntry { nr: 229, name: "clock_getres", handler: sys_clock_getres, support: Support::Full, note: "" },
     SyscallEntry { nr: 230, name: "clock_nanosleep", handler: sys_clock_nanosleep, support: Support::Partial,
         note: "REALTIME, MONOTONIC and BOOTTIME clocks" },

@@ -300,17 +300,43 @@ const SIGALRM: u64 = 14;
 /// the default action: termination). Returns whether it fired.
 pub fn fire_timer(p: &mut Process) -> bool {
     let posix = super::time::fire_posix_timers(p);
+    let cpu = fire_cpu_timers(p);
     let Some((next, period)) = p.itimer else {
-        return posix;
+        return posix || cpu;
     };
     let now = std::time::Instant::now();
     if now < next {
-        return posix;
+        return posix || cpu;
     }
     p.itimer = (!period.is_zero()).then(|| (super::time::after(now, period), period));
     let _ = send(p, SigInfo::kernel(SIGALRM));
     p.timer_blocked |= p.sigqueue.bits() & p.sigmask & (1 << (SIGALRM - 1));
     true
+}
+
+/// Fires ITIMER_VIRTUAL (SIGVTALRM) and ITIMER_PROF (SIGPROF) if the
+/// process's CPU time has reached them. Returns whether one fired.
+fn fire_cpu_timers(p: &mut Process) -> bool {
+    const SIGNALS: [u64; 2] = [26, 27]; // SIGVTALRM, SIGPROF
+    if p.cpu_itimers.iter().all(Option::is_none) {
+        return false;
+    }
+    let now = super::time::cpu_time();
+    let mut fired = false;
+    for (slot, sig) in SIGNALS.into_iter().enumerate() {
+        let Some((at, period)) = p.cpu_itimers[slot] else {
+            continue;
+        };
+        if now < at {
+            continue;
+        }
+        // Expiries missed meanwhile fold into this one, as for ITIMER_REAL.
+        p.cpu_itimers[slot] = (!period.is_zero()).then(|| (now.saturating_add(period), period));
+        let _ = send(p, SigInfo::kernel(sig));
+        p.timer_blocked |= p.sigqueue.bits() & p.sigmask & (1 << (sig - 1));
+        fired = true;
+    }
+    fired
 }
 
 /// Implements pause(2): waits until a signal arrives (the interval timer's, here).
