@@ -650,6 +650,7 @@ fn serve_request_children_end_with_the_reset() {
     assert!(vm_threads() <= after_few, "VMs piled up\n{}", ctx());
 }
 
+<<<<<<< HEAD
 /// Arguments and environment strings are bytes, not text: ones that are not
 /// UTF-8 pass unchanged from forkvm's command line and through execve.
 #[test]
@@ -674,6 +675,53 @@ fn arguments_that_are_not_utf8_pass_unchanged() {
                 .args(["sh", "-c", &script, BUSYBOX])
                 .flags(["--allow-read", BUSYBOX])
                 .flags([std::ffi::OsStr::new("--allow-read"), prog.as_os_str()]),
+=======
+/// Named FIFOs: non-blocking opens (ENXIO for a writer alone, EOF and no
+/// hang-up for a reader alone), O_RDWR, blocking opens that wait for their
+/// partner in another process, and more data than a pipe holds, both ways
+/// between a parent and its child (open() of a FIFO was EACCES).
+#[test]
+fn named_fifos_between_processes() {
+    glibc_and_musl("fifos");
+}
+
+/// The shell's use of FIFOs: `mkfifo p; producer > p & consumer < p`, in
+/// busybox sh and in bash.
+#[test]
+fn shells_pass_data_through_a_fifo() {
+    let script = r#"
+d=$(mktemp -d -p /dev/shm) && cd "$d" || exit 9
+mkfifo p
+seq 1 5000 > p &
+wc -l < p
+wait $!; echo "producer: $?"
+exec 3<> p
+echo through rw >&3
+read line <&3; echo "$line"
+exec 3>&-
+(cat p | tr a-z A-Z) & echo upper > p; wait
+cd / && rm -r "$d"
+"#;
+    if installed(BUSYBOX) {
+        let mut busybox = String::new();
+        for c in ["mktemp", "mkfifo", "seq", "wc", "cat", "tr", "rm"] {
+            busybox.push_str(&format!("{c}() {{ {BUSYBOX} {c} \"$@\"; }}\n"));
+        }
+        busybox.push_str(script);
+        check(
+            &Case::new(BUSYBOX)
+                .args(["sh", "-c", &busybox])
+                .flags(["--allow-read", BUSYBOX])
+                .limit(Duration::from_secs(60)),
+        );
+    }
+    if installed("/bin/bash") {
+        check(
+            &Case::new("/bin/bash")
+                .args(["-c", script])
+                .flags(["--allow-read", "/bin", "--allow-read", "/usr/bin"])
+                .limit(Duration::from_secs(60)),
+>>>>>>> fix-files
         );
     }
 }

@@ -631,3 +631,28 @@ fn gnu_sort_parallel_floating_point_keys() {
         );
     }
 }
+
+/// memfd_create: MFD_CLOEXEC and MFD_ALLOW_SEALING, fstat, read/write,
+/// ftruncate, MAP_SHARED and MAP_PRIVATE mappings, seals (F_ADD_SEALS,
+/// F_GET_SEALS, what they forbid), reopening through /proc/self/fd and its
+/// link "/memfd:NAME (deleted)" (it was ENOSYS).
+#[test]
+fn memfd_create_files_map_and_seal() {
+    glibc_and_musl("memfd");
+}
+
+/// open(O_TMPFILE) in /dev/shm: an unnamed file, read and written, linked
+/// as "DIR/#INODE (deleted)", with O_EXCL; the refused uses (it was EACCES).
+#[test]
+fn o_tmpfile_makes_an_unnamed_file() {
+    glibc_and_musl("tmpfile");
+}
+
+/// readlink of /proc/self/fd/N for files, directories, deleted files,
+/// pipes, sockets, devices and eventfds; /dev/stdin and /dev/fd; the
+/// /proc/self/cwd link read and followed; /proc/self/exe (links were
+/// EINVAL, /proc/self/cwd did not exist).
+#[test]
+fn proc_self_fd_and_cwd_links_read_as_on_linux() {
+    glibc_and_musl("fd_links");
+}

@@ -347,10 +347,11 @@ fn epoll_wait(
             FileKind::Socket(s) => s.host_stream().map_or(0, |h| h.edge_token()),
             FileKind::Pipe(end) => {
                 let pipe = lock(&end.pipe);
-                if end.write {
-                    pipe.reads
-                } else {
-                    pipe.writes
+                match (end.read, end.write) {
+                    // A FIFO opened O_RDWR: either count moves it.
+                    (true, true) => pipe.reads.wrapping_add(pipe.writes),
+                    (false, _) => pipe.reads,
+                    (true, false) => pipe.writes,
                 }
             }
             _ => 0,
@@ -388,6 +389,7 @@ fn epoll_wait(
                 // made room (write end).
                 let rearm = match &f.kind {
                     FileKind::Socket(_) => EPOLLIN | EPOLLOUT,
+                    FileKind::Pipe(end) if end.read && end.write => EPOLLIN | EPOLLOUT,
                     FileKind::Pipe(end) if end.write => EPOLLOUT,
                     _ => EPOLLIN,
                 };

@@ -50,6 +50,8 @@ const F_OFD_SETLK: u64 = 37;
 const F_OFD_SETLKW: u64 = 38;
 const F_DUPFD_CLOEXEC: u64 = 1030;
 const F_GETPIPE_SZ: u64 = 1032;
+const F_ADD_SEALS: u64 = 1033;
+const F_GET_SEALS: u64 = 1034;
 const FD_CLOEXEC: u64 = 1;
 const CLOSE_RANGE_UNSHARE: u64 = 2;
 const CLOSE_RANGE_CLOEXEC: u64 = 4;
@@ -62,7 +64,7 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The shared buffer of one pipe.
+/// The shared buffer of one pipe (or of a named FIFO, see `fs::fifo`).
 pub struct Pipe {
     /// Bytes written and not yet read (at most [`PIPE_CAPACITY`]).
     pub buf: VecDeque<u8>,
@@ -79,35 +81,109 @@ pub struct Pipe {
     pub writes: u64,
     /// See `writes`.
     pub reads: u64,
+    /// Read-end opens so far (Linux's `r_counter`): a FIFO's blocking
+    /// write-open waits for it to change.
+    pub reader_opens: u64,
+    /// Write-end opens so far (`w_counter`): a FIFO's blocking read-open
+    /// waits for it to change, and a reader reports POLLHUP only once a
+    /// writer came (and went) after it opened.
+    pub writer_opens: u64,
 }
 
-/// One end of a pipe; dropping it (the last fd of its description) closes the end.
+impl Pipe {
+    /// An empty pipe with no ends open yet.
+    pub fn new() -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Pipe {
+            buf: VecDeque::new(),
+            readers: 0,
+            writers: 0,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            writes: 0,
+            reads: 0,
+            reader_opens: 0,
+            writer_opens: 0,
+        }
+    }
+}
+
+impl Default for Pipe {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The file system node a FIFO's ends were opened through: fstat and
+/// /proc/self/fd/N describe it.
+pub struct FifoNode {
+    /// Host O_PATH descriptor of the FIFO.
+    pub fd: OwnedFd,
+    /// Guest path it was opened as.
+    pub path: Vec<u8>,
+}
+
+/// One end of a pipe (or both, for a FIFO opened O_RDWR); dropping it (the
+/// last fd of its description) closes the end.
 pub struct PipeEnd {
     /// The pipe both ends share.
     pub pipe: Arc<Mutex<Pipe>>,
-    /// Whether this is the write end.
+    /// Whether this end reads.
+    pub read: bool,
+    /// Whether this end writes.
     pub write: bool,
+    /// The FIFO it was opened through (None: an anonymous pipe).
+    pub node: Option<Arc<FifoNode>>,
+    /// `writer_opens` when a reader opened: POLLHUP waits for a writer
+    /// opened after that (a FIFO read-opened with O_NONBLOCK and no writer
+    /// is not hung up, as on Linux).
+    pub writers_seen: u64,
 }
 
 impl PipeEnd {
     /// A new pipe: (read end, write end).
     pub fn pair() -> (PipeEnd, PipeEnd) {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        let pipe = Arc::new(Mutex::new(Pipe {
-            buf: VecDeque::new(),
-            readers: 1,
-            writers: 1,
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            writes: 0,
-            reads: 0,
-        }));
-        (
-            PipeEnd {
-                pipe: pipe.clone(),
-                write: false,
-            },
-            PipeEnd { pipe, write: true },
-        )
+        let pipe = Arc::new(Mutex::new(Pipe::new()));
+        let r = PipeEnd::open(&pipe, true, false, None);
+        let w = PipeEnd::open(&pipe, false, true, None);
+        (r, w)
+    }
+
+    /// Opens another end of `pipe`: counted as a reader and/or writer.
+    pub fn open(
+        pipe: &Arc<Mutex<Pipe>>,
+        read: bool,
+        write: bool,
+        node: Option<Arc<FifoNode>>,
+    ) -> PipeEnd {
+        let mut p = lock(pipe);
+        if read {
+            p.readers += 1;
+            p.reader_opens = p.reader_opens.wrapping_add(1);
+        }
+        if write {
+            p.writers += 1;
+            p.writer_opens = p.writer_opens.wrapping_add(1);
+        }
+        // With no writer now, a reader sees a hang-up only after one came;
+        // with one (an anonymous pipe's is opened right after), once it is gone.
+        let writers_seen = if p.writers == 0 {
+            p.writer_opens
+        } else {
+            p.writer_opens.wrapping_sub(1)
+        };
+        PipeEnd {
+            pipe: pipe.clone(),
+            read,
+            write,
+            node,
+            writers_seen,
+        }
+    }
+
+    /// Whether a reader of this end sees a hang-up: no writer left, and
+    /// one came after the reader opened.
+    pub fn hung_up(&self, p: &Pipe) -> bool {
+        p.writers == 0 && p.writer_opens != self.writers_seen
     }
 }
 
@@ -116,7 +192,8 @@ impl Drop for PipeEnd {
         let mut p = lock(&self.pipe);
         if self.write {
             p.writers = p.writers.saturating_sub(1);
-        } else {
+        }
+        if self.read {
             p.readers = p.readers.saturating_sub(1);
         }
     }
@@ -423,6 +500,11 @@ impl FdTable {
         }
         match &f.kind {
             FileKind::File { fd, .. } => {
+                // A memfd sealed against writes cannot be mapped for them.
+                let no_writes = rustix::fs::SealFlags::WRITE | rustix::fs::SealFlags::FUTURE_WRITE;
+                if rustix::fs::fcntl_get_seals(fd).is_ok_and(|s| s.intersects(no_writes)) {
+                    return Err(Errno::EPERM);
+                }
                 let size = rustix::fs::fstat(fd)?.st_size as u64;
                 Ok(Some((fd.try_clone().map_err(|_| Errno::ENOMEM)?, size)))
             }
@@ -545,6 +627,20 @@ fn sys_fcntl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             let ofd = matches!(cmd, F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW);
             super::locks::fcntl(p, mem, &file, which, ofd, arg)
         }
+        // Seals are the host file's own (a memfd's; elsewhere the host's
+        // EINVAL or EPERM).
+        F_ADD_SEALS => match &lock(&file).kind {
+            FileKind::File { fd, .. } => {
+                let seals = rustix::fs::SealFlags::from_bits(arg as u32).ok_or(Errno::EINVAL)?;
+                rustix::fs::fcntl_add_seals(fd, seals)?;
+                Ok(0)
+            }
+            _ => Err(Errno::EINVAL),
+        },
+        F_GET_SEALS => match &lock(&file).kind {
+            FileKind::File { fd, .. } => Ok(u64::from(rustix::fs::fcntl_get_seals(fd)?.bits())),
+            _ => Err(Errno::EINVAL),
+        },
         F_GETPIPE_SZ => match lock(&file).kind {
             FileKind::Pipe(_) => Ok(PIPE_CAPACITY as u64),
             _ => Err(Errno::EBADF),
@@ -587,7 +683,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 32, name: "dup", handler: sys_dup, support: Support::Full, note: "" },
     SyscallEntry { nr: 33, name: "dup2", handler: sys_dup2, support: Support::Full, note: "" },
     SyscallEntry { nr: 72, name: "fcntl", handler: sys_fcntl, support: Support::Partial,
-        note: "F_DUPFD(_CLOEXEC), F_GETFD/F_SETFD, F_GETFL/F_SETFL (O_APPEND/O_NONBLOCK), F_GETPIPE_SZ; record locks (POSIX and OFD) between the run's processes, held on the host (see locks.rs); others EINVAL" },
+        note: "F_DUPFD(_CLOEXEC), F_GETFD/F_SETFD, F_GETFL/F_SETFL (O_APPEND/O_NONBLOCK), F_GETPIPE_SZ, F_ADD_SEALS/F_GET_SEALS (the host file's seals: memfds); record locks (POSIX and OFD) between the run's processes, held on the host (see locks.rs); others EINVAL" },
     SyscallEntry { nr: 73, name: "flock", handler: sys_flock, support: Support::Partial,
         note: "host flock on the file's description; a lock held elsewhere is looked at again every 1 ms; pipes and sockets lock nothing" },
     SyscallEntry { nr: 292, name: "dup3", handler: sys_dup3, support: Support::Full, note: "" },
@@ -686,6 +782,8 @@ fn copy_file(
                         id: old.id,
                         writes: old.writes,
                         reads: old.reads,
+                        reader_opens: old.reader_opens,
+                        writer_opens: old.writer_opens,
                     }));
                     pipes.push((key, p.clone()));
                     p
@@ -693,7 +791,10 @@ fn copy_file(
             };
             FileKind::Pipe(PipeEnd {
                 pipe,
+                read: end.read,
                 write: end.write,
+                node: end.node.clone(),
+                writers_seen: end.writers_seen,
             })
         }
     };

@@ -63,7 +63,7 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
         FIONREAD => {
             let f = lock(&file);
             let n = match &f.kind {
-                FileKind::Pipe(end) if !end.write => lock(&end.pipe).buf.len() as u64,
+                FileKind::Pipe(end) if end.read => lock(&end.pipe).buf.len() as u64,
                 FileKind::Socket(s) => s.available() as u64,
                 FileKind::File { fd, .. } => {
                     let size = rustix::fs::fstat(fd.as_fd())?.st_size.max(0) as u64;

@@ -111,6 +111,8 @@ pub struct Process {
     pub sched: Option<thread::Sched>,
     /// The running thread is waiting in a syscall until this deadline (None inside: forever).
     pub waiting: Option<Option<std::time::Instant>>,
+    /// FIFO opens waiting for their partner, one per waiting thread (see `fs::fifo`).
+    pub fifo_waits: Vec<fs::FifoWait>,
     /// Blocking writes to pipes and stream sockets under way, one per
     /// waiting thread: what they sent so far (see `io::do_write`).
     pub writes: Vec<io::WriteProgress>,
@@ -196,6 +198,7 @@ impl Process {
             sched: None,
             waiting: None,
             writes: Vec::new(),
+            fifo_waits: Vec::new(),
             clear_child_tid: 0,
             robust_list: 0,
             sigactions: [SigAction::default(); 64],
@@ -241,6 +244,7 @@ impl Process {
             sched: None,
             waiting: None,
             writes: Vec::new(),
+            fifo_waits: Vec::new(),
             clear_child_tid: self.clear_child_tid,
             robust_list: self.robust_list,
             sigactions: self.sigactions,

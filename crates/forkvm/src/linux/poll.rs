@@ -82,25 +82,24 @@ fn readiness(f: &OpenFile) -> i16 {
         FileKind::Socket(s) => s.poll(),
         FileKind::Pipe(end) => {
             let p = lock(&end.pipe);
+            let mut r = 0;
             if end.write {
-                let mut r = 0;
                 if p.buf.len() < PIPE_CAPACITY {
                     r |= WRITABLE;
                 }
                 if p.readers == 0 {
                     r |= POLLERR;
                 }
-                r
-            } else {
-                let mut r = 0;
+            }
+            if end.read {
                 if !p.buf.is_empty() {
                     r |= READABLE;
                 }
-                if p.writers == 0 {
+                if end.hung_up(&p) {
                     r |= POLLHUP;
                 }
-                r
             }
+            r
         }
         _ => READABLE | WRITABLE,
     }

@@ -6,10 +6,14 @@
 //! generated when opened, into a sealed in-memory file, so every read,
 //! seek, fstat and mmap path treats them as ordinary read-only files.
 //! `/proc/self/exe` opens the program itself; `/proc/self/fd/N` is handled
-//! with the other descriptor aliases in [`super::fs`].
+//! with the other descriptor aliases in [`super::fs`]. The links
+//! `/proc/self/{exe,cwd,fd/N}` (and `/dev/std*`, `/dev/fd`) read as on
+//! Linux ([`link`]); `/proc/self/cwd` leads to the working directory.
 
+use super::event::EventObj;
+use super::fdtable::{lock, FileKind, OpenFile};
 use super::process::{PPID, UID};
-use super::Process;
+use super::{Errno, Process};
 use crate::memory::GuestMemory;
 use std::fmt::Write as _;
 use std::os::fd::OwnedFd;
@@ -131,4 +135,129 @@ pub fn memory_file(data: &[u8]) -> Result<OwnedFd, super::Errno> {
         SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
     )?;
     Ok(fd)
+}
+
+/// What follows `/proc/self/` in the normalised absolute `path`, also
+/// written `/proc/thread-self/` or `/proc/<its pid>/`.
+fn self_rest<'a>(p: &Process, path: &'a [u8]) -> Option<&'a [u8]> {
+    let rest = path.strip_prefix(b"/proc/")?;
+    let (first, rest) = match rest.iter().position(|&b| b == b'/') {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, &b""[..]),
+    };
+    let pid = super::child::pid_of(p).to_string();
+    (first == b"self" || first == b"thread-self" || first == pid.as_bytes()).then_some(rest)
+}
+
+/// `abs` with a leading `/proc/self/cwd` (or `/proc/<pid>/cwd`) replaced by
+/// the working directory, as following that link does; the link itself is
+/// kept when it is the last component and not followed (readlink, lstat).
+pub fn follow_cwd(p: &Process, abs: &[u8], follow: bool) -> Option<Vec<u8>> {
+    let rest = self_rest(p, abs)?;
+    let tail = rest.strip_prefix(b"cwd")?;
+    if !(tail.starts_with(b"/") || (tail.is_empty() && follow)) {
+        return None;
+    }
+    let mut out = p.cwd.as_bytes().to_vec();
+    out.extend_from_slice(tail);
+    Some(out)
+}
+
+/// The target of the emulated symbolic link at the normalised absolute
+/// `path`, if it is one: `/proc/self/{exe,cwd,fd/N}`, `/proc/self`,
+/// `/dev/fd` and `/dev/std{in,out,err}`. A closed fd is ENOENT.
+pub fn link(p: &Process, path: &[u8]) -> Option<Result<Vec<u8>, Errno>> {
+    let fixed: &[u8] = match path {
+        b"/dev/stdin" => b"/proc/self/fd/0",
+        b"/dev/stdout" => b"/proc/self/fd/1",
+        b"/dev/stderr" => b"/proc/self/fd/2",
+        b"/dev/fd" => b"/proc/self/fd",
+        b"/proc/self" => return Some(Ok(super::child::pid_of(p).to_string().into_bytes())),
+        _ => b"",
+    };
+    if !fixed.is_empty() {
+        return Some(Ok(fixed.to_vec()));
+    }
+    let rest = path
+        .strip_prefix(b"/dev/fd/")
+        .map(|n| [b"fd/".as_slice(), n].concat())
+        .or_else(|| self_rest(p, path).map(<[u8]>::to_vec))?;
+    match rest.as_slice() {
+        b"exe" => Some(Ok(p.exe_path.as_bytes().to_vec())),
+        b"cwd" => Some(Ok(p.cwd.as_bytes().to_vec())),
+        r => {
+            let n = r.strip_prefix(b"fd/")?;
+            let fd: i32 = std::str::from_utf8(n).ok()?.parse().ok()?;
+            Some(match p.fds.get(fd) {
+                Ok(f) => Ok(fd_link(p, &lock(&f))),
+                Err(_) => Err(Errno::ENOENT),
+            })
+        }
+    }
+}
+
+/// What `/proc/self/fd/N` reads for an open file, as Linux shows it.
+pub fn fd_link(p: &Process, f: &OpenFile) -> Vec<u8> {
+    let host_path = |fd: &OwnedFd, path: &[u8]| {
+        if path == b"/proc/self/exe" {
+            return p.exe_path.as_bytes().to_vec();
+        }
+        let mut out = path.to_vec();
+        let gone = rustix::fs::fstat(fd).is_ok_and(|st| st.st_nlink == 0);
+        if gone && !path.starts_with(b"/proc/") {
+            out.extend_from_slice(b" (deleted)");
+        }
+        out
+    };
+    let text = match &f.kind {
+        FileKind::File { fd, path }
+        | FileKind::Dir { fd, path }
+        | FileKind::PathOnly { fd, path } => return host_path(fd, path),
+        FileKind::Pipe(end) => match &end.node {
+            Some(node) => return host_path(&node.fd, &node.path),
+            None => format!("pipe:[{}]", lock(&end.pipe).id),
+        },
+        FileKind::Socket(s) => format!("socket:[{}]", super::net::socket_stat(s).ino),
+        FileKind::Null => "/dev/null".into(),
+        FileKind::Zero => "/dev/zero".into(),
+        FileKind::Urandom => "/dev/urandom".into(),
+        FileKind::Event(e) => match e {
+            EventObj::EventFd { .. } => "anon_inode:[eventfd]".into(),
+            EventObj::TimerFd(_) => "anon_inode:[timerfd]".into(),
+            EventObj::Epoll(_) => "anon_inode:[eventpoll]".into(),
+            EventObj::SignalFd { .. } => "anon_inode:[signalfd]".into(),
+        },
+        FileKind::Stdin | FileKind::Stdout | FileKind::Stderr => {
+            let name = match f.kind {
+                FileKind::Stdin => "/dev/stdin",
+                FileKind::Stdout => "/dev/stdout",
+                _ => "/dev/stderr",
+            };
+            host_stdio_link(&f.kind).unwrap_or_else(|| name.into())
+        }
+    };
+    text.into_bytes()
+}
+
+/// What the host's standard stream behind `kind` is, as its link reads: a
+/// pipe or socket by inode, a device by its path; None for anything else (a
+/// host file's path is the host's business).
+fn host_stdio_link(kind: &FileKind) -> Option<String> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let h = super::io::host_std(kind)?;
+    let fd = h.as_fd();
+    let st = rustix::fs::fstat(fd).ok()?;
+    match st.st_mode & 0o170000 {
+        0o010000 => Some(format!("pipe:[{}]", st.st_ino)),
+        0o140000 => Some(format!("socket:[{}]", st.st_ino)),
+        0o020000 => {
+            let at = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            let link = rustix::fs::readlink(at, Vec::new())
+                .ok()?
+                .into_string()
+                .ok()?;
+            link.starts_with("/dev/").then_some(link)
+        }
+        _ => None,
+    }
 }

@@ -104,6 +104,8 @@ impl Machine {
             // and the handler runs, as on Linux.
             self.proc.sched = None;
             self.proc.waiting = None;
+            // A FIFO open waiting for its partner closes the end it opened.
+            linux::fs::interrupted_open(&mut self.proc);
             // A blocking write that sent some bytes returns their count.
             result = match linux::io::interrupted_write(&mut self.proc) {
                 Some(sent) => sent,

@@ -27,12 +27,14 @@ pub(super) fn do_open(
     }
     let cloexec = flags & O_CLOEXEC != 0;
     let status = (flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_LARGEFILE;
-    let target = if path.is_empty() {
+    if path.is_empty() {
         return Err(Errno::ENOENT);
-    } else {
-        let abs = absolute(p, dirfd, &path)?;
-        special(p, &abs)
-    };
+    }
+    // /proc/self/cwd leads to the working directory.
+    let follow = flags & O_NOFOLLOW == 0;
+    let path = crate::linux::procfs::follow_cwd(p, &lexical(&absolute(p, dirfd, &path)?), follow)
+        .unwrap_or(path);
+    let target = special(p, &absolute(p, dirfd, &path)?);
     match target {
         Some(Err(e)) => return Err(e),
         Some(Ok(Target::Dev(d))) => {
@@ -77,6 +79,10 @@ pub(super) fn do_open(
         let kind = FileKind::File { fd, path: abs };
         return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
     }
+    if flags & O_TMPFILE != 0 {
+        let abs = absolute(p, dirfd, &path)?;
+        return open_tmpfile(p, &abs, flags, mode, status, cloexec);
+    }
     // open("n/", O_CREAT) never makes a file n.
     if flags & O_CREAT != 0 && flags & O_TMPFILE != O_TMPFILE && tail(&path).slash {
         return Err(Errno::EISDIR);
@@ -117,7 +123,8 @@ pub(super) fn do_open(
                 status,
             ),
             S_IFLNK => return Err(Errno::ELOOP),
-            // FIFOs, sockets and device nodes of the host stay closed.
+            S_IFIFO => return super::fifo::open(p, r, flags, status, cloexec),
+            // Sockets and device nodes of the host stay closed.
             _ => return Err(Errno::EACCES),
         }
     };
@@ -142,8 +149,10 @@ fn reopen_regular(
     if st.st_mode & S_IFMT != S_IFREG || path.starts_with(b"/proc/") {
         return Ok(None);
     }
+    // A description that writes already (a memfd's) may be opened again for writing.
     let writes = acc != O_RDONLY || flags & O_TRUNC != 0;
-    if writes && !super::attr::in_write_roots(p, path, &st) {
+    let host_writable = is_memfd(path) && rustix::fs::fcntl_getfl(fd)?.contains(OFlags::RDWR);
+    if writes && !host_writable && !super::attr::in_write_roots(p, path, &st) {
         return Err(Errno::EACCES);
     }
     let mut host = match acc {
@@ -266,19 +275,31 @@ pub(super) fn open_for_writing(
             of |= f;
         }
     }
+    let existing = rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW).ok();
+    // A FIFO (or a link to one) is opened as one (see `fifo`).
+    if let Some(st) = &existing {
+        let follow = flags & O_NOFOLLOW == 0;
+        let ty = st.st_mode & S_IFMT;
+        if ty == S_IFIFO || (ty == S_IFLNK && follow) {
+            if let Ok(r) = walk_host(&super::path::roots(p), abs, follow) {
+                if r.stat.st_mode & S_IFMT == S_IFIFO {
+                    return super::fifo::open(p, r, flags, status, cloexec);
+                }
+            }
+        }
+    }
     // Writing an existing file needs the guest's write permission (the host
     // user may have more, say root).
     if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
-        if let Ok(st) = rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+        if let Some(st) = &existing {
             let exclusive = flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
-            if st.st_mode & S_IFMT == S_IFREG && !exclusive && !guest_may(&st, 2) {
+            if st.st_mode & S_IFMT == S_IFREG && !exclusive && !guest_may(st, 2) {
                 return Err(Errno::EACCES);
             }
         }
     }
     // Whether O_CREAT makes the file: its mode is then set exactly (below).
-    let creates = flags & O_CREAT != 0
-        && rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW).is_err();
+    let creates = flags & O_CREAT != 0 && existing.is_none();
     let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
     let fd = rustix::fs::openat(&dir, name.as_slice(), of, mode).map_err(|e| {
         if e == rustix::io::Errno::LOOP {
@@ -718,6 +739,9 @@ pub(super) fn sys_fallocate(p: &mut Process, mem: &mut GuestMemory, a: &Args) ->
     let f = lock(&file);
     match &f.kind {
         FileKind::File { fd, path } if f.writable() => {
+            if is_memfd(path) && mode & FALLOC_FL_PUNCH_HOLE == 0 {
+                charge_memfd(p, &f, len as u64, mem.size())?;
+            }
             if is_scratch_path(p, path) && mode & FALLOC_FL_PUNCH_HOLE == 0 {
                 let size = rustix::fs::fstat(fd)?.st_size.max(0) as u64;
                 if end > size {

@@ -89,6 +89,9 @@ pub fn stat_of_file(f: &OpenFile) -> Result<StatInfo, Errno> {
         FileKind::File { fd, .. } | FileKind::Dir { fd, .. } | FileKind::PathOnly { fd, .. } => {
             Ok(StatInfo::from(&rustix::fs::fstat(fd)?))
         }
+        FileKind::Pipe(PipeEnd {
+            node: Some(node), ..
+        }) => Ok(StatInfo::from(&rustix::fs::fstat(&node.fd)?)),
         FileKind::Pipe(end) => {
             let uid = crate::linux::process::UID as u32;
             Ok(StatInfo {
@@ -359,8 +362,8 @@ pub(super) fn do_readlink(
         }
     } else {
         let abs = absolute(p, dirfd, &path)?;
-        if lexical(&abs) == b"/proc/self/exe" {
-            p.exe_path.as_bytes().to_vec()
+        if let Some(t) = crate::linux::procfs::link(p, &lexical(&abs)) {
+            t?
         } else if let Some(t) = special(p, &abs) {
             t?;
             return Err(Errno::EINVAL);
@@ -523,6 +526,9 @@ pub(super) fn statfs_of(p: &Process, t: &Target) -> Result<[u8; STATFS_SIZE], Er
                 FileKind::File { fd, path }
                 | FileKind::Dir { fd, path }
                 | FileKind::PathOnly { fd, path } => host(fd, path),
+                FileKind::Pipe(PipeEnd {
+                    node: Some(node), ..
+                }) => host(&node.fd, &node.path),
                 FileKind::Pipe(_) => Ok(encode_statfs(None, PIPEFS_MAGIC)),
                 k => match host_std(k) {
                     Some(h) => Ok(encode_statfs(Some(&rustix::fs::fstatfs(h.as_fd())?), 0)),

@@ -33,16 +33,19 @@
 
 mod attr;
 mod change;
+mod fifo;
 mod meta;
 mod overlay;
 mod path;
 #[cfg(test)]
 mod tests;
 mod tmp;
+mod unnamed;
 
 use attr::*;
 use change::*;
 pub use change::{make_socket_file, socket_file};
+pub use fifo::{interrupted_open, FifoWait};
 use meta::*;
 pub use meta::{encode_stat, encode_statx, stat_of_file, StatInfo};
 use overlay::*;
@@ -51,8 +54,9 @@ use path::*;
 pub use path::{check_path, exec_host_path, read_path};
 use tmp::*;
 pub use tmp::{charge_write, PrivateTmp};
+use unnamed::*;
 
-use super::fdtable::{lock, oflags::*, FileKind, FileRef, OpenFile};
+use super::fdtable::{lock, oflags::*, FileKind, FileRef, OpenFile, PipeEnd};
 use super::io::{guest_buf_mut, host_std};
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Policy, Process, SysResult};
@@ -105,7 +109,7 @@ pub(super) const OWN: &str =
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 2, name: "open", handler: sys_open, support: Support::Partial,
-        note: "files and directories under the allowed roots (writes under --allow-write roots only, else EACCES), their ancestors as directories listing only the way to the roots, a private /tmp and /dev/shm unless mapped, plus /dev/{null,zero,urandom}; /dev/std{in,out,err}, /dev/fd/N and /proc/self/fd/N open a regular file anew (own offset, O_TRUNC) and share a pipe's or socket's description; host fifos/devices EACCES, other paths ENOENT" },
+        note: "files and directories under the allowed roots (writes under --allow-write roots only, else EACCES), their ancestors as directories listing only the way to the roots, a private /tmp and /dev/shm unless mapped, plus /dev/{null,zero,urandom}; /dev/std{in,out,err}, /dev/fd/N and /proc/self/fd/N open a regular file anew (own offset, O_TRUNC) and share a pipe's or socket's description; /proc/self/cwd leads to the cwd; fifos under --allow-write roots (and the private /tmp, /dev/shm) with Linux's open semantics, their data in-process (see fs/fifo.rs); O_TMPFILE in writable directories; other host fifos and devices EACCES, other paths ENOENT" },
     SyscallEntry { nr: 4, name: "stat", handler: sys_stat, support: Support::Full, note: "" },
     SyscallEntry { nr: 5, name: "fstat", handler: sys_fstat, support: Support::Full, note: "" },
     SyscallEntry { nr: 6, name: "lstat", handler: sys_lstat, support: Support::Full, note: "" },
@@ -128,7 +132,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 87, name: "unlink", handler: sys_unlink, support: Support::Partial, note: RW },
     SyscallEntry { nr: 88, name: "symlink", handler: sys_symlink, support: Support::Partial, note: RW },
     SyscallEntry { nr: 89, name: "readlink", handler: sys_readlink, support: Support::Partial,
-        note: "/proc/self/exe gives the program path; /proc/self/fd/N links are not emulated" },
+        note: "/proc/self/{exe,cwd,fd/N} (and /proc/<pid>/...), /proc/self, /dev/fd and /dev/std* read as on Linux (files by guest path, \" (deleted)\" when unlinked, pipe:[ino], socket:[ino], anon_inode:[...]); the host's stdio shows a pipe, socket or device only" },
     SyscallEntry { nr: 90, name: "chmod", handler: sys_chmod, support: Support::Partial, note: OWN },
     SyscallEntry { nr: 91, name: "fchmod", handler: sys_fchmod, support: Support::Partial, note: OWN },
     SyscallEntry { nr: 92, name: "chown", handler: sys_chown, support: Support::Partial, note: OWN },
@@ -159,6 +163,8 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "as access" },
     SyscallEntry { nr: 280, name: "utimensat", handler: sys_utimensat, support: Support::Partial, note: OWN },
     SyscallEntry { nr: 316, name: "renameat2", handler: sys_renameat2, support: Support::Partial, note: "under --allow-write roots (RENAME_NOREPLACE only); elsewhere EROFS" },
+    SyscallEntry { nr: 319, name: "memfd_create", handler: sys_memfd_create, support: Support::Partial,
+        note: "a host memfd named /memfd:NAME (MFD_CLOEXEC, MFD_ALLOW_SEALING, MFD_NOEXEC_SEAL; seals as the host keeps them); writes past the VM's memory in all memfds ENOSPC; MFD_HUGETLB EINVAL" },
     SyscallEntry { nr: 332, name: "statx", handler: sys_statx, support: Support::Partial,
         note: "basic stats only (no birth time, mount id or attributes)" },
     SyscallEntry { nr: 439, name: "faccessat2", handler: sys_faccessat2, support: Support::Partial,

@@ -584,7 +584,10 @@ pub(super) fn lookup(p: &Process, dirfd: i32, path: &[u8], follow: bool) -> Resu
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let abs = absolute(p, dirfd, path)?;
+    let mut abs = absolute(p, dirfd, path)?;
+    if let Some(cwd) = crate::linux::procfs::follow_cwd(p, &lexical(&abs), follow) {
+        abs = cwd;
+    }
     if let Some(t) = special(p, &abs) {
         return t;
     }

@@ -523,6 +523,9 @@ pub fn charge_write(
     let FileKind::File { fd, path } = &f.kind else {
         return Ok(());
     };
+    if is_memfd(path) {
+        return charge_memfd(p, f, len as u64, limit);
+    }
     if !is_scratch_path(p, path) {
         return Ok(());
     }

@@ -221,7 +221,7 @@ fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> u64 {
             Err(_) => len,
         },
         // At least one byte, so an empty pipe still answers EAGAIN or EOF.
-        FileKind::Pipe(end) if !end.write => len.min(lock(&end.pipe).buf.len().max(1) as u64),
+        FileKind::Pipe(end) if end.read => len.min(lock(&end.pipe).buf.len().max(1) as u64),
         FileKind::Socket(s) => len.min(s.available().max(1) as u64),
         FileKind::Null => 0,
         _ => len,
@@ -242,7 +242,7 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
             let pipe = lock(&end.pipe);
             pipe.buf.is_empty() && pipe.writers > 0
         };
-        if empty && !end.write && a[2] > 0 {
+        if empty && end.read && a[2] > 0 {
             let nonblocking = f.nonblocking();
             drop(f);
             return or_wait(p, nonblocking, Err(Errno::EAGAIN));

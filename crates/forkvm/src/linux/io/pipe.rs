@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 const PIPE_BUF: usize = 4096;
 
 pub(super) fn pipe_read(end: &PipeEnd, buf: &mut [u8]) -> Result<usize, Errno> {
-    if end.write {
+    if !end.read {
         return Err(Errno::EBADF);
     }
     let mut p = lock(&end.pipe);

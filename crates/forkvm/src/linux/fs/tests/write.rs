@@ -126,11 +126,17 @@ fn metadata_changes_under_write_roots() {
         call(&mut p, &mut m, sys_mknod, &[PATH, 0o20644, 0]),
         Err(Errno::EPERM)
     );
-    // A fifo can be made, but opening it never blocks the host thread.
+    // A fifo can be made, and opening it never blocks the host thread (see
+    // `fifos_open_as_on_linux`).
     put_path(&mut m, PATH, &t.s("rw/fifo"));
     assert_eq!(call(&mut p, &mut m, sys_mknod, &[PATH, 0o10644, 0]), Ok(0));
-    assert!(open(&mut p, &mut m, &t.s("rw/fifo"), O_WRONLY).is_err());
-    assert!(open(&mut p, &mut m, &t.s("rw/fifo"), O_RDONLY).is_err());
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("rw/fifo"), O_WRONLY | O_NONBLOCK),
+        Err(Errno::ENXIO)
+    );
+    assert_eq!(open(&mut p, &mut m, &t.s("rw/fifo"), O_RDONLY), Ok(0));
+    assert!(p.sched.take().is_some());
+    crate::linux::fs::interrupted_open(&mut p);
     // A read-only file cannot get a writable name, nor be changed.
     put_path(&mut m, PATH, &t.s("allowed/hello.txt"));
     put_path(&mut m, PATH + 0x100, &t.s("rw/stolen"));
@@ -607,4 +613,94 @@ fn creation_modes_follow_the_guest_umask_and_never_set_id_bits() {
     put_path(&mut m, PATH, &t.s("rw/f"));
     assert_eq!(call(&mut p, &mut m, sys_chmod, &[PATH, 0o6755]), Ok(0));
     assert_eq!(mode(&rw.join("f")), 0o755);
+}
+
+/// FIFOs under a write root: Linux's open semantics, a blocking open that
+/// waits (the call made again) without blocking the host thread and
+/// completes once a partner came, data through the shared pipe, and host
+/// FIFOs outside the write roots closed.
+#[test]
+fn fifos_open_as_on_linux() {
+    use crate::linux::thread::Sched;
+    use std::os::unix::fs::MetadataExt;
+    let sys_close = crate::linux::table::lookup(3).unwrap().handler;
+    let t = Tree::new();
+    let rw = t.root.join("rw");
+    std::fs::create_dir(&rw).unwrap();
+    rustix::fs::mknodat(
+        CWD,
+        rw.join("p"),
+        rustix::fs::FileType::Fifo,
+        Mode::from(0o600),
+        0,
+    )
+    .unwrap();
+    rustix::fs::mknodat(
+        CWD,
+        t.allowed().join("host_fifo"),
+        rustix::fs::FileType::Fifo,
+        Mode::from(0o666),
+        0,
+    )
+    .unwrap();
+    let (mut p, mut m) = setup_rw(vec![t.allowed()], vec![rw.clone()]);
+    let fifo = t.s("rw/p");
+    // A host FIFO the guest may only read stays closed.
+    for flags in [O_RDONLY | O_NONBLOCK, O_RDWR] {
+        assert_eq!(
+            open(&mut p, &mut m, &t.s("allowed/host_fifo"), flags),
+            Err(Errno::EACCES)
+        );
+    }
+    assert_eq!(
+        open(&mut p, &mut m, &fifo, O_WRONLY | O_NONBLOCK),
+        Err(Errno::ENXIO)
+    );
+    // A blocking read-open waits: the thread retries the call.
+    assert_eq!(open(&mut p, &mut m, &fifo, O_RDONLY), Ok(0));
+    assert!(matches!(p.sched.take(), Some(Sched::Retry(_))));
+    assert_eq!(p.fifo_waits.len(), 1);
+    // Meanwhile the waiting reader counts: a non-blocking writer (another
+    // thread) gets in.
+    let reader_tid = p.tid;
+    p.tid += 1;
+    let w = open(&mut p, &mut m, &fifo, O_WRONLY | O_NONBLOCK).unwrap();
+    m.write(BUF, b"through").unwrap();
+    assert_eq!(call(&mut p, &mut m, io(1), &[w, BUF, 7]), Ok(7));
+    assert_eq!(call(&mut p, &mut m, sys_close, &[w]), Ok(0));
+    p.tid = reader_tid;
+    // The writer came and went: the read-open completes, reads, then EOF.
+    p.waiting = None;
+    let r = open(&mut p, &mut m, &fifo, O_RDONLY).unwrap();
+    assert!(p.sched.is_none() && p.fifo_waits.is_empty());
+    assert_eq!(read_all(&mut p, &mut m, r), b"through");
+    assert_eq!(read_all(&mut p, &mut m, r), b"");
+    // fstat describes the node.
+    let node = std::fs::metadata(rw.join("p")).unwrap();
+    assert_eq!(call(&mut p, &mut m, sys_fstat, &[r, BUF]), Ok(0));
+    assert_eq!(m.read_u64(BUF + 8).unwrap(), node.ino());
+    assert_eq!(m.read_u32(BUF + 24).unwrap() & S_IFMT, S_IFIFO);
+    // O_RDWR never waits and is both ends; O_CREAT|O_EXCL is EEXIST.
+    let both = open(&mut p, &mut m, &fifo, O_RDWR).unwrap();
+    m.write(BUF, b"thr").unwrap();
+    assert_eq!(call(&mut p, &mut m, io(1), &[both, BUF, 3]), Ok(3));
+    assert_eq!(read_all(&mut p, &mut m, both), b"thr");
+    assert_eq!(
+        open(&mut p, &mut m, &fifo, O_WRONLY | O_CREAT | O_EXCL),
+        Err(Errno::EEXIST)
+    );
+    assert_eq!(
+        open(&mut p, &mut m, &fifo, O_RDONLY | O_DIRECTORY),
+        Err(Errno::ENOTDIR)
+    );
+    // A waiting write-open interrupted by a signal closes its end.
+    assert_eq!(call(&mut p, &mut m, sys_close, &[both]), Ok(0));
+    assert_eq!(call(&mut p, &mut m, sys_close, &[r]), Ok(0));
+    assert_eq!(open(&mut p, &mut m, &fifo, O_WRONLY), Ok(0));
+    assert_eq!(p.fifo_waits.len(), 1);
+    crate::linux::fs::interrupted_open(&mut p);
+    p.sched = None;
+    p.waiting = None;
+    let r = open(&mut p, &mut m, &fifo, O_RDONLY | O_NONBLOCK).unwrap();
+    assert_eq!(call(&mut p, &mut m, io(0), &[r, BUF, 8]), Ok(0));
 }
