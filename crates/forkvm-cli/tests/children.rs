@@ -650,7 +650,6 @@ fn serve_request_children_end_with_the_reset() {
     assert!(vm_threads() <= after_few, "VMs piled up\n{}", ctx());
 }
 
-<<<<<<< HEAD
 /// Arguments and environment strings are bytes, not text: ones that are not
 /// UTF-8 pass unchanged from forkvm's command line and through execve.
 #[test]
@@ -675,7 +674,10 @@ fn arguments_that_are_not_utf8_pass_unchanged() {
                 .args(["sh", "-c", &script, BUSYBOX])
                 .flags(["--allow-read", BUSYBOX])
                 .flags([std::ffi::OsStr::new("--allow-read"), prog.as_os_str()]),
-=======
+        );
+    }
+}
+
 /// Named FIFOs: non-blocking opens (ENXIO for a writer alone, EOF and no
 /// hang-up for a reader alone), O_RDWR, blocking opens that wait for their
 /// partner in another process, and more data than a pipe holds, both ways
@@ -721,7 +723,6 @@ cd / && rm -r "$d"
                 .args(["-c", script])
                 .flags(["--allow-read", "/bin", "--allow-read", "/usr/bin"])
                 .limit(Duration::from_secs(60)),
->>>>>>> fix-files
         );
     }
 }
