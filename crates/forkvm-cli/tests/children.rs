@@ -726,3 +726,28 @@ cd / && rm -r "$d"
         );
     }
 }
+
+/// Stop signals stop a process until SIGCONT: wait4/waitid report the stop
+/// and the continue, SIGCHLD carries CLD_STOPPED/CLD_CONTINUED (none with
+/// SA_NOCLDSTOP), SIGKILL ends a stopped child, SIGTSTP stops by default
+/// and not with a handler (all were ignored: a child went on running and a
+/// WUNTRACED wait hung).
+#[test]
+fn stop_signals_stop_until_continued() {
+    glibc_and_musl("stop_cont");
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let script = r#"
+$0 sh -c 'while :; do $0 sleep 0.01; done' $0 & job=$!
+kill -STOP $job; echo "stopped: $?"
+kill -CONT $job; echo "continued: $?"
+kill $job; wait $job; echo "ended: $?"
+"#;
+    check(
+        &Case::new(BUSYBOX)
+            .args(["sh", "-c", script, BUSYBOX])
+            .flags(["--allow-read", BUSYBOX])
+            .limit(Duration::from_secs(60)),
+    );
+}

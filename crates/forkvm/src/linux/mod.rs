@@ -121,6 +121,9 @@ pub struct Process {
     /// ITIMER_VIRTUAL and ITIMER_PROF: the process CPU time at which each
     /// next expires, and its period (see `time::cpu_time`).
     pub cpu_itimers: [Option<(std::time::Duration, std::time::Duration)>; 2],
+    /// A stop signal took effect: the process stops when the current call
+    /// ends (see `child::stop_if_asked`).
+    pub stopping: Option<i32>,
     /// Signals sent while blocked (or while another handler was due),
     /// waiting to be unblocked or taken, each with its siginfo.
     pub sigqueue: signal::Pending,
@@ -193,6 +196,7 @@ impl Process {
             timer_blocked: 0,
             itimer: None,
             cpu_itimers: [None; 2],
+            stopping: None,
             tid: process::PID,
             threads: thread::Threads::default(),
             sched: None,
@@ -239,6 +243,7 @@ impl Process {
             timer_blocked: 0,
             itimer: None,
             cpu_itimers: [None; 2],
+            stopping: None,
             tid: self.tid,
             threads: self.threads.clone(),
             sched: None,

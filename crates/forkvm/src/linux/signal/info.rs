@@ -24,6 +24,10 @@ pub mod code {
     pub const CLD_KILLED: i32 = 2;
     /// See [`CLD_EXITED`].
     pub const CLD_DUMPED: i32 = 3;
+    /// SIGCHLD: the child stopped.
+    pub const CLD_STOPPED: i32 = 5;
+    /// SIGCHLD: the child continued.
+    pub const CLD_CONTINUED: i32 = 6;
 }
 use code::*;
 
@@ -112,6 +116,19 @@ impl SigInfo {
         } else {
             (CLD_KILLED, status & 0x7f)
         };
+        Self {
+            signo: SIGCHLD as i32,
+            code,
+            pid: pid as u32,
+            uid: crate::linux::process::UID as u32,
+            status: value,
+            ..Self::default()
+        }
+    }
+
+    /// SIGCHLD for child `pid` that stopped (CLD_STOPPED, by signal
+    /// `value`) or continued (CLD_CONTINUED, `value` SIGCONT).
+    pub fn child_changed(pid: u64, code: i32, value: i32) -> Self {
         Self {
             signo: SIGCHLD as i32,
             code,

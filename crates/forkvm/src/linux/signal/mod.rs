@@ -199,6 +199,15 @@ fn sys_sigaltstack(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
     Ok(0)
 }
 
+const SIGCONT: u64 = 18;
+/// SA_NOCLDSTOP: no SIGCHLD when a child stops or continues.
+const SA_NOCLDSTOP: u64 = 1;
+
+/// Whether `sig` stops the process by default (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU).
+fn default_stops(sig: u64) -> bool {
+    matches!(sig, 19..=22)
+}
+
 /// Whether the default action of `sig` terminates the process.
 fn default_terminates(sig: u64) -> bool {
     // Ignored by default: SIGCHLD, SIGCONT, SIGURG, SIGWINCH; stop signals stop.
@@ -225,8 +234,20 @@ pub fn send(p: &mut Process, info: SigInfo) -> SysResult {
     let idx = check_sig(sig)?;
     let action = p.sigactions[idx];
     let blocked = p.sigmask & (1 << idx) != 0;
+    if sig == SIGCONT {
+        // Continues the process whatever its disposition, and cancels a stop.
+        p.stopping = None;
+    }
+    let news_of_a_stop = matches!(info.code, code::CLD_STOPPED | code::CLD_CONTINUED);
+    if sig == SIGCHLD && news_of_a_stop && action.flags & SA_NOCLDSTOP != 0 {
+        return Ok(0);
+    }
     if blocked && sig != SIGKILL && action.handler != SIG_IGN {
         p.sigqueue.push(info)?;
+        return Ok(0);
+    }
+    if sig == SIGSTOP || (action.handler == SIG_DFL && !blocked && default_stops(sig)) {
+        p.stopping = Some(sig as i32);
         return Ok(0);
     }
     if sig == SIGKILL || (action.handler == SIG_DFL && !blocked && default_terminates(sig)) {
@@ -420,6 +441,15 @@ pub(super) fn send_to_thread(p: &mut Process, tid: u64, info: SigInfo) -> SysRes
         return Ok(0);
     }
     let action = p.sigactions[idx];
+    if sig == SIGCONT {
+        p.stopping = None;
+    }
+    let unblocked = t.sigmask & (1 << idx) == 0;
+    if sig == SIGSTOP || (action.handler == SIG_DFL && unblocked && default_stops(sig)) {
+        // Stops the whole process, whichever thread it was sent to.
+        p.stopping = Some(sig as i32);
+        return Ok(0);
+    }
     // Blocked by that thread: pending until it is unblocked or taken by
     // sigwait (a signal-handling thread's way), whatever its action.
     if t.sigmask & (1 << idx) != 0 && sig != SIGKILL && action.handler != SIG_IGN {
@@ -515,7 +545,7 @@ fn sys_rt_sigreturn(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 13, name: "rt_sigaction", handler: sys_rt_sigaction, support: Support::Partial,
-        note: "handlers run for faults, timers and signals from itself, its threads and the run's other processes, at a system call or a timer tick; no SIGSTOP/SIGCONT" },
+        note: "handlers run for faults, timers and signals from itself, its threads and the run's other processes, at a system call or a timer tick; stop signals stop the process until SIGCONT (a sleep they cut short returns EINTR)" },
     SyscallEntry { nr: 14, name: "rt_sigprocmask", handler: sys_rt_sigprocmask, support: Support::Full, note: "" },
     SyscallEntry { nr: 127, name: "rt_sigpending", handler: sys_rt_sigpending, support: Support::Full, note: "" },
     SyscallEntry { nr: 15, name: "rt_sigreturn", handler: sys_rt_sigreturn, support: Support::Full,

@@ -40,6 +40,8 @@ const SIGCHLD: u64 = 17;
 const SIGKILL: u64 = 9;
 const WNOHANG: u64 = 1;
 const WUNTRACED: u64 = 2;
+/// waitid's name for WUNTRACED.
+const WSTOPPED: u64 = 2;
 const WEXITED: u64 = 4;
 const WCONTINUED: u64 = 8;
 const WNOWAIT: u64 = 0x0100_0000;
@@ -76,6 +78,8 @@ struct Entry {
     /// It ignores SIGCHLD (or set SA_NOCLDWAIT): its children leave no
     /// zombie, and a wait for them ends with ECHILD once none is left.
     no_zombies: bool,
+    /// It stopped or continued, and no wait has reported that yet.
+    change: Option<stop::Change>,
 }
 
 #[derive(Debug, Default)]
@@ -120,6 +124,9 @@ pub struct Family {
     /// When the current blocking wait for a child or signal began.
     wait_started: Option<Instant>,
 }
+
+mod stop;
+pub use stop::stop_if_asked;
 
 fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -184,6 +191,7 @@ impl Tree {
                 status: None,
                 signals: signals.clone(),
                 no_zombies: false,
+                change: None,
             },
         );
         let tree = Tree {
@@ -249,6 +257,7 @@ impl Tree {
                 status: None,
                 signals: signals.clone(),
                 no_zombies,
+                change: None,
             },
         );
         drop(t);
@@ -409,6 +418,13 @@ pub fn signals_waiting(p: &Process) -> bool {
 /// Moves the signals other processes sent into the process (see
 /// `signal::send_self`); called before every system call the host serves.
 pub fn take_signals(p: &mut Process) {
+    take_sent(p);
+    stop_if_asked(p);
+}
+
+/// Moves the signals other processes sent into the process (see
+/// [`take_signals`]).
+fn take_sent(p: &mut Process) {
     let Some(f) = p.family.as_ref() else {
         return;
     };
@@ -549,9 +565,37 @@ enum Select {
     Group(u64),
 }
 
-/// A child that `sel` selects and that has ended: (pid, status); removed
-/// unless `keep`. ECHILD when no child matches at all.
-fn reap(p: &Process, sel: Select, keep: bool) -> Result<Option<(u64, i32)>, Errno> {
+/// What a wait reports about a child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    /// It ended with this wait status (it is then reaped).
+    Ended(i32),
+    /// It stopped or continued (see [`stop::Change`]).
+    Changed(stop::Change),
+}
+
+impl Event {
+    /// The status wait4 stores.
+    fn wait_status(self) -> i32 {
+        match self {
+            Event::Ended(s) => s,
+            Event::Changed(c) => c.wait_status(),
+        }
+    }
+}
+
+/// Which events a wait asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Want {
+    ended: bool,
+    stopped: bool,
+    continued: bool,
+}
+
+/// A child that `sel` selects with an event `want` asks for: (pid, event);
+/// an ended child is removed and a change forgotten unless `keep`. ECHILD
+/// when no child matches at all.
+fn reap(p: &Process, sel: Select, want: Want, keep: bool) -> Result<Option<(u64, Event)>, Errno> {
     let Some(f) = p.family.as_ref() else {
         return Err(Errno::ECHILD);
     };
@@ -571,16 +615,30 @@ fn reap(p: &Process, sel: Select, keep: bool) -> Result<Option<(u64, i32)>, Errn
             continue;
         }
         any = true;
-        if let Some(s) = e.status {
-            found = Some((pid, s));
+        let event = match (e.status, e.change) {
+            (Some(s), _) if want.ended => Some(Event::Ended(s)),
+            (None, Some(c @ stop::Change::Stopped(_))) if want.stopped => Some(Event::Changed(c)),
+            (None, Some(c @ stop::Change::Continued)) if want.continued => Some(Event::Changed(c)),
+            _ => None,
+        };
+        if let Some(event) = event {
+            found = Some((pid, event));
             break;
         }
     }
     if !any {
         return Err(Errno::ECHILD);
     }
-    if let (Some((pid, _)), false) = (found, keep) {
-        t.procs.remove(&pid);
+    match (found, keep) {
+        (Some((pid, Event::Ended(_))), false) => {
+            t.procs.remove(&pid);
+        }
+        (Some((pid, Event::Changed(_))), false) => {
+            if let Some(e) = t.procs.get_mut(&pid) {
+                e.change = None;
+            }
+        }
+        _ => {}
     }
     Ok(found)
 }
@@ -616,10 +674,15 @@ fn wait4_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         x if x < 0 => Select::Group(x.unsigned_abs()),
         x => Select::Pid(x as u64),
     };
-    match reap(p, sel, false)? {
-        Some((child, st)) => {
+    let want = Want {
+        ended: true,
+        stopped: options & WUNTRACED != 0,
+        continued: options & WCONTINUED != 0,
+    };
+    match reap(p, sel, want, false)? {
+        Some((child, event)) => {
             if status != 0 {
-                mem.write_u32(status, st as u32)?;
+                mem.write_u32(status, event.wait_status() as u32)?;
             }
             if rusage != 0 {
                 mem.write(rusage, &[0u8; 144])?;
@@ -645,8 +708,8 @@ fn sys_waitid(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 
 fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [idtype, id, infop, options, rusage, ..] = *a;
-    if options & !(WNOHANG | WEXITED | WNOWAIT | 2 | WCONTINUED | WALL_FLAGS) != 0
-        || options & (WEXITED | 2 | WCONTINUED) == 0
+    if options & !(WNOHANG | WEXITED | WNOWAIT | WSTOPPED | WCONTINUED | WALL_FLAGS) != 0
+        || options & (WEXITED | WSTOPPED | WCONTINUED) == 0
     {
         return Err(Errno::EINVAL);
     }
@@ -657,23 +720,21 @@ fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         2 => Select::Group(id),
         _ => return Err(Errno::EINVAL),
     };
-    if options & WEXITED == 0 {
-        // Only stops and continues asked for: no child ever stops here.
-        return if options & WNOHANG != 0 {
-            Ok(0)
-        } else {
-            reap(p, sel, true).map(|_| 0)
-        };
-    }
-    match reap(p, sel, options & WNOWAIT != 0)? {
-        Some((child, st)) => {
+    let want = Want {
+        ended: options & WEXITED != 0,
+        stopped: options & WSTOPPED != 0,
+        continued: options & WCONTINUED != 0,
+    };
+    match reap(p, sel, want, options & WNOWAIT != 0)? {
+        Some((child, event)) => {
             if infop != 0 {
                 let mut info = [0u8; 128];
-                let (code, value) = if st & 0x7f == 0 {
-                    (1i32, (st >> 8) & 0xff) // CLD_EXITED
-                } else {
-                    (2i32, st & 0x7f) // CLD_KILLED
+                // The same code and value as the SIGCHLD for the event.
+                let sig = match event {
+                    Event::Ended(st) => SigInfo::child(child, st),
+                    Event::Changed(c) => c.sigchld(child),
                 };
+                let (code, value) = (sig.code, sig.status);
                 info[0..4].copy_from_slice(&(SIGCHLD as i32).to_le_bytes());
                 info[8..12].copy_from_slice(&code.to_le_bytes());
                 info[16..20].copy_from_slice(&(child as i32).to_le_bytes());
@@ -905,11 +966,11 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 58, name: "vfork", handler: sys_vfork, support: Support::Partial,
         note: "as fork: the child gets a copy of memory and the parent does not wait for its exec; the copy is lent, not charged against --memory, until the child execs, exits or forks" },
     SyscallEntry { nr: 61, name: "wait4", handler: sys_wait4, support: Support::Partial,
-        note: "exit and kill statuses (none kept when SIGCHLD is ignored); no stopped/continued children; rusage is zero" },
+        note: "exit and kill statuses (none kept when SIGCHLD is ignored), WUNTRACED and WCONTINUED; rusage is zero" },
     SyscallEntry { nr: 109, name: "setpgid", handler: sys_setpgid, support: Support::Full, note: "" },
     SyscallEntry { nr: 112, name: "setsid", handler: sys_setsid, support: Support::Full, note: "" },
     SyscallEntry { nr: 247, name: "waitid", handler: sys_waitid, support: Support::Partial,
-        note: "P_ALL, P_PID, P_PGID with WEXITED; no stopped/continued children; rusage is zero" },
+        note: "P_ALL, P_PID, P_PGID; WEXITED, WSTOPPED, WCONTINUED, WNOWAIT; rusage is zero" },
 ];
 
 #[cfg(test)]
