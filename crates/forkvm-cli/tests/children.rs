@@ -751,3 +751,13 @@ kill $job; wait $job; echo "ended: $?"
             .limit(Duration::from_secs(60)),
     );
 }
+
+/// An orphan goes to init, or to the nearest subreaper, which reaps it; a
+/// child with PR_SET_PDEATHSIG gets its signal when its parent ends; prctl's
+/// per-process settings read back what was set. (Orphans were adopted by the
+/// first process, whose wait() then waited for them, getppid() went on
+/// naming the dead parent, and prctl knew only the thread name.)
+#[test]
+fn orphans_subreapers_and_prctl() {
+    glibc_and_musl("orphans");
+}

@@ -20,6 +20,7 @@ pub mod mem;
 pub mod names;
 pub mod net;
 pub mod poll;
+pub mod prctl;
 pub mod process;
 pub mod procfs;
 pub mod signal;
@@ -124,6 +125,8 @@ pub struct Process {
     /// A stop signal took effect: the process stops when the current call
     /// ends (see `child::stop_if_asked`).
     pub stopping: Option<i32>,
+    /// What prctl set (see `prctl::Settings`).
+    pub prctl: prctl::Settings,
     /// Signals sent while blocked (or while another handler was due),
     /// waiting to be unblocked or taken, each with its siginfo.
     pub sigqueue: signal::Pending,
@@ -197,6 +200,7 @@ impl Process {
             itimer: None,
             cpu_itimers: [None; 2],
             stopping: None,
+            prctl: prctl::Settings::default(),
             tid: process::PID,
             threads: thread::Threads::default(),
             sched: None,
@@ -244,6 +248,7 @@ impl Process {
             itimer: None,
             cpu_itimers: [None; 2],
             stopping: None,
+            prctl: self.prctl,
             tid: self.tid,
             threads: self.threads.clone(),
             sched: None,
@@ -318,6 +323,7 @@ pub fn dispatch(p: &mut Process, mem: &mut GuestMemory, nr: u64, args: &Args) ->
     // EINTR) are handled on its way out, as Linux does on the return to
     // user mode, not after whatever the program does next.
     child::take_signals(p);
+    child::refresh_ppid(p, mem);
     r
 }
 

@@ -247,28 +247,6 @@ fn sys_sysinfo(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(0)
 }
 
-const PR_SET_NAME: u64 = 15;
-const PR_GET_NAME: u64 = 16;
-
-/// Implements prctl(2): thread name only.
-fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    match a[0] {
-        PR_SET_NAME => {
-            let name = mem.read_cstr(a[1], 15).or_else(|_| mem.read(a[1], 16))?;
-            let mut n = [0u8; 16];
-            let len = name.len().min(15);
-            n[..len].copy_from_slice(&name[..len]);
-            p.comm = n;
-            Ok(0)
-        }
-        PR_GET_NAME => {
-            mem.write(a[1], &p.comm)?;
-            Ok(0)
-        }
-        _ => Err(Errno::EINVAL),
-    }
-}
-
 /// Implements setuid(2)/setgid(2): only to the id the process already has.
 fn sys_setid(_: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     if a[0] as u32 == UID as u32 {
@@ -636,13 +614,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         handler: super::child::sys_getsid,
         support: Support::Full,
         note: "",
-    },
-    SyscallEntry {
-        nr: 157,
-        name: "prctl",
-        handler: sys_prctl,
-        support: Support::Partial,
-        note: "PR_SET_NAME/PR_GET_NAME only; other options return EINVAL",
     },
     SyscallEntry {
         nr: 158,

@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 17] {
+fn families() -> [&'static [SyscallEntry]; 18] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -43,6 +43,7 @@ fn families() -> [&'static [SyscallEntry]; 17] {
         super::poll::SYSCALLS,
         super::mem::SYSCALLS,
         super::process::SYSCALLS,
+        super::prctl::SYSCALLS,
         super::signal::SYSCALLS,
         super::signalfd::SYSCALLS,
         super::time::SYSCALLS,

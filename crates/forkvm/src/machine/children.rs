@@ -240,6 +240,7 @@ impl Machine {
         new.proc.sigqueue = std::mem::take(&mut old.sigqueue);
         new.proc.itimer = old.itimer;
         new.proc.nice = old.nice;
+        new.proc.prctl = old.prctl.after_exec();
         for (n, o) in new.proc.sigactions.iter_mut().zip(old.sigactions.iter()) {
             if o.handler == 1 {
                 n.handler = 1; // SIG_IGN

@@ -80,6 +80,12 @@ struct Entry {
     no_zombies: bool,
     /// It stopped or continued, and no wait has reported that yet.
     change: Option<stop::Change>,
+    /// The signal it gets when its parent ends (PR_SET_PDEATHSIG; 0: none).
+    pdeathsig: u64,
+    /// Orphaned descendants become its children (PR_SET_CHILD_SUBREAPER).
+    subreaper: bool,
+    /// Set when it gets a new parent (see [`refresh_ppid`]).
+    adopted: Arc<AtomicBool>,
 }
 
 #[derive(Debug, Default)]
@@ -121,6 +127,8 @@ pub struct Family {
     pub pid: u64,
     /// Signals other processes sent to this one.
     signals: Arc<Inbox>,
+    /// Set when its parent ended and another took it (see [`refresh_ppid`]).
+    adopted: Arc<AtomicBool>,
     /// When the current blocking wait for a child or signal began.
     wait_started: Option<Instant>,
 }
@@ -192,6 +200,9 @@ impl Tree {
                 signals: signals.clone(),
                 no_zombies: false,
                 change: None,
+                pdeathsig: 0,
+                subreaper: false,
+                adopted: Arc::default(),
             },
         );
         let tree = Tree {
@@ -207,6 +218,7 @@ impl Tree {
             tree: Arc::new(tree),
             pid,
             signals,
+            adopted: Arc::default(),
             wait_started: None,
         }
     }
@@ -248,6 +260,7 @@ impl Tree {
         t.next_pid = pid + 1;
         t.alive += 1;
         let signals = Arc::new(Inbox::default());
+        let adopted = Arc::new(AtomicBool::new(false));
         t.procs.insert(
             pid,
             Entry {
@@ -258,6 +271,9 @@ impl Tree {
                 signals: signals.clone(),
                 no_zombies,
                 change: None,
+                pdeathsig: 0,
+                subreaper: false,
+                adopted: adopted.clone(),
             },
         );
         drop(t);
@@ -265,6 +281,7 @@ impl Tree {
             tree: self.clone(),
             pid,
             signals,
+            adopted,
             wait_started: None,
         })
     }
@@ -356,20 +373,84 @@ impl Family {
             // Reaped at once, as Linux does for a parent that ignores SIGCHLD.
             t.procs.remove(&self.pid);
         }
-        let root = super::process::PID;
-        let mut orphans = Vec::new();
+        // Its children go to the nearest living ancestor that is a
+        // subreaper, else to init (pid 1, outside the run), as on Linux; a
+        // child that asked for PR_SET_PDEATHSIG gets its signal.
+        let mut reaper = ppid;
+        while let Some(e) = t.procs.get(&reaper) {
+            if e.status.is_none() && e.subreaper {
+                break;
+            }
+            reaper = e.ppid;
+        }
+        if !t.procs.contains_key(&reaper) {
+            reaper = super::process::PPID;
+        }
+        let mut zombies = Vec::new();
         for (&pid, e) in t.procs.iter_mut() {
-            if e.ppid == self.pid {
-                e.ppid = root;
-                orphans.push(pid);
+            if e.ppid != self.pid {
+                continue;
+            }
+            e.ppid = reaper;
+            e.adopted.store(true, Ordering::Release);
+            if e.pdeathsig != 0 && e.status.is_none() {
+                let _ = e.signals.push(SigInfo::user(e.pdeathsig, self.pid));
+            }
+            if let Some(s) = e.status {
+                zombies.push((pid, s));
             }
         }
-        if ppid == super::process::PPID {
+        for (pid, s) in zombies {
+            match t.procs.get(&reaper) {
+                // An ended child waits for its new parent's wait.
+                Some(r) => {
+                    let _ = r.signals.push(SigInfo::child(pid, s));
+                }
+                // init reaps it at once.
+                None => {
+                    t.procs.remove(&pid);
+                }
+            }
+        }
+        if self.pid == super::process::PID {
             // The first process: nobody waits for it; the run is over.
             self.tree.ended.store(true, Ordering::SeqCst);
         } else if let Some(parent) = t.procs.get(&ppid) {
             let _ = parent.signals.push(SigInfo::child(self.pid, status));
+        } else {
+            // An orphan: init reaps it.
+            t.procs.remove(&self.pid);
         }
+    }
+
+    /// PR_SET_PDEATHSIG: the signal this process gets when its parent ends.
+    pub fn set_parent_death_signal(&self, sig: u64) {
+        if let Some(e) = lock(&self.tree.inner).procs.get_mut(&self.pid) {
+            e.pdeathsig = sig;
+        }
+    }
+
+    /// PR_GET_PDEATHSIG.
+    pub fn parent_death_signal(&self) -> u64 {
+        lock(&self.tree.inner)
+            .procs
+            .get(&self.pid)
+            .map_or(0, |e| e.pdeathsig)
+    }
+
+    /// PR_SET_CHILD_SUBREAPER.
+    pub fn set_subreaper(&self, on: bool) {
+        if let Some(e) = lock(&self.tree.inner).procs.get_mut(&self.pid) {
+            e.subreaper = on;
+        }
+    }
+
+    /// PR_GET_CHILD_SUBREAPER.
+    pub fn subreaper(&self) -> bool {
+        lock(&self.tree.inner)
+            .procs
+            .get(&self.pid)
+            .is_some_and(|e| e.subreaper)
     }
 }
 
@@ -415,8 +496,23 @@ pub fn signals_waiting(p: &Process) -> bool {
     })
 }
 
+/// After its parent ended: the parent id the in-guest getppid answers
+/// from the fast-path data page becomes the new one.
+pub fn refresh_ppid(p: &Process, mem: &mut GuestMemory) {
+    let Some(f) = p.family.as_ref() else {
+        return;
+    };
+    if f.adopted.swap(false, Ordering::Acquire) {
+        let at = crate::abi::FAST_DATA_ADDR + crate::abi::fast::PPID;
+        if let Err(e) = mem.kernel_write_u64(at, f.ppid()) {
+            tracing::warn!("cannot update the parent id the guest reads: {e}");
+        }
+    }
+}
+
 /// Moves the signals other processes sent into the process (see
-/// `signal::send_self`); called before every system call the host serves.
+/// `signal::send_self`) and stops it if one of them (or one it sent itself)
+/// says so; called before and after every system call the host serves.
 pub fn take_signals(p: &mut Process) {
     take_sent(p);
     stop_if_asked(p);

@@ -1,0 +1,241 @@
+//! prctl(2): the per-process settings programs read and set there. Those
+//! about the process tree (parent-death signal, subreaper) live in the run's
+//! tree (`child`); the rest in [`Settings`].
+
+use super::table::{Support, SyscallEntry};
+use super::{Args, Errno, Process, SysResult};
+use crate::memory::GuestMemory;
+
+const PR_SET_PDEATHSIG: u64 = 1;
+const PR_GET_PDEATHSIG: u64 = 2;
+const PR_GET_DUMPABLE: u64 = 3;
+const PR_SET_DUMPABLE: u64 = 4;
+const PR_GET_KEEPCAPS: u64 = 7;
+const PR_SET_KEEPCAPS: u64 = 8;
+const PR_SET_NAME: u64 = 15;
+const PR_GET_NAME: u64 = 16;
+const PR_GET_SECCOMP: u64 = 21;
+const PR_CAPBSET_READ: u64 = 23;
+const PR_CAPBSET_DROP: u64 = 24;
+const PR_SET_TIMERSLACK: u64 = 29;
+const PR_GET_TIMERSLACK: u64 = 30;
+const PR_SET_MM: u64 = 35;
+const PR_SET_CHILD_SUBREAPER: u64 = 36;
+const PR_GET_CHILD_SUBREAPER: u64 = 37;
+const PR_SET_NO_NEW_PRIVS: u64 = 38;
+const PR_GET_NO_NEW_PRIVS: u64 = 39;
+const PR_GET_TID_ADDRESS: u64 = 40;
+const PR_SET_THP_DISABLE: u64 = 41;
+const PR_GET_THP_DISABLE: u64 = 42;
+const PR_CAP_AMBIENT: u64 = 47;
+
+/// The highest capability number (CAP_CHECKPOINT_RESTORE).
+const CAP_LAST_CAP: u64 = 40;
+/// Linux's default timer slack.
+const DEFAULT_TIMER_SLACK_NS: u64 = 50_000;
+
+/// What prctl sets that forkvm keeps per process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// PR_SET_DUMPABLE.
+    pub dumpable: bool,
+    /// PR_SET_KEEPCAPS.
+    pub keep_caps: bool,
+    /// PR_SET_TIMERSLACK, in ns.
+    pub timer_slack_ns: u64,
+    /// PR_SET_NO_NEW_PRIVS: once set, never cleared.
+    pub no_new_privs: bool,
+    /// PR_SET_THP_DISABLE.
+    pub thp_disabled: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            dumpable: true,
+            keep_caps: false,
+            timer_slack_ns: DEFAULT_TIMER_SLACK_NS,
+            no_new_privs: false,
+            thp_disabled: false,
+        }
+    }
+}
+
+impl Settings {
+    /// What a new program keeps across execve: all but the keep-capabilities
+    /// flag, and it is dumpable again.
+    pub fn after_exec(self) -> Self {
+        Self {
+            dumpable: true,
+            keep_caps: false,
+            ..self
+        }
+    }
+}
+
+/// A 0-or-1 argument.
+fn flag(v: u64) -> Result<bool, Errno> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Implements prctl(2).
+fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    // The option is an int; the arguments are unsigned longs.
+    let [option, arg2, arg3, arg4, arg5, _] = *a;
+    let option = u64::from(option as u32);
+    let rest_zero = || match arg3 | arg4 | arg5 {
+        0 => Ok(()),
+        _ => Err(Errno::EINVAL),
+    };
+    match option {
+        PR_SET_PDEATHSIG => {
+            if arg2 > 64 {
+                return Err(Errno::EINVAL);
+            }
+            if let Some(f) = p.family.as_ref() {
+                f.set_parent_death_signal(arg2);
+            }
+            Ok(0)
+        }
+        PR_GET_PDEATHSIG => {
+            let sig = p.family.as_ref().map_or(0, |f| f.parent_death_signal());
+            mem.write_u32(arg2, sig as u32)?;
+            Ok(0)
+        }
+        PR_GET_DUMPABLE => Ok(u64::from(p.prctl.dumpable)),
+        PR_SET_DUMPABLE => {
+            p.prctl.dumpable = flag(arg2)?;
+            Ok(0)
+        }
+        PR_GET_KEEPCAPS => Ok(u64::from(p.prctl.keep_caps)),
+        PR_SET_KEEPCAPS => {
+            p.prctl.keep_caps = flag(arg2)?;
+            Ok(0)
+        }
+        PR_SET_NAME => {
+            let name = mem.read_cstr(arg2, 15).or_else(|_| mem.read(arg2, 16))?;
+            let mut n = [0u8; 16];
+            let len = name.len().min(15);
+            n[..len].copy_from_slice(&name[..len]);
+            p.comm = n;
+            Ok(0)
+        }
+        PR_GET_NAME => {
+            mem.write(arg2, &p.comm)?;
+            Ok(0)
+        }
+        // No seccomp filter of the guest's own is ever in force.
+        PR_GET_SECCOMP => Ok(0),
+        // The bounding set of an unprivileged process is full; only
+        // CAP_SETPCAP could drop from it.
+        PR_CAPBSET_READ if arg2 <= CAP_LAST_CAP => Ok(1),
+        PR_CAPBSET_DROP | PR_SET_MM => Err(Errno::EPERM),
+        PR_SET_TIMERSLACK => {
+            p.prctl.timer_slack_ns = if arg2 == 0 {
+                DEFAULT_TIMER_SLACK_NS
+            } else {
+                arg2
+            };
+            Ok(0)
+        }
+        PR_GET_TIMERSLACK => Ok(p.prctl.timer_slack_ns),
+        PR_SET_CHILD_SUBREAPER => {
+            if let Some(f) = p.family.as_ref() {
+                f.set_subreaper(arg2 != 0);
+            }
+            Ok(0)
+        }
+        PR_GET_CHILD_SUBREAPER => {
+            let on = p.family.as_ref().is_some_and(|f| f.subreaper());
+            mem.write_u32(arg2, u32::from(on))?;
+            Ok(0)
+        }
+        PR_SET_NO_NEW_PRIVS => {
+            rest_zero()?;
+            if arg2 != 1 {
+                return Err(Errno::EINVAL);
+            }
+            p.prctl.no_new_privs = true;
+            Ok(0)
+        }
+        PR_GET_NO_NEW_PRIVS => {
+            if arg2 | arg3 | arg4 | arg5 != 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(u64::from(p.prctl.no_new_privs))
+        }
+        PR_GET_TID_ADDRESS => {
+            mem.write_u64(arg2, p.clear_child_tid)?;
+            Ok(0)
+        }
+        PR_SET_THP_DISABLE => {
+            rest_zero()?;
+            p.prctl.thp_disabled = flag(arg2)?;
+            Ok(0)
+        }
+        PR_GET_THP_DISABLE => {
+            if arg2 | arg3 | arg4 | arg5 != 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(u64::from(p.prctl.thp_disabled))
+        }
+        PR_CAP_AMBIENT => {
+            const IS_SET: u64 = 1;
+            const RAISE: u64 = 2;
+            const LOWER: u64 = 3;
+            const CLEAR_ALL: u64 = 4;
+            match arg2 {
+                CLEAR_ALL if arg3 | arg4 | arg5 == 0 => Ok(0),
+                _ if arg4 | arg5 != 0 || arg3 > CAP_LAST_CAP => Err(Errno::EINVAL),
+                // The ambient set is empty and stays so: a capability not
+                // permitted and inheritable cannot be raised.
+                IS_SET | LOWER => Ok(0),
+                RAISE => Err(Errno::EPERM),
+                _ => Err(Errno::EINVAL),
+            }
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 157, name: "prctl", handler: sys_prctl, support: Support::Partial,
+        note: "names, parent-death signal, subreaper, dumpable, keepcaps, timer slack, no_new_privs, THP, capability queries; no seccomp (PR_SET_SECCOMP is EINVAL); others EINVAL" },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::{test_call, test_process};
+
+    #[test]
+    fn settings_round_trip_and_bad_values_are_einval() {
+        let (mut p, mut m, _) = test_process();
+        let mut call = |a: &[u64]| test_call(&mut p, &mut m, sys_prctl, a);
+        assert_eq!(call(&[PR_GET_DUMPABLE]), Ok(1));
+        assert_eq!(call(&[PR_SET_DUMPABLE, 2]), Err(Errno::EINVAL));
+        assert_eq!(call(&[PR_SET_DUMPABLE, 0]), Ok(0));
+        assert_eq!(call(&[PR_GET_DUMPABLE]), Ok(0));
+        assert_eq!(call(&[PR_GET_TIMERSLACK]), Ok(DEFAULT_TIMER_SLACK_NS));
+        assert_eq!(call(&[PR_SET_TIMERSLACK, 1000]), Ok(0));
+        assert_eq!(call(&[PR_GET_TIMERSLACK]), Ok(1000));
+        assert_eq!(call(&[PR_SET_NO_NEW_PRIVS, 0]), Err(Errno::EINVAL));
+        assert_eq!(call(&[PR_SET_NO_NEW_PRIVS, 1, 1]), Err(Errno::EINVAL));
+        assert_eq!(call(&[PR_SET_NO_NEW_PRIVS, 1]), Ok(0));
+        assert_eq!(call(&[PR_GET_NO_NEW_PRIVS]), Ok(1));
+        assert_eq!(call(&[PR_CAPBSET_READ, 0]), Ok(1));
+        assert_eq!(call(&[PR_CAPBSET_READ, 41]), Err(Errno::EINVAL));
+        assert_eq!(call(&[PR_CAP_AMBIENT, 2, 0]), Err(Errno::EPERM));
+        assert_eq!(call(&[PR_SET_PDEATHSIG, 65]), Err(Errno::EINVAL));
+        assert_eq!(
+            call(&[0xffff_ffff_0000_0000 | PR_GET_KEEPCAPS]),
+            Ok(0),
+            "the option is an int"
+        );
+        assert_eq!(call(&[12345]), Err(Errno::EINVAL));
+    }
+}
