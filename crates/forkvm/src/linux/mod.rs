@@ -29,6 +29,7 @@ pub mod table;
 pub mod thread;
 pub mod time;
 pub mod trace;
+pub mod unix_dgram;
 pub mod unix_names;
 pub mod unix_socket;
 pub mod xattr;

@@ -2,7 +2,8 @@
 //! the VM (see [`super::unix_socket`]): `socketpair` gives a connected pair
 //! (stream, datagram or seqpacket) with SCM_RIGHTS descriptor passing;
 //! `socket(AF_UNIX)` sockets bind, listen, connect and accept by names the
-//! process keeps (abstract or paths, no socket file: [`super::unix_names`]). AF_INET/AF_INET6
+//! run shares (abstract or paths: [`super::unix_names`]), and datagram
+//! sockets send to bound names ([`super::unix_dgram`]). AF_INET/AF_INET6
 //! stream sockets are virtual TCP ([`super::inet`]), whose connects reach
 //! the host only for `--allow-connect` addresses ([`super::host_socket`]).
 //! Every other family is refused with the error a host without network
@@ -400,6 +401,8 @@ fn send_common(
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
+    // A datagram goes to the socket bound to the address given.
+    let mut target = None;
     if let Some((addr, len)) = to {
         let (connection, connected) = match &lock(&file).kind {
             FileKind::Socket(s) => (s.connection(), s.connected()),
@@ -413,8 +416,7 @@ fn send_common(
             });
         }
         check_unix_addr(mem, addr, len)?;
-        // No datagram socket has a name to send to.
-        return Err(Errno::ECONNREFUSED);
+        target = Some(unix_names::dgram_target(p, mem, addr, len)?.0);
     }
     let total: u64 = iovs.iter().map(|v| v.1).sum();
     let mut of = lock(&file);
@@ -460,7 +462,10 @@ fn send_common(
     };
     let mut data = vec![0u8; limit as usize];
     super::io::gather(mem, iovs, before, &mut data)?;
-    let r = s.send(&data, fds);
+    let r = match &target {
+        Some(to) => s.send_to(to, &data, fds),
+        None => s.send(&data, fds),
+    };
     drop(of);
     if whole {
         let tid = p.tid;
@@ -591,6 +596,8 @@ enum Got {
         data: Vec<u8>,
         full: usize,
         fds: Vec<FileRef>,
+        /// The sender's name (a datagram from a bound socket).
+        from: Option<Vec<u8>>,
     },
     /// The thread waits; the call will be made again.
     Waiting,
@@ -620,6 +627,7 @@ fn recv_common(p: &mut Process, fd: u64, want: u64, flags: u64) -> Result<Got, E
                 data: buf,
                 full: got.full,
                 fds: got.fds,
+                from: got.from,
             })
         }
         Err(Errno::EAGAIN) if !nonblocking => wait_or(p, timeout).map(|_| Got::Waiting),
@@ -681,7 +689,9 @@ fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             keep(p, before);
             Ok(0)
         }
-        Got::Data { data, full, .. } => {
+        Got::Data {
+            data, full, from, ..
+        } => {
             guest_buf_mut(mem, buf + before, data.len() as u64)?.copy_from_slice(&data);
             let total = before + data.len() as u64;
             if waitall && total < len && !data.is_empty() {
@@ -697,11 +707,7 @@ fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
                 return wait_or(p, timeout).map(|_| 0);
             }
             if addr != 0 && alen != 0 {
-                // The sender is unnamed: an empty address.
-                if (mem.read_u32(alen)? as i32) < 0 {
-                    return Err(Errno::EINVAL);
-                }
-                mem.write_u32(alen, 0)?;
+                write_sender(mem, addr, alen, from.as_deref())?;
             }
             Ok(if waitall {
                 total
@@ -712,6 +718,25 @@ fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             })
         }
     }
+}
+
+/// Writes where a datagram came from to the guest's (addr, *len): the
+/// sender's name, or an empty address (length 0) for an unnamed sender, as
+/// Linux does.
+fn write_sender(
+    mem: &mut GuestMemory,
+    addr: u64,
+    len_ptr: u64,
+    from: Option<&[u8]>,
+) -> Result<(), Errno> {
+    if from.is_some() {
+        return unix_names::write_name(mem, addr, len_ptr, from);
+    }
+    if (mem.read_u32(len_ptr)? as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    mem.write_u32(len_ptr, 0)?;
+    Ok(())
 }
 
 /// Installs received descriptors and writes the SCM_RIGHTS control message;
@@ -773,7 +798,13 @@ fn recvmsg_one(
         guest_buf_mut(mem, h.control, h.controllen.min(MAX_CONTROL))?;
     }
     let want: u64 = iovs.iter().map(|v| v.1).sum();
-    let Got::Data { data, full, fds } = recv_common(p, fd, want, flags)? else {
+    let Got::Data {
+        data,
+        full,
+        fds,
+        from,
+    } = recv_common(p, fd, want, flags)?
+    else {
         return Ok(None);
     };
     super::io::scatter(mem, &iovs, 0, &data)?;
@@ -789,7 +820,7 @@ fn recvmsg_one(
         mflags |= MSG_TRUNC as u32;
     }
     if h.name != 0 {
-        mem.write_u32(hdr + 8, 0)?; // msg_namelen: the sender is unnamed
+        write_sender(mem, h.name, hdr + 8, from.as_deref())?;
     }
     mem.write_u64(hdr + 40, used)?;
     mem.write_u32(hdr + 48, mflags)?;
@@ -842,13 +873,13 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 41, name: "socket", handler: sys_socket, support: Support::Partial,
         note: "AF_UNIX (named within the run: see bind); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); UDP, raw and other families are refused (no network): EACCES" },
     SyscallEntry { nr: 42, name: "connect", handler: sys_connect, support: Support::Partial,
-        note: "virtual TCP: to a loopback address a process of the run listens on, a connection inside forkvm; addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the run (none: ECONNREFUSED, ENOENT for a path with no file)" },
+        note: "virtual TCP: to a loopback address a process of the run listens on, a connection inside forkvm; addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the run (none: ECONNREFUSED, ENOENT for a path with no file); AF_UNIX datagram: the default destination, a datagram socket of the run bound to the name (AF_UNSPEC disconnects)" },
     SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,
         note: "virtual TCP: connections the host pushed or the program made to itself; AF_UNIX: connections made to the listener's name" },
     SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,
-        note: "connected AF_UNIX sockets; a destination address is refused (ECONNREFUSED/EISCONN); a blocking stream send returns when all is sent; EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
+        note: "connected AF_UNIX sockets; an AF_UNIX datagram to a path or abstract name goes to the datagram socket of the run bound there (none: ECONNREFUSED; its queue full: waits, or EAGAIN); a connection socket refuses an address (EISCONN/EOPNOTSUPP); a blocking stream send returns when all is sent; EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
     SyscallEntry { nr: 45, name: "recvfrom", handler: sys_recvfrom, support: Support::Partial,
-        note: "AF_UNIX and virtual TCP; MSG_WAITALL waits for the whole length on a blocking stream" },
+        note: "AF_UNIX and virtual TCP; the address is a datagram's sender (none for an unbound one); MSG_WAITALL waits for the whole length on a blocking stream" },
     SyscallEntry { nr: 46, name: "sendmsg", handler: sys_sendmsg, support: Support::Partial,
         note: "as sendto; SCM_RIGHTS passes descriptors, SCM_CREDENTIALS is accepted and ignored" },
     SyscallEntry { nr: 47, name: "recvmsg", handler: sys_recvmsg, support: Support::Partial,

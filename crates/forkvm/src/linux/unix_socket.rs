@@ -11,6 +11,7 @@
 //! to a closed peer is ECONNREFUSED.
 
 use super::fdtable::{lock, FileRef};
+use super::unix_dgram::{ForkCopies, InboxRef};
 use super::Errno;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,7 +39,7 @@ pub const MAX_FDS_PER_MSG: usize = 253;
 const ECONNRESET: i32 = 104;
 
 /// `sk_shutdown` bit: no more receiving.
-const RCV_SHUTDOWN: u8 = 1;
+pub const RCV_SHUTDOWN: u8 = 1;
 /// `sk_shutdown` bit: no more sending.
 const SEND_SHUTDOWN: u8 = 2;
 
@@ -155,13 +156,24 @@ impl Socket {
 
     /// Whether the socket is connected (a peer exists, even if closed since).
     pub fn connected(&self) -> bool {
-        self.conn.is_some() || self.host_stream().is_some()
+        self.conn.is_some() || self.host_stream().is_some() || self.dest().is_some()
+    }
+
+    /// A datagram socket's receive queue for what is sent to its name.
+    fn inbox(&self) -> Option<&InboxRef> {
+        self.unix.as_ref().and_then(|n| n.inbox.as_ref())
+    }
+
+    /// A datagram socket's default destination (set by connect to a name).
+    fn dest(&self) -> Option<&InboxRef> {
+        self.unix.as_ref().and_then(|n| n.dest.as_ref())
     }
 
     /// A copy for a forked process: same state and queued bytes, a new pair
     /// shared only with the copies made through the same `pairs` list.
     /// Descriptors in flight are not copied (they would be shared with the original).
-    pub fn fork_copy(&self, pairs: &mut Vec<(usize, Arc<Mutex<Pair>>)>) -> Socket {
+    pub fn fork_copy(&self, copies: &mut ForkCopies) -> Socket {
+        let pairs = &mut copies.pairs;
         let conn = self.conn.as_ref().map(|(pair, side)| {
             let key = Arc::as_ptr(pair) as usize;
             let copy = match pairs.iter().find(|(k, _)| *k == key) {
@@ -202,7 +214,7 @@ impl Socket {
             flags: self.flags.clone(),
             ino: self.ino,
             inet: self.inet.as_ref().map(|i| Box::new(i.fork_copy())),
-            unix: self.unix.as_ref().map(|n| Box::new(n.fork_copy())),
+            unix: self.unix.as_ref().map(|n| Box::new(n.fork_copy(copies))),
             peer_pid: self.peer_pid,
         }
     }
@@ -219,8 +231,12 @@ impl Socket {
             return h.shutdown(how);
         }
         let Some((pair, side)) = &self.conn else {
-            // Linux accepts it and only records it.
+            // Linux accepts it and only records it (a named datagram
+            // socket then refuses what is sent to it).
             self.shut |= mask;
+            if let Some(i) = self.inbox() {
+                lock(i).shut_rd |= mask & RCV_SHUTDOWN != 0;
+            }
             return Ok(());
         };
         let mut g = lock(pair);
@@ -244,11 +260,20 @@ impl Socket {
         if let Some(h) = self.host_stream() {
             return h.available();
         }
+        let from_inbox = || {
+            self.inbox()
+                .and_then(|i| lock(i).queue.front().map(|d| d.data.len()))
+                .unwrap_or(0)
+        };
         let Some((pair, side)) = &self.conn else {
-            return 0;
+            return from_inbox();
         };
         let g = lock(pair);
         let q = &g.queues[*side];
+        if self.ty == SOCK_DGRAM && q.is_empty() {
+            drop(g);
+            return from_inbox();
+        }
         if self.ty == SOCK_STREAM {
             q.iter().map(|m| m.data.len() - m.off).sum()
         } else {
@@ -297,15 +322,25 @@ impl Socket {
             }
             r
         };
+        // What is sent to a bound datagram socket's name.
+        let named_in = match self.inbox() {
+            Some(i) if !lock(i).queue.is_empty() => POLLIN | POLLRDNORM,
+            _ => 0,
+        };
         let Some((pair, side)) = &self.conn else {
             // Unconnected: a stream/seqpacket socket is "closed" (POLLHUP); a
-            // datagram one can always send (to an address) but nothing arrives.
+            // datagram one can send (to an address) unless its destination's
+            // queue is full, and reads what comes to its name.
             let hup = if self.connection() { POLLHUP } else { 0 };
-            return POLLOUT | POLLWRNORM | hup | shut_bits(self.shut);
+            let out = match self.dest() {
+                Some(d) if lock(d).full() => 0,
+                _ => POLLOUT | POLLWRNORM,
+            };
+            return out | hup | named_in | shut_bits(self.shut);
         };
         let g = lock(pair);
         let s = *side;
-        let mut r = shut_bits(g.shut[s]);
+        let mut r = shut_bits(g.shut[s]) | named_in;
         if !g.queues[s].is_empty() {
             r |= POLLIN | POLLRDNORM;
         }
@@ -334,6 +369,9 @@ impl Socket {
             } else {
                 Err(Errno::EINVAL)
             };
+        }
+        if let Some(to) = self.dest().cloned() {
+            return self.send_to(&to, data, fds);
         }
         let Some((pair, side)) = &self.conn else {
             if self.shut & SEND_SHUTDOWN != 0 && !self.connection() {
@@ -393,6 +431,32 @@ impl Socket {
         Ok(data.len())
     }
 
+    /// Sends the datagram `data` (and `fds`) to the named socket whose queue
+    /// is `to`. A refusal from a closed destination disconnects a socket
+    /// connected to it (ENOTCONN next), as Linux does.
+    pub fn send_to(
+        &mut self,
+        to: &InboxRef,
+        data: &[u8],
+        fds: Vec<FileRef>,
+    ) -> Result<usize, Errno> {
+        if self.shut & SEND_SHUTDOWN != 0 {
+            return Err(Errno::EPIPE);
+        }
+        let from = self.unix.as_ref().and_then(|n| n.sender_name());
+        let r = super::unix_dgram::deliver(to, self.inbox(), from, data, fds);
+        if r == Err(Errno::ECONNREFUSED) && self.dest().is_some_and(|d| Arc::ptr_eq(d, to)) {
+            if let Some(n) = self.unix.as_mut() {
+                n.dest = None;
+                n.peer = None;
+                if let Some(i) = &n.inbox {
+                    lock(i).peer = None;
+                }
+            }
+        }
+        r
+    }
+
     /// Receives into `buf`. Returns the bytes copied, the full length of
     /// the message (datagrams: more than copied when truncated) and the
     /// descriptors that came with it. Ok with 0 bytes is end of file;
@@ -403,10 +467,22 @@ impl Socket {
             return Ok(Received {
                 copied: n,
                 full: n,
-                fds: Vec::new(),
+                ..Received::default()
             });
         }
+        let inbox = self.inbox().cloned();
+        let named = |buf: &mut [u8]| {
+            inbox
+                .as_ref()
+                .and_then(|i| super::unix_dgram::take(i, buf, peek))
+        };
         let Some((pair, side)) = &self.conn else {
+            if let Some(got) = named(buf) {
+                return Ok(got);
+            }
+            if self.ty == SOCK_DGRAM && self.shut & RCV_SHUTDOWN != 0 {
+                return Ok(Received::default());
+            }
             return Err(match self.ty {
                 SOCK_STREAM => Errno::EINVAL,
                 SOCK_SEQPACKET => Errno::ENOTCONN,
@@ -415,6 +491,11 @@ impl Socket {
         };
         let s = *side;
         let mut g = lock(pair);
+        if g.queues[s].is_empty() && self.ty == SOCK_DGRAM {
+            if let Some(got) = named(buf) {
+                return Ok(got);
+            }
+        }
         if g.queues[s].is_empty() {
             if g.error[s] != 0 {
                 return Err(Errno(std::mem::take(&mut g.error[s])));
@@ -492,10 +573,15 @@ pub struct Received {
     pub full: usize,
     /// Descriptions passed with the message.
     pub fds: Vec<FileRef>,
+    /// The sender's name (a datagram from a bound socket).
+    pub from: Option<Vec<u8>>,
 }
 
 impl Drop for Socket {
     fn drop(&mut self) {
+        if let Some(i) = self.inbox() {
+            super::unix_dgram::close(i);
+        }
         let Some((pair, side)) = self.conn.take() else {
             return;
         };
