@@ -516,8 +516,9 @@ fn restarted_calls_and_signals_raised_in_handlers() {
     glibc_and_musl("signal_restart");
 }
 
-/// recv(MSG_WAITALL) on a blocking stream returns the whole length (it
-/// returned what was queued), over AF_UNIX and loopback TCP.
+/// recv(MSG_WAITALL) and recvmsg(MSG_WAITALL) on a blocking stream return
+/// the whole length (they returned what was queued), over AF_UNIX and
+/// loopback TCP.
 #[test]
 fn recv_waitall_waits_for_the_whole_length() {
     glibc_and_musl("recv_waitall");

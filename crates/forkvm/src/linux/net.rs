@@ -652,6 +652,29 @@ fn take_received(p: &mut Process, call: [u64; 4]) -> u64 {
     done
 }
 
+/// A MSG_WAITALL receive that has `done` of the bytes it wants: waits for
+/// the rest (`None`: the call is made again and goes on from there), or,
+/// once SO_RCVTIMEO has passed, gives what it has, as Linux does.
+fn wait_for_rest(
+    p: &mut Process,
+    fd: u64,
+    call: [u64; 4],
+    done: u64,
+) -> Result<Option<u64>, Errno> {
+    let timeout = with_socket(p, fd, |s, _| Ok(s.rcvtimeo))?;
+    match thread::wait(p, timeout, None) {
+        Waited::Retry => {
+            p.writes.push(super::io::WriteProgress {
+                tid: p.tid,
+                call,
+                done,
+            });
+            Ok(None)
+        }
+        Waited::TimedOut => Ok(Some(done)),
+    }
+}
+
 /// Implements recvfrom(2) (and recv(3)). With MSG_WAITALL on a blocking
 /// stream it returns only when `len` bytes are in, the peer has closed, or
 /// a signal interrupts it (then with what it got), as Linux does: it
@@ -694,17 +717,12 @@ fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         } => {
             guest_buf_mut(mem, buf + before, data.len() as u64)?.copy_from_slice(&data);
             let total = before + data.len() as u64;
-            if waitall && total < len && !data.is_empty() {
-                keep(p, total);
-                let timeout = {
-                    let file = socket_ref(p, fd)?;
-                    let of = lock(&file);
-                    match &of.kind {
-                        FileKind::Socket(s) => s.rcvtimeo,
-                        _ => None,
-                    }
-                };
-                return wait_or(p, timeout).map(|_| 0);
+            if waitall
+                && total < len
+                && !data.is_empty()
+                && wait_for_rest(p, fd, call, total)?.is_none()
+            {
+                return Ok(0);
             }
             if addr != 0 && alen != 0 {
                 write_sender(mem, addr, alen, from.as_deref())?;
@@ -782,13 +800,18 @@ fn deliver_fds(
     Ok((used.min(controllen), trunc))
 }
 
-/// recvmsg for one header; `None` when the thread waits.
+/// recvmsg for one header; `None` when the thread waits. With MSG_WAITALL
+/// on a blocking stream (and `waitall`), it returns only when the whole
+/// length is in, the peer has closed, descriptors came, an error follows
+/// some bytes or a signal interrupts it (then with what it got), as Linux
+/// does.
 fn recvmsg_one(
     p: &mut Process,
     mem: &mut GuestMemory,
     fd: u64,
     hdr: u64,
     flags: u64,
+    waitall: bool,
 ) -> Result<Option<u64>, Errno> {
     socket_ref(p, fd)?;
     let h = read_msghdr(mem, hdr)?;
@@ -797,17 +820,57 @@ fn recvmsg_one(
     if h.controllen > 0 && h.control != 0 {
         guest_buf_mut(mem, h.control, h.controllen.min(MAX_CONTROL))?;
     }
-    let want: u64 = iovs.iter().map(|v| v.1).sum();
+    let want: u64 = iovs.iter().map(|v| v.1).sum::<u64>().min(MAX_RW);
+    let waitall = waitall
+        && flags & (MSG_WAITALL | MSG_PEEK | MSG_DONTWAIT) == MSG_WAITALL
+        && blocking_stream(p, fd)?;
+    let call = [47, fd, hdr, want];
+    let before = if waitall {
+        take_received(p, call).min(want)
+    } else {
+        0
+    };
+    // What earlier attempts got is the answer when this one ends with an error.
+    let partial = |mem: &mut GuestMemory| -> Result<Option<u64>, Errno> {
+        mem.write_u64(hdr + 40, 0)?;
+        mem.write_u32(hdr + 48, 0)?;
+        if h.name != 0 {
+            write_sender(mem, h.name, hdr + 8, None)?;
+        }
+        Ok(Some(before))
+    };
+    let got = match recv_common(p, fd, want - before, flags) {
+        Ok(g) => g,
+        Err(_) if before > 0 => return partial(mem),
+        Err(e) => return Err(e),
+    };
     let Got::Data {
         data,
         full,
         fds,
         from,
-    } = recv_common(p, fd, want, flags)?
+    } = got
     else {
+        if before > 0 {
+            p.writes.push(super::io::WriteProgress {
+                tid: p.tid,
+                call,
+                done: before,
+            });
+        }
         return Ok(None);
     };
-    super::io::scatter(mem, &iovs, 0, &data)?;
+    super::io::scatter(mem, &iovs, before, &data)?;
+    let total = before + data.len() as u64;
+    // Descriptors end the wait: they belong to this read.
+    if waitall
+        && total < want
+        && !data.is_empty()
+        && fds.is_empty()
+        && wait_for_rest(p, fd, call, total)?.is_none()
+    {
+        return Ok(None);
+    }
     let (used, mut mflags) = deliver_fds(
         p,
         mem,
@@ -824,7 +887,9 @@ fn recvmsg_one(
     }
     mem.write_u64(hdr + 40, used)?;
     mem.write_u32(hdr + 48, mflags)?;
-    Ok(Some(if flags & MSG_TRUNC != 0 {
+    Ok(Some(if waitall {
+        total
+    } else if flags & MSG_TRUNC != 0 {
         full as u64
     } else {
         data.len() as u64
@@ -833,7 +898,7 @@ fn recvmsg_one(
 
 /// Implements recvmsg(2), with SCM_RIGHTS descriptor passing.
 fn sys_recvmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    Ok(recvmsg_one(p, mem, a[0], a[1], a[2])?.unwrap_or(0))
+    Ok(recvmsg_one(p, mem, a[0], a[1], a[2], true)?.unwrap_or(0))
 }
 
 /// Implements recvmmsg(2) (the timeout is checked, not applied).
@@ -853,7 +918,7 @@ fn sys_recvmmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             flags
         };
         let fl = if got > 0 { fl | MSG_DONTWAIT } else { fl };
-        match recvmsg_one(p, mem, fd, hdr, fl & !MSG_WAITFORONE) {
+        match recvmsg_one(p, mem, fd, hdr, fl & !MSG_WAITFORONE, false) {
             Ok(Some(n)) => {
                 mem.write_u32(hdr + MSGHDR_SIZE, n as u32)?;
                 got += 1;
@@ -883,7 +948,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 46, name: "sendmsg", handler: sys_sendmsg, support: Support::Partial,
         note: "as sendto; SCM_RIGHTS passes descriptors, SCM_CREDENTIALS is accepted and ignored" },
     SyscallEntry { nr: 47, name: "recvmsg", handler: sys_recvmsg, support: Support::Partial,
-        note: "as recvfrom, but MSG_WAITALL may return less than asked; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
+        note: "as recvfrom; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
     SyscallEntry { nr: 48, name: "shutdown", handler: sys_shutdown, support: Support::Full, note: "" },
     SyscallEntry { nr: 49, name: "bind", handler: sys_bind, support: Support::Partial,
         note: "virtual TCP: the address is recorded (port 0: a virtual port); AF_UNIX: abstract names, and paths (a socket file is made, mode 0777 less the umask); names are shared by the processes of a run; an empty name autobinds" },
@@ -895,7 +960,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 288, name: "accept4", handler: sys_accept4, support: Support::Partial,
         note: "as accept" },
     SyscallEntry { nr: 299, name: "recvmmsg", handler: sys_recvmmsg, support: Support::Partial,
-        note: "as recvmsg; the timeout is checked but not applied" },
+        note: "as recvmsg, but MSG_WAITALL does not wait for the whole length; the timeout is checked but not applied" },
     SyscallEntry { nr: 307, name: "sendmmsg", handler: sys_sendmmsg, support: Support::Partial,
         note: "as sendmsg" },
 ];
