@@ -532,6 +532,15 @@ fn select_sorts_errors_as_linux_does() {
     glibc_and_musl("select_sets");
 }
 
+/// Loopback TCP after the peer's close is Linux's: POLLIN|POLLRDHUP and EOF
+/// (it also said POLLHUP), the first send succeeds and draws a reset
+/// (POLLERR|POLLHUP), the next is EPIPE with SIGPIPE (the first was); half
+/// closes, a close with unread data (ECONNRESET) and SHUT_RD as well.
+#[test]
+fn tcp_close_is_a_fin_not_a_hangup() {
+    glibc_and_musl("tcp_close");
+}
+
 /// A TCP socket bound before connect keeps its port (the connection used a
 /// fresh one), and a dual-stack server binds `0.0.0.0:P` and an
 /// IPV6_V6ONLY `[::]:P` (EADDRINUSE).

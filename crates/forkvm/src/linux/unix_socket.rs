@@ -37,6 +37,7 @@ const MSG_OVERHEAD: usize = 576;
 pub const MAX_FDS_PER_MSG: usize = 253;
 
 const ECONNRESET: i32 = 104;
+const EPIPE: i32 = 32;
 
 /// `sk_shutdown` bit: no more receiving.
 pub const RCV_SHUTDOWN: u8 = 1;
@@ -76,6 +77,12 @@ pub struct Pair {
     pub error: [i32; 2],
     /// Socket type (the same for both sides).
     pub ty: u32,
+    /// A virtual TCP connection ([`Socket::tcp_pair`]): a close is a FIN
+    /// (or a reset), not the end of both directions.
+    pub tcp: bool,
+    /// TCP: whether each side received the peer's FIN (its reads end there,
+    /// before a pending error).
+    pub fin: [bool; 2],
 }
 
 /// One socket: an open file description's view of a UNIX socket.
@@ -141,11 +148,26 @@ impl Socket {
             closed: [false, false],
             error: [0, 0],
             ty,
+            tcp: false,
+            fin: [false, false],
         }));
         let mut a = Socket::new(ty);
         let mut b = Socket::new(ty);
         a.conn = Some((pair.clone(), 0));
         b.conn = Some((pair, 1));
+        (a, b)
+    }
+
+    /// A connected pair of virtual TCP sockets (without their TCP names).
+    /// It behaves as Linux's TCP where that differs from AF_UNIX streams: a
+    /// close sends a FIN (a reset if unread data is dropped), so the peer
+    /// reads EOF and may still send once; that send is answered by a reset
+    /// (POLLERR|POLLHUP, the next send EPIPE).
+    pub fn tcp_pair() -> (Socket, Socket) {
+        let (a, b) = Socket::pair(SOCK_STREAM);
+        if let Some((pair, _)) = &a.conn {
+            lock(pair).tcp = true;
+        }
         (a, b)
     }
 
@@ -196,6 +218,8 @@ impl Socket {
                         closed: old.closed,
                         error: old.error,
                         ty: old.ty,
+                        tcp: old.tcp,
+                        fin: old.fin,
                     }));
                     pairs.push((key, c.clone()));
                     c
@@ -242,13 +266,15 @@ impl Socket {
         let mut g = lock(pair);
         g.shut[*side] |= mask;
         if self.ty != SOCK_DGRAM {
-            // What I stop sending, the peer stops receiving, and the reverse.
+            // What I stop sending, the peer stops receiving, and the reverse
+            // (TCP tells the peer nothing of a SHUT_RD).
             let mut peer = 0;
-            if mask & RCV_SHUTDOWN != 0 {
+            if mask & RCV_SHUTDOWN != 0 && !g.tcp {
                 peer |= SEND_SHUTDOWN;
             }
             if mask & SEND_SHUTDOWN != 0 {
                 peer |= RCV_SHUTDOWN;
+                g.fin[1 - *side] = true;
             }
             g.shut[1 - *side] |= peer;
         }
@@ -381,6 +407,9 @@ impl Socket {
         };
         let (s, peer) = (*side, 1 - *side);
         let mut g = lock(pair);
+        if g.tcp {
+            return tcp_send(&mut g, s, data, fds, self.sndbuf as usize);
+        }
         if self.ty == SOCK_SEQPACKET && g.error[s] != 0 {
             // Datagram-style sends report a pending error first.
             return Err(Errno(std::mem::take(&mut g.error[s])));
@@ -497,6 +526,10 @@ impl Socket {
             }
         }
         if g.queues[s].is_empty() {
+            if g.tcp && g.fin[s] {
+                // After the peer's FIN, Linux reads EOF even with an error pending.
+                return Ok(Received::default());
+            }
             if g.error[s] != 0 {
                 return Err(Errno(std::mem::take(&mut g.error[s])));
             }
@@ -564,6 +597,50 @@ impl Socket {
     }
 }
 
+/// A send on side `s` of a virtual TCP connection (the pair locked as `g`),
+/// as Linux's TCP: a pending error first (ECONNRESET after a reset, EPIPE
+/// once the reset answered a send after the peer's close), then EPIPE when
+/// shut down for sending. A send to a peer that closed is taken (and
+/// dropped) and brings the reset back; a peer's SHUT_RD stops nothing.
+fn tcp_send(
+    g: &mut Pair,
+    s: usize,
+    data: &[u8],
+    fds: Vec<FileRef>,
+    cap: usize,
+) -> Result<usize, Errno> {
+    let peer = 1 - s;
+    if g.error[s] != 0 {
+        return Err(Errno(std::mem::take(&mut g.error[s])));
+    }
+    if g.shut[s] & SEND_SHUTDOWN != 0 {
+        return Err(Errno::EPIPE);
+    }
+    if !fds.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    if data.is_empty() {
+        return Ok(0);
+    }
+    if g.closed[peer] {
+        g.shut[s] = RCV_SHUTDOWN | SEND_SHUTDOWN;
+        g.error[s] = EPIPE;
+        return Ok(data.len().min(cap));
+    }
+    let room = cap.saturating_sub(g.bytes[peer] + MSG_OVERHEAD);
+    if room == 0 {
+        return Err(Errno::EAGAIN);
+    }
+    let n = room.min(data.len());
+    g.queues[peer].push_back(Msg {
+        data: data[..n].to_vec(),
+        off: 0,
+        fds,
+    });
+    g.bytes[peer] += n + MSG_OVERHEAD;
+    Ok(n)
+}
+
 /// What one receive returned.
 #[derive(Default)]
 pub struct Received {
@@ -590,15 +667,20 @@ impl Drop for Socket {
             let mut g = lock(&pair);
             g.closed[side] = true;
             g.shut[side] = RCV_SHUTDOWN | SEND_SHUTDOWN;
-            if g.ty != SOCK_DGRAM {
-                g.shut[1 - side] = RCV_SHUTDOWN | SEND_SHUTDOWN;
-            }
             // What was never read goes away with the socket; it is dropped
             // after the lock is released, since it may hold descriptions of
             // this very pair.
             dropped = std::mem::take(&mut g.queues[side]);
-            if g.ty != SOCK_DGRAM && !dropped.is_empty() {
-                g.error[1 - side] = ECONNRESET;
+            let other = 1 - side;
+            if g.tcp && dropped.is_empty() {
+                // A FIN: the peer reads EOF, and may still send.
+                g.shut[other] |= RCV_SHUTDOWN;
+                g.fin[other] = true;
+            } else if g.ty != SOCK_DGRAM {
+                g.shut[other] = RCV_SHUTDOWN | SEND_SHUTDOWN;
+                if !dropped.is_empty() {
+                    g.error[other] = ECONNRESET;
+                }
             }
             g.bytes[side] = 0;
         }
@@ -687,6 +769,40 @@ mod tests {
         assert_ne!(e.poll() & POLLERR, 0);
         assert_eq!(e.recv(&mut buf, false).err(), Some(Errno(ECONNRESET)));
         assert_eq!(e.recv(&mut buf, false).map(|r| r.copied), Ok(0));
+    }
+
+    #[test]
+    fn a_tcp_close_is_a_fin_and_a_send_after_it_draws_a_reset() {
+        let (mut a, b) = Socket::tcp_pair();
+        drop(b);
+        assert_eq!(
+            a.poll(),
+            POLLIN | POLLRDNORM | POLLRDHUP | POLLOUT | POLLWRNORM
+        );
+        let mut buf = [0u8; 8];
+        assert_eq!(a.recv(&mut buf, false).map(|r| r.copied), Ok(0));
+        assert_eq!(a.send(b"x", Vec::new()), Ok(1), "taken, and reset");
+        assert_eq!(a.poll() & (POLLERR | POLLHUP), POLLERR | POLLHUP);
+        assert_eq!(
+            a.recv(&mut buf, false).map(|r| r.copied),
+            Ok(0),
+            "EOF first"
+        );
+        assert_eq!(a.send(b"y", Vec::new()), Err(Errno::EPIPE));
+        assert_eq!(a.poll() & POLLERR, 0);
+        assert_eq!(a.send(b"z", Vec::new()), Err(Errno::EPIPE));
+        // Unread data dropped: a reset at once.
+        let (mut c, d) = Socket::tcp_pair();
+        c.send(b"unread", Vec::new()).unwrap();
+        drop(d);
+        assert_eq!(c.recv(&mut buf, false).err(), Some(Errno(ECONNRESET)));
+        assert_eq!(c.recv(&mut buf, false).map(|r| r.copied), Ok(0));
+        // SHUT_RD is not the peer's business.
+        let (mut e, mut f) = Socket::tcp_pair();
+        f.shutdown(0).unwrap();
+        assert_eq!(e.send(b"abc", Vec::new()), Ok(3));
+        assert_eq!(f.recv(&mut buf, false).map(|r| r.copied), Ok(3));
+        assert_eq!(f.recv(&mut buf, false).map(|r| r.copied), Ok(0));
     }
 
     #[test]
