@@ -19,6 +19,7 @@ pub mod loopback;
 pub mod mem;
 pub mod names;
 pub mod net;
+pub mod net_recv;
 pub mod poll;
 pub mod process;
 pub mod procfs;
