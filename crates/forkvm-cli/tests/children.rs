@@ -211,6 +211,16 @@ fn sockets_are_reached_across_processes() {
     glibc_and_musl("shared_sockets");
 }
 
+/// AF_UNIX datagrams sent to a bound path or abstract name, from unbound
+/// and bound sockets, in one process and between processes (sd_notify,
+/// syslog, Python's logging handlers): they were refused (ECONNREFUSED).
+/// recvfrom names the sender, connect sets the destination, a full queue
+/// waits or is EAGAIN, and the errors are Linux's.
+#[test]
+fn datagrams_reach_bound_names() {
+    glibc_and_musl("unix_dgram");
+}
+
 /// A signal from another process ends a sleep with EINTR and its handler
 /// has run when the sleep returns: the first process slept on through its
 /// child's SIGCHLD or kill, and a child's sleep returned EINTR with the

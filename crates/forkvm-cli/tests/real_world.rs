@@ -524,8 +524,9 @@ fn restarted_calls_and_signals_raised_in_handlers() {
     glibc_and_musl("signal_restart");
 }
 
-/// recv(MSG_WAITALL) on a blocking stream returns the whole length (it
-/// returned what was queued), over AF_UNIX and loopback TCP.
+/// recv(MSG_WAITALL) and recvmsg(MSG_WAITALL) on a blocking stream return
+/// the whole length (they returned what was queued), over AF_UNIX and
+/// loopback TCP.
 #[test]
 fn recv_waitall_waits_for_the_whole_length() {
     glibc_and_musl("recv_waitall");
@@ -537,6 +538,15 @@ fn recv_waitall_waits_for_the_whole_length() {
 #[test]
 fn select_sorts_errors_as_linux_does() {
     glibc_and_musl("select_sets");
+}
+
+/// Loopback TCP after the peer's close is Linux's: POLLIN|POLLRDHUP and EOF
+/// (it also said POLLHUP), the first send succeeds and draws a reset
+/// (POLLERR|POLLHUP), the next is EPIPE with SIGPIPE (the first was); half
+/// closes, a close with unread data (ECONNRESET) and SHUT_RD as well.
+#[test]
+fn tcp_close_is_a_fin_not_a_hangup() {
+    glibc_and_musl("tcp_close");
 }
 
 /// A TCP socket bound before connect keeps its port (the connection used a

@@ -698,7 +698,7 @@ impl FdTable {
     pub fn fork_copy(&self) -> Result<FdTable, Errno> {
         let mut files: Vec<(*const Mutex<OpenFile>, FileRef)> = Vec::new();
         let mut pipes: Vec<(*const Mutex<Pipe>, Arc<Mutex<Pipe>>)> = Vec::new();
-        let mut socks = Vec::new();
+        let mut socks = super::unix_dgram::ForkCopies::default();
         let mut slots = Vec::with_capacity(self.slots.len());
         for slot in &self.slots {
             let Some(slot) = slot else {
@@ -733,7 +733,7 @@ fn dup(fd: &OwnedFd) -> Result<OwnedFd, Errno> {
 fn copy_file(
     f: &OpenFile,
     pipes: &mut Vec<(*const Mutex<Pipe>, Arc<Mutex<Pipe>>)>,
-    socks: &mut Vec<(usize, Arc<Mutex<super::unix_socket::Pair>>)>,
+    socks: &mut super::unix_dgram::ForkCopies,
 ) -> Result<OpenFile, Errno> {
     let kind = match &f.kind {
         FileKind::Stdin => FileKind::Stdin,

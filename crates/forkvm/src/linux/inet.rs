@@ -783,7 +783,7 @@ pub fn connect_to_listener_on(
     if listener.pending.len() >= listener.backlog.max(0) as usize + 16 {
         return Err(Errno::ECONNREFUSED);
     }
-    let (mut guest, mut host) = Socket::pair(SOCK_STREAM);
+    let (mut guest, mut host) = Socket::tcp_pair();
     let mut gi = Inet::new(family);
     gi.local = local;
     gi.peer = Some(peer);

@@ -9,7 +9,7 @@
 
 use super::fdtable::{lock, FileKind};
 use super::inet::{find_listener, next_port, Inet, Listener};
-use super::unix_socket::{Socket, SOCK_STREAM};
+use super::unix_socket::Socket;
 use super::{Errno, Process, SysResult};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -95,7 +95,7 @@ pub(super) fn connect(
         }
         _ => SocketAddr::new(ip, next_port()),
     };
-    let (mut mine, mut theirs) = Socket::pair(SOCK_STREAM);
+    let (mut mine, mut theirs) = Socket::tcp_pair();
     let mut accepted = Inet::new(listener.family);
     accepted.local = Some(server);
     accepted.peer = Some(client);

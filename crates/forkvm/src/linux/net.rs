@@ -2,15 +2,18 @@
 //! the VM (see [`super::unix_socket`]): `socketpair` gives a connected pair
 //! (stream, datagram or seqpacket) with SCM_RIGHTS descriptor passing;
 //! `socket(AF_UNIX)` sockets bind, listen, connect and accept by names the
-//! process keeps (abstract or paths, no socket file: [`super::unix_names`]). AF_INET/AF_INET6
+//! run shares (abstract or paths: [`super::unix_names`]), and datagram
+//! sockets send to bound names ([`super::unix_dgram`]). AF_INET/AF_INET6
 //! stream sockets are virtual TCP ([`super::inet`]), whose connects reach
 //! the host only for `--allow-connect` addresses ([`super::host_socket`]).
 //! Every other family is refused with the error a host without network
-//! access would give. Socket options are in [`super::sockopt`].
+//! access would give. Socket options are in [`super::sockopt`], the
+//! receiving calls in [`super::net_recv`].
 
 use super::fdtable::{lock, oflags, FileKind, FileRef, OpenFile};
 use super::fs::StatInfo;
 use super::io::{guest_buf, guest_buf_mut, MAX_IOV, MAX_RW};
+use super::net_recv::{sys_recvfrom, sys_recvmmsg, sys_recvmsg};
 use super::table::{Support, SyscallEntry};
 use super::thread::{self, Waited};
 use super::unix_socket::{Socket, MAX_FDS_PER_MSG, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM};
@@ -27,28 +30,28 @@ const SOCK_CLOEXEC: u64 = 0o2000000;
 /// Longest `struct sockaddr_un`.
 const SOCKADDR_UN_SIZE: u64 = 110;
 
-const MSG_OOB: u64 = 0x1;
-const MSG_PEEK: u64 = 0x2;
-const MSG_CTRUNC: u32 = 0x8;
-const MSG_TRUNC: u64 = 0x20;
-const MSG_DONTWAIT: u64 = 0x40;
-const MSG_WAITALL: u64 = 0x100;
+pub(super) const MSG_OOB: u64 = 0x1;
+pub(super) const MSG_PEEK: u64 = 0x2;
+pub(super) const MSG_CTRUNC: u32 = 0x8;
+pub(super) const MSG_TRUNC: u64 = 0x20;
+pub(super) const MSG_DONTWAIT: u64 = 0x40;
+pub(super) const MSG_WAITALL: u64 = 0x100;
 const MSG_NOSIGNAL: u64 = 0x4000;
-const MSG_WAITFORONE: u64 = 0x10000;
-const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
+pub(super) const MSG_WAITFORONE: u64 = 0x10000;
+pub(super) const MSG_CMSG_CLOEXEC: u64 = 0x4000_0000;
 
 /// SOL_SOCKET (options and control messages).
 pub(super) const SOL_SOCKET: u64 = 1;
-const SCM_RIGHTS: u32 = 1;
+pub(super) const SCM_RIGHTS: u32 = 1;
 const SCM_CREDENTIALS: u32 = 2;
 /// `struct cmsghdr` header: len (u64), level (i32), type (i32).
-const CMSG_HDR: u64 = 16;
+pub(super) const CMSG_HDR: u64 = 16;
 /// Largest control buffer a send accepts (Linux's optmem_max).
-const MAX_CONTROL: u64 = 20480;
+pub(super) const MAX_CONTROL: u64 = 20480;
 /// `struct msghdr` on x86-64.
-const MSGHDR_SIZE: u64 = 56;
+pub(super) const MSGHDR_SIZE: u64 = 56;
 /// `struct mmsghdr`: a msghdr and the u32 length (padded).
-const MMSGHDR_SIZE: u64 = 64;
+pub(super) const MMSGHDR_SIZE: u64 = 64;
 
 const SIGPIPE: u64 = 13;
 
@@ -314,7 +317,7 @@ fn sys_getpeername(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
 
 /// A blocking call found nothing to do: wait (other threads run) and make
 /// the call again, or EAGAIN once `timeout` has passed.
-fn wait_or(p: &mut Process, timeout: Option<Duration>) -> SysResult {
+pub(super) fn wait_or(p: &mut Process, timeout: Option<Duration>) -> SysResult {
     match thread::wait(p, timeout, None) {
         Waited::Retry => Ok(0),
         Waited::TimedOut => Err(Errno::EAGAIN),
@@ -323,7 +326,11 @@ fn wait_or(p: &mut Process, timeout: Option<Duration>) -> SysResult {
 
 /// A message's iovec array ([`super::io::iovecs`]), with sendmsg/recvmsg's
 /// errno for too many entries.
-fn msg_iovecs(mem: &GuestMemory, addr: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
+pub(super) fn msg_iovecs(
+    mem: &GuestMemory,
+    addr: u64,
+    count: u64,
+) -> Result<Vec<(u64, u64)>, Errno> {
     if count > MAX_IOV {
         return Err(Errno::EMSGSIZE);
     }
@@ -331,7 +338,7 @@ fn msg_iovecs(mem: &GuestMemory, addr: u64, count: u64) -> Result<Vec<(u64, u64)
 }
 
 /// Checks that the iovecs are writable guest memory.
-fn check_writable(mem: &mut GuestMemory, iovs: &[(u64, u64)]) -> Result<(), Errno> {
+pub(super) fn check_writable(mem: &mut GuestMemory, iovs: &[(u64, u64)]) -> Result<(), Errno> {
     for &(base, len) in iovs {
         guest_buf_mut(mem, base, len)?;
     }
@@ -400,6 +407,8 @@ fn send_common(
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
+    // A datagram goes to the socket bound to the address given.
+    let mut target = None;
     if let Some((addr, len)) = to {
         let (connection, connected) = match &lock(&file).kind {
             FileKind::Socket(s) => (s.connection(), s.connected()),
@@ -413,8 +422,7 @@ fn send_common(
             });
         }
         check_unix_addr(mem, addr, len)?;
-        // No datagram socket has a name to send to.
-        return Err(Errno::ECONNREFUSED);
+        target = Some(unix_names::dgram_target(p, mem, addr, len)?.0);
     }
     let total: u64 = iovs.iter().map(|v| v.1).sum();
     let mut of = lock(&file);
@@ -460,7 +468,10 @@ fn send_common(
     };
     let mut data = vec![0u8; limit as usize];
     super::io::gather(mem, iovs, before, &mut data)?;
-    let r = s.send(&data, fds);
+    let r = match &target {
+        Some(to) => s.send_to(to, &data, fds),
+        None => s.send(&data, fds),
+    };
     drop(of);
     if whole {
         let tid = p.tid;
@@ -510,16 +521,16 @@ fn sys_sendto(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 }
 
 /// A guest `struct msghdr`.
-struct MsgHdr {
-    name: u64,
-    namelen: u64,
-    iov: u64,
-    iovlen: u64,
-    control: u64,
-    controllen: u64,
+pub(super) struct MsgHdr {
+    pub name: u64,
+    pub namelen: u64,
+    pub iov: u64,
+    pub iovlen: u64,
+    pub control: u64,
+    pub controllen: u64,
 }
 
-fn read_msghdr(mem: &GuestMemory, addr: u64) -> Result<MsgHdr, Errno> {
+pub(super) fn read_msghdr(mem: &GuestMemory, addr: u64) -> Result<MsgHdr, Errno> {
     let b = mem.read(addr, MSGHDR_SIZE)?;
     let q = |o: usize| -> u64 {
         let mut v = [0u8; 8];
@@ -585,256 +596,6 @@ fn sys_sendmmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(sent)
 }
 
-/// One receive: the bytes, the message length and its descriptors, or a wait.
-enum Got {
-    Data {
-        data: Vec<u8>,
-        full: usize,
-        fds: Vec<FileRef>,
-    },
-    /// The thread waits; the call will be made again.
-    Waiting,
-}
-
-fn recv_common(p: &mut Process, fd: u64, want: u64, flags: u64) -> Result<Got, Errno> {
-    if flags & MSG_OOB != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let file = socket_ref(p, fd)?;
-    let mut of = lock(&file);
-    let nonblocking = of.nonblocking() || flags & MSG_DONTWAIT != 0;
-    let FileKind::Socket(s) = &mut of.kind else {
-        return Err(Errno::ENOTSOCK);
-    };
-    let timeout = s.rcvtimeo;
-    // Never more than is queued (bounded by the send buffer), so the bounce
-    // buffer is not sized by the guest.
-    let n = want.min(s.available().max(1) as u64) as usize;
-    let mut buf = vec![0u8; n];
-    let r = s.recv(&mut buf, flags & MSG_PEEK != 0);
-    drop(of);
-    match r {
-        Ok(got) => {
-            buf.truncate(got.copied);
-            Ok(Got::Data {
-                data: buf,
-                full: got.full,
-                fds: got.fds,
-            })
-        }
-        Err(Errno::EAGAIN) if !nonblocking => wait_or(p, timeout).map(|_| Got::Waiting),
-        Err(e) => Err(e),
-    }
-}
-
-/// Whether `fd` is a blocking stream socket (MSG_WAITALL waits there).
-fn blocking_stream(p: &Process, fd: u64) -> Result<bool, Errno> {
-    let file = socket_ref(p, fd)?;
-    let of = lock(&file);
-    Ok(!of.nonblocking()
-        && matches!(&of.kind, FileKind::Socket(s) if s.ty == super::unix_socket::SOCK_STREAM))
-}
-
-/// Bytes earlier attempts of this same MSG_WAITALL receive got (0 if none);
-/// forgets them.
-fn take_received(p: &mut Process, call: [u64; 4]) -> u64 {
-    let done = super::io::sent_before(p, call);
-    let tid = p.tid;
-    p.writes.retain(|w| w.tid != tid);
-    done
-}
-
-/// Implements recvfrom(2) (and recv(3)). With MSG_WAITALL on a blocking
-/// stream it returns only when `len` bytes are in, the peer has closed, or
-/// a signal interrupts it (then with what it got), as Linux does: it
-/// returned what was queued, and a program reading a fixed-size header
-/// went on with part of it.
-fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let [fd, buf, len, flags, addr, alen] = *a;
-    let len = len.min(MAX_RW);
-    socket_ref(p, fd)?;
-    guest_buf_mut(mem, buf, len)?;
-    let waitall =
-        flags & (MSG_WAITALL | MSG_PEEK | MSG_DONTWAIT) == MSG_WAITALL && blocking_stream(p, fd)?;
-    let call = [45, fd, buf, len];
-    let before = if waitall {
-        take_received(p, call).min(len)
-    } else {
-        0
-    };
-    let keep = |p: &mut Process, done: u64| {
-        if done > 0 {
-            p.writes.push(super::io::WriteProgress {
-                tid: p.tid,
-                call,
-                done,
-            });
-        }
-    };
-    let got = match recv_common(p, fd, len - before, flags) {
-        Ok(g) => g,
-        Err(_) if before > 0 => return Ok(before),
-        Err(e) => return Err(e),
-    };
-    match got {
-        Got::Waiting => {
-            keep(p, before);
-            Ok(0)
-        }
-        Got::Data { data, full, .. } => {
-            guest_buf_mut(mem, buf + before, data.len() as u64)?.copy_from_slice(&data);
-            let total = before + data.len() as u64;
-            if waitall && total < len && !data.is_empty() {
-                keep(p, total);
-                let timeout = {
-                    let file = socket_ref(p, fd)?;
-                    let of = lock(&file);
-                    match &of.kind {
-                        FileKind::Socket(s) => s.rcvtimeo,
-                        _ => None,
-                    }
-                };
-                return wait_or(p, timeout).map(|_| 0);
-            }
-            if addr != 0 && alen != 0 {
-                // The sender is unnamed: an empty address.
-                if (mem.read_u32(alen)? as i32) < 0 {
-                    return Err(Errno::EINVAL);
-                }
-                mem.write_u32(alen, 0)?;
-            }
-            Ok(if waitall {
-                total
-            } else if flags & MSG_TRUNC != 0 {
-                full as u64
-            } else {
-                data.len() as u64
-            })
-        }
-    }
-}
-
-/// Installs received descriptors and writes the SCM_RIGHTS control message;
-/// returns (control bytes used, MSG_CTRUNC if some did not fit).
-fn deliver_fds(
-    p: &mut Process,
-    mem: &mut GuestMemory,
-    control: u64,
-    controllen: u64,
-    fds: Vec<FileRef>,
-    cloexec: bool,
-) -> Result<(u64, u32), Errno> {
-    if fds.is_empty() {
-        return Ok((0, 0));
-    }
-    let room = if control == 0 {
-        0
-    } else {
-        controllen.saturating_sub(CMSG_HDR) / 4
-    };
-    let total = fds.len();
-    let mut nums = Vec::new();
-    for f in fds.into_iter().take(room as usize) {
-        match p.fds.insert_from(0, f, cloexec) {
-            Ok(n) => nums.push(n),
-            Err(_) => break,
-        }
-    }
-    if nums.is_empty() {
-        return Ok((0, MSG_CTRUNC));
-    }
-    let clen = CMSG_HDR + 4 * nums.len() as u64;
-    let mut b = Vec::with_capacity(clen as usize);
-    b.extend_from_slice(&clen.to_le_bytes());
-    b.extend_from_slice(&(SOL_SOCKET as u32).to_le_bytes());
-    b.extend_from_slice(&SCM_RIGHTS.to_le_bytes());
-    for n in &nums {
-        b.extend_from_slice(&n.to_le_bytes());
-    }
-    mem.write(control, &b)?;
-    let used = clen.div_ceil(8) * 8;
-    let trunc = if nums.len() < total { MSG_CTRUNC } else { 0 };
-    Ok((used.min(controllen), trunc))
-}
-
-/// recvmsg for one header; `None` when the thread waits.
-fn recvmsg_one(
-    p: &mut Process,
-    mem: &mut GuestMemory,
-    fd: u64,
-    hdr: u64,
-    flags: u64,
-) -> Result<Option<u64>, Errno> {
-    socket_ref(p, fd)?;
-    let h = read_msghdr(mem, hdr)?;
-    let iovs = msg_iovecs(mem, h.iov, h.iovlen)?;
-    check_writable(mem, &iovs)?;
-    if h.controllen > 0 && h.control != 0 {
-        guest_buf_mut(mem, h.control, h.controllen.min(MAX_CONTROL))?;
-    }
-    let want: u64 = iovs.iter().map(|v| v.1).sum();
-    let Got::Data { data, full, fds } = recv_common(p, fd, want, flags)? else {
-        return Ok(None);
-    };
-    super::io::scatter(mem, &iovs, 0, &data)?;
-    let (used, mut mflags) = deliver_fds(
-        p,
-        mem,
-        h.control,
-        h.controllen,
-        fds,
-        flags & MSG_CMSG_CLOEXEC != 0,
-    )?;
-    if full > data.len() {
-        mflags |= MSG_TRUNC as u32;
-    }
-    if h.name != 0 {
-        mem.write_u32(hdr + 8, 0)?; // msg_namelen: the sender is unnamed
-    }
-    mem.write_u64(hdr + 40, used)?;
-    mem.write_u32(hdr + 48, mflags)?;
-    Ok(Some(if flags & MSG_TRUNC != 0 {
-        full as u64
-    } else {
-        data.len() as u64
-    }))
-}
-
-/// Implements recvmsg(2), with SCM_RIGHTS descriptor passing.
-fn sys_recvmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    Ok(recvmsg_one(p, mem, a[0], a[1], a[2])?.unwrap_or(0))
-}
-
-/// Implements recvmmsg(2) (the timeout is checked, not applied).
-fn sys_recvmmsg(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let [fd, vec, vlen, flags, timeout, _] = *a;
-    socket_ref(p, fd)?;
-    if timeout != 0 {
-        super::poll::read_timespec(mem, timeout)?;
-    }
-    let vlen = vlen.min(MAX_IOV);
-    let mut got = 0u64;
-    for i in 0..vlen {
-        let hdr = vec.checked_add(i * MMSGHDR_SIZE).ok_or(Errno::EFAULT)?;
-        let fl = if got > 0 && flags & MSG_WAITFORONE != 0 {
-            flags | MSG_DONTWAIT
-        } else {
-            flags
-        };
-        let fl = if got > 0 { fl | MSG_DONTWAIT } else { fl };
-        match recvmsg_one(p, mem, fd, hdr, fl & !MSG_WAITFORONE) {
-            Ok(Some(n)) => {
-                mem.write_u32(hdr + MSGHDR_SIZE, n as u32)?;
-                got += 1;
-            }
-            Ok(None) => return Ok(0),
-            Err(_) if got > 0 => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
 const NO_NET: &str = "AF_UNIX only, inside the VM; other families are refused (no network): EACCES";
 
 #[rustfmt::skip]
@@ -842,17 +603,17 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 41, name: "socket", handler: sys_socket, support: Support::Partial,
         note: "AF_UNIX (named within the run: see bind); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); UDP, raw and other families are refused (no network): EACCES" },
     SyscallEntry { nr: 42, name: "connect", handler: sys_connect, support: Support::Partial,
-        note: "virtual TCP: to a loopback address a process of the run listens on, a connection inside forkvm; addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the run (none: ECONNREFUSED, ENOENT for a path with no file)" },
+        note: "virtual TCP: to a loopback address a process of the run listens on, a connection inside forkvm; addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the run (none: ECONNREFUSED, ENOENT for a path with no file); AF_UNIX datagram: the default destination, a datagram socket of the run bound to the name (AF_UNSPEC disconnects)" },
     SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,
         note: "virtual TCP: connections the host pushed or the program made to itself; AF_UNIX: connections made to the listener's name" },
     SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,
-        note: "connected AF_UNIX sockets; a destination address is refused (ECONNREFUSED/EISCONN); a blocking stream send returns when all is sent; EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
+        note: "connected AF_UNIX sockets; an AF_UNIX datagram to a path or abstract name goes to the datagram socket of the run bound there (none: ECONNREFUSED; its queue full: waits, or EAGAIN); a connection socket refuses an address (EISCONN/EOPNOTSUPP); a blocking stream send returns when all is sent; EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
     SyscallEntry { nr: 45, name: "recvfrom", handler: sys_recvfrom, support: Support::Partial,
-        note: "AF_UNIX and virtual TCP; MSG_WAITALL waits for the whole length on a blocking stream" },
+        note: "AF_UNIX and virtual TCP; the address is a datagram's sender (none for an unbound one); MSG_WAITALL waits for the whole length on a blocking stream" },
     SyscallEntry { nr: 46, name: "sendmsg", handler: sys_sendmsg, support: Support::Partial,
         note: "as sendto; SCM_RIGHTS passes descriptors, SCM_CREDENTIALS is accepted and ignored" },
     SyscallEntry { nr: 47, name: "recvmsg", handler: sys_recvmsg, support: Support::Partial,
-        note: "as recvfrom, but MSG_WAITALL may return less than asked; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
+        note: "as recvfrom; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
     SyscallEntry { nr: 48, name: "shutdown", handler: sys_shutdown, support: Support::Full, note: "" },
     SyscallEntry { nr: 49, name: "bind", handler: sys_bind, support: Support::Partial,
         note: "virtual TCP: the address is recorded (port 0: a virtual port); AF_UNIX: abstract names, and paths (a socket file is made, mode 0777 less the umask); names are shared by the processes of a run; an empty name autobinds" },
@@ -864,7 +625,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 288, name: "accept4", handler: sys_accept4, support: Support::Partial,
         note: "as accept" },
     SyscallEntry { nr: 299, name: "recvmmsg", handler: sys_recvmmsg, support: Support::Partial,
-        note: "as recvmsg; the timeout is checked but not applied" },
+        note: "as recvmsg, but MSG_WAITALL does not wait for the whole length; the timeout is checked but not applied" },
     SyscallEntry { nr: 307, name: "sendmmsg", handler: sys_sendmmsg, support: Support::Partial,
         note: "as sendmsg" },
 ];

@@ -12,13 +12,15 @@
 //! server started after a fork, or not inherited across an exec, is
 //! reachable, as in one network namespace; nothing reaches the host's
 //! sockets. A connect to a name nothing listens on is ECONNREFUSED (ENOENT
-//! for a path with no file). Datagram sockets may be bound, but a datagram
-//! still goes only to a connected peer (socketpair).
+//! for a path with no file). A bound datagram socket receives what is sent
+//! to its name, and a datagram connect names the default destination
+//! ([`super::unix_dgram`]).
 
 use super::fdtable::{lock, FileKind};
 use super::inet::{install_accepted, Listener};
 use super::net::with_socket;
-use super::unix_socket::{Socket, SOCK_DGRAM};
+use super::unix_dgram::{ForkCopies, Inbox, InboxRef};
+use super::unix_socket::{Socket, RCV_SHUTDOWN, SOCK_DGRAM};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,7 +30,10 @@ use std::sync::{Arc, Mutex};
 const AF_UNIX: u16 = 1;
 /// Size of `struct sockaddr_un`.
 const SOCKADDR_UN_SIZE: usize = 110;
+/// `AF_UNSPEC` (a datagram connect to it disconnects).
+const AF_UNSPEC: u16 = 0;
 const EADDRINUSE: Errno = Errno(98);
+const EPROTOTYPE: Errno = Errno(91);
 
 /// The AF_UNIX names of a socket.
 #[derive(Default)]
@@ -43,19 +48,32 @@ pub struct Named {
     pub peer: Option<Vec<u8>>,
     /// Set by listen(2): connections not yet accepted.
     pub listener: Option<Arc<Mutex<Listener>>>,
+    /// A bound datagram socket's receive queue ([`super::unix_dgram`]).
+    pub inbox: Option<InboxRef>,
+    /// A datagram socket's default destination, set by connect(2).
+    pub dest: Option<InboxRef>,
 }
 
 impl Named {
     /// A copy for a forked process: a listening socket keeps listening,
     /// with no pending connection (they belong to the original).
-    pub fn fork_copy(&self) -> Named {
+    /// Datagram queues are copied once through `copies`, so that sockets
+    /// of the copy reach each other as the originals did.
+    pub fn fork_copy(&self, copies: &mut ForkCopies) -> Named {
         Named {
             local: self.local.clone(),
             bound: self.bound,
             file: self.file,
             peer: self.peer.clone(),
             listener: self.listener.as_ref().map(Listener::fork_copy),
+            inbox: self.inbox.as_ref().map(|i| copies.inbox(i)),
+            dest: self.dest.as_ref().map(|i| copies.inbox(i)),
         }
+    }
+
+    /// The name datagrams from this socket carry: its own, if bound.
+    pub fn sender_name(&self) -> Option<Vec<u8>> {
+        self.local.clone().filter(|_| self.bound)
     }
 }
 
@@ -151,6 +169,91 @@ fn lookup(p: &Process, key: &Key) -> (bool, Option<Found>) {
     (bound, None)
 }
 
+/// What `name` refers to: ENOENT for a path with no file, ECONNREFUSED for
+/// a file of another kind.
+fn key_of<'a>(p: &Process, name: &'a [u8]) -> Result<Key<'a>, Errno> {
+    Ok(if name.first() == Some(&0) {
+        Key::Abstract(name)
+    } else {
+        Key::File(super::fs::socket_file(p, name)?)
+    })
+}
+
+/// The receive queue of the datagram socket bound to the name at `addr`
+/// (`len` bytes), and that name: ENOENT for a path with no file,
+/// EPROTOTYPE for a path a socket of another type is bound to (an abstract
+/// name is looked up by type: ECONNREFUSED), ECONNREFUSED when no socket
+/// is bound there.
+pub(super) fn dgram_target(
+    p: &Process,
+    mem: &GuestMemory,
+    addr: u64,
+    len: u64,
+) -> Result<(InboxRef, Vec<u8>), Errno> {
+    let Some(name) = read_name(mem, addr, len)? else {
+        return Err(Errno::EINVAL);
+    };
+    let key = key_of(p, &name)?;
+    for f in super::net::named_sockets(p) {
+        let of = lock(&f);
+        let FileKind::Socket(s) = &of.kind else {
+            continue;
+        };
+        let Some(n) = s.unix.as_ref().filter(|n| n.is(&key)) else {
+            continue;
+        };
+        if s.ty != SOCK_DGRAM {
+            if matches!(key, Key::File(_)) {
+                return Err(EPROTOTYPE);
+            }
+            continue;
+        }
+        if let Some(inbox) = &n.inbox {
+            let inbox = inbox.clone();
+            drop(of);
+            return Ok((inbox, name));
+        }
+    }
+    Err(Errno::ECONNREFUSED)
+}
+
+/// connect(2) of a datagram socket: the name's socket becomes the default
+/// destination and the only sender this one takes from; AF_UNSPEC
+/// disconnects.
+fn connect_dgram(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let len = a[2] as u32 as u64;
+    let family = |mem: &GuestMemory| -> Result<u16, Errno> {
+        let b = mem.read(a[1], 2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    };
+    if len >= 2 && family(mem)? == AF_UNSPEC {
+        return with_socket(p, a[0], |s, _| {
+            if let Some(n) = s.unix.as_mut() {
+                n.dest = None;
+                n.peer = None;
+                if let Some(i) = &n.inbox {
+                    lock(i).peer = None;
+                }
+            }
+            Ok(0)
+        });
+    }
+    let (to, name) = dgram_target(p, mem, a[1], a[2])?;
+    let mine = with_socket(p, a[0], |s, _| {
+        Ok(s.unix.as_ref().and_then(|n| n.inbox.clone()))
+    })?;
+    super::unix_dgram::may_send(&to, mine.as_ref())?;
+    with_socket(p, a[0], |s, _| {
+        let n = s.unix.get_or_insert_with(Default::default);
+        if let Some(i) = &n.inbox {
+            lock(i).peer = Some(Arc::downgrade(&to));
+        }
+        n.dest = Some(to);
+        n.peer = Some(name);
+        Ok(0)
+    })
+}
+
 /// A fresh abstract name for autobind (Linux: five hex digits).
 fn autobind_name() -> Vec<u8> {
     static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -178,10 +281,20 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
         Some(super::fs::make_socket_file(p, &name)?)
     };
     with_socket(p, a[0], |s, _| {
+        let dgram = s.ty == SOCK_DGRAM;
+        let shut_rd = s.shut & RCV_SHUTDOWN != 0;
         let n = s.unix.get_or_insert_with(Default::default);
         n.local = Some(name);
         n.bound = true;
         n.file = file;
+        if dgram {
+            // Reachable by name from now on.
+            n.inbox = Some(Arc::new(Mutex::new(Inbox {
+                shut_rd,
+                peer: n.dest.as_ref().map(Arc::downgrade),
+                ..Default::default()
+            })));
+        }
         Ok(0)
     })
 }
@@ -219,25 +332,19 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
         let listening = s.unix.as_ref().is_some_and(|n| n.listener.is_some());
         Ok((s.ty, s.connected(), listening))
     })?;
+    if ty == SOCK_DGRAM {
+        return connect_dgram(p, mem, a);
+    }
     let Some(name) = read_name(mem, a[1], a[2])? else {
         return Err(Errno::EINVAL);
     };
     if connected || listening {
         return Err(Errno::EISCONN);
     }
-    let key = if name.first() == Some(&0) {
-        Key::Abstract(&name)
-    } else {
-        // ENOENT without a file, ECONNREFUSED for a file of another kind.
-        Key::File(super::fs::socket_file(p, &name)?)
-    };
+    let key = key_of(p, &name)?;
     let Some((listener, listener_ty)) = lookup(p, &key).1 else {
         return Err(Errno::ECONNREFUSED);
     };
-    if ty == SOCK_DGRAM {
-        // Datagrams have no listener to connect to here.
-        return Err(Errno::ECONNREFUSED);
-    }
     if listener_ty != ty {
         // Linux looks a name up by type: a listener of another type is none.
         return Err(Errno::ECONNREFUSED);

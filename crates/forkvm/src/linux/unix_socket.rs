@@ -11,6 +11,7 @@
 //! to a closed peer is ECONNREFUSED.
 
 use super::fdtable::{lock, FileRef};
+use super::unix_dgram::{ForkCopies, InboxRef};
 use super::Errno;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,9 +37,10 @@ const MSG_OVERHEAD: usize = 576;
 pub const MAX_FDS_PER_MSG: usize = 253;
 
 const ECONNRESET: i32 = 104;
+const EPIPE: i32 = 32;
 
 /// `sk_shutdown` bit: no more receiving.
-const RCV_SHUTDOWN: u8 = 1;
+pub const RCV_SHUTDOWN: u8 = 1;
 /// `sk_shutdown` bit: no more sending.
 const SEND_SHUTDOWN: u8 = 2;
 
@@ -75,6 +77,12 @@ pub struct Pair {
     pub error: [i32; 2],
     /// Socket type (the same for both sides).
     pub ty: u32,
+    /// A virtual TCP connection ([`Socket::tcp_pair`]): a close is a FIN
+    /// (or a reset), not the end of both directions.
+    pub tcp: bool,
+    /// TCP: whether each side received the peer's FIN (its reads end there,
+    /// before a pending error).
+    pub fin: [bool; 2],
 }
 
 /// One socket: an open file description's view of a UNIX socket.
@@ -140,11 +148,26 @@ impl Socket {
             closed: [false, false],
             error: [0, 0],
             ty,
+            tcp: false,
+            fin: [false, false],
         }));
         let mut a = Socket::new(ty);
         let mut b = Socket::new(ty);
         a.conn = Some((pair.clone(), 0));
         b.conn = Some((pair, 1));
+        (a, b)
+    }
+
+    /// A connected pair of virtual TCP sockets (without their TCP names).
+    /// It behaves as Linux's TCP where that differs from AF_UNIX streams: a
+    /// close sends a FIN (a reset if unread data is dropped), so the peer
+    /// reads EOF and may still send once; that send is answered by a reset
+    /// (POLLERR|POLLHUP, the next send EPIPE).
+    pub fn tcp_pair() -> (Socket, Socket) {
+        let (a, b) = Socket::pair(SOCK_STREAM);
+        if let Some((pair, _)) = &a.conn {
+            lock(pair).tcp = true;
+        }
         (a, b)
     }
 
@@ -155,13 +178,24 @@ impl Socket {
 
     /// Whether the socket is connected (a peer exists, even if closed since).
     pub fn connected(&self) -> bool {
-        self.conn.is_some() || self.host_stream().is_some()
+        self.conn.is_some() || self.host_stream().is_some() || self.dest().is_some()
+    }
+
+    /// A datagram socket's receive queue for what is sent to its name.
+    fn inbox(&self) -> Option<&InboxRef> {
+        self.unix.as_ref().and_then(|n| n.inbox.as_ref())
+    }
+
+    /// A datagram socket's default destination (set by connect to a name).
+    fn dest(&self) -> Option<&InboxRef> {
+        self.unix.as_ref().and_then(|n| n.dest.as_ref())
     }
 
     /// A copy for a forked process: same state and queued bytes, a new pair
     /// shared only with the copies made through the same `pairs` list.
     /// Descriptors in flight are not copied (they would be shared with the original).
-    pub fn fork_copy(&self, pairs: &mut Vec<(usize, Arc<Mutex<Pair>>)>) -> Socket {
+    pub fn fork_copy(&self, copies: &mut ForkCopies) -> Socket {
+        let pairs = &mut copies.pairs;
         let conn = self.conn.as_ref().map(|(pair, side)| {
             let key = Arc::as_ptr(pair) as usize;
             let copy = match pairs.iter().find(|(k, _)| *k == key) {
@@ -184,6 +218,8 @@ impl Socket {
                         closed: old.closed,
                         error: old.error,
                         ty: old.ty,
+                        tcp: old.tcp,
+                        fin: old.fin,
                     }));
                     pairs.push((key, c.clone()));
                     c
@@ -202,7 +238,7 @@ impl Socket {
             flags: self.flags.clone(),
             ino: self.ino,
             inet: self.inet.as_ref().map(|i| Box::new(i.fork_copy())),
-            unix: self.unix.as_ref().map(|n| Box::new(n.fork_copy())),
+            unix: self.unix.as_ref().map(|n| Box::new(n.fork_copy(copies))),
             peer_pid: self.peer_pid,
         }
     }
@@ -219,20 +255,26 @@ impl Socket {
             return h.shutdown(how);
         }
         let Some((pair, side)) = &self.conn else {
-            // Linux accepts it and only records it.
+            // Linux accepts it and only records it (a named datagram
+            // socket then refuses what is sent to it).
             self.shut |= mask;
+            if let Some(i) = self.inbox() {
+                lock(i).shut_rd |= mask & RCV_SHUTDOWN != 0;
+            }
             return Ok(());
         };
         let mut g = lock(pair);
         g.shut[*side] |= mask;
         if self.ty != SOCK_DGRAM {
-            // What I stop sending, the peer stops receiving, and the reverse.
+            // What I stop sending, the peer stops receiving, and the reverse
+            // (TCP tells the peer nothing of a SHUT_RD).
             let mut peer = 0;
-            if mask & RCV_SHUTDOWN != 0 {
+            if mask & RCV_SHUTDOWN != 0 && !g.tcp {
                 peer |= SEND_SHUTDOWN;
             }
             if mask & SEND_SHUTDOWN != 0 {
                 peer |= RCV_SHUTDOWN;
+                g.fin[1 - *side] = true;
             }
             g.shut[1 - *side] |= peer;
         }
@@ -244,11 +286,20 @@ impl Socket {
         if let Some(h) = self.host_stream() {
             return h.available();
         }
+        let from_inbox = || {
+            self.inbox()
+                .and_then(|i| lock(i).queue.front().map(|d| d.data.len()))
+                .unwrap_or(0)
+        };
         let Some((pair, side)) = &self.conn else {
-            return 0;
+            return from_inbox();
         };
         let g = lock(pair);
         let q = &g.queues[*side];
+        if self.ty == SOCK_DGRAM && q.is_empty() {
+            drop(g);
+            return from_inbox();
+        }
         if self.ty == SOCK_STREAM {
             q.iter().map(|m| m.data.len() - m.off).sum()
         } else {
@@ -297,15 +348,25 @@ impl Socket {
             }
             r
         };
+        // What is sent to a bound datagram socket's name.
+        let named_in = match self.inbox() {
+            Some(i) if !lock(i).queue.is_empty() => POLLIN | POLLRDNORM,
+            _ => 0,
+        };
         let Some((pair, side)) = &self.conn else {
             // Unconnected: a stream/seqpacket socket is "closed" (POLLHUP); a
-            // datagram one can always send (to an address) but nothing arrives.
+            // datagram one can send (to an address) unless its destination's
+            // queue is full, and reads what comes to its name.
             let hup = if self.connection() { POLLHUP } else { 0 };
-            return POLLOUT | POLLWRNORM | hup | shut_bits(self.shut);
+            let out = match self.dest() {
+                Some(d) if lock(d).full() => 0,
+                _ => POLLOUT | POLLWRNORM,
+            };
+            return out | hup | named_in | shut_bits(self.shut);
         };
         let g = lock(pair);
         let s = *side;
-        let mut r = shut_bits(g.shut[s]);
+        let mut r = shut_bits(g.shut[s]) | named_in;
         if !g.queues[s].is_empty() {
             r |= POLLIN | POLLRDNORM;
         }
@@ -335,6 +396,9 @@ impl Socket {
                 Err(Errno::EINVAL)
             };
         }
+        if let Some(to) = self.dest().cloned() {
+            return self.send_to(&to, data, fds);
+        }
         let Some((pair, side)) = &self.conn else {
             if self.shut & SEND_SHUTDOWN != 0 && !self.connection() {
                 return Err(Errno::EPIPE);
@@ -343,6 +407,9 @@ impl Socket {
         };
         let (s, peer) = (*side, 1 - *side);
         let mut g = lock(pair);
+        if g.tcp {
+            return tcp_send(&mut g, s, data, fds, self.sndbuf as usize);
+        }
         if self.ty == SOCK_SEQPACKET && g.error[s] != 0 {
             // Datagram-style sends report a pending error first.
             return Err(Errno(std::mem::take(&mut g.error[s])));
@@ -393,6 +460,32 @@ impl Socket {
         Ok(data.len())
     }
 
+    /// Sends the datagram `data` (and `fds`) to the named socket whose queue
+    /// is `to`. A refusal from a closed destination disconnects a socket
+    /// connected to it (ENOTCONN next), as Linux does.
+    pub fn send_to(
+        &mut self,
+        to: &InboxRef,
+        data: &[u8],
+        fds: Vec<FileRef>,
+    ) -> Result<usize, Errno> {
+        if self.shut & SEND_SHUTDOWN != 0 {
+            return Err(Errno::EPIPE);
+        }
+        let from = self.unix.as_ref().and_then(|n| n.sender_name());
+        let r = super::unix_dgram::deliver(to, self.inbox(), from, data, fds);
+        if r == Err(Errno::ECONNREFUSED) && self.dest().is_some_and(|d| Arc::ptr_eq(d, to)) {
+            if let Some(n) = self.unix.as_mut() {
+                n.dest = None;
+                n.peer = None;
+                if let Some(i) = &n.inbox {
+                    lock(i).peer = None;
+                }
+            }
+        }
+        r
+    }
+
     /// Receives into `buf`. Returns the bytes copied, the full length of
     /// the message (datagrams: more than copied when truncated) and the
     /// descriptors that came with it. Ok with 0 bytes is end of file;
@@ -403,10 +496,22 @@ impl Socket {
             return Ok(Received {
                 copied: n,
                 full: n,
-                fds: Vec::new(),
+                ..Received::default()
             });
         }
+        let inbox = self.inbox().cloned();
+        let named = |buf: &mut [u8]| {
+            inbox
+                .as_ref()
+                .and_then(|i| super::unix_dgram::take(i, buf, peek))
+        };
         let Some((pair, side)) = &self.conn else {
+            if let Some(got) = named(buf) {
+                return Ok(got);
+            }
+            if self.ty == SOCK_DGRAM && self.shut & RCV_SHUTDOWN != 0 {
+                return Ok(Received::default());
+            }
             return Err(match self.ty {
                 SOCK_STREAM => Errno::EINVAL,
                 SOCK_SEQPACKET => Errno::ENOTCONN,
@@ -415,7 +520,16 @@ impl Socket {
         };
         let s = *side;
         let mut g = lock(pair);
+        if g.queues[s].is_empty() && self.ty == SOCK_DGRAM {
+            if let Some(got) = named(buf) {
+                return Ok(got);
+            }
+        }
         if g.queues[s].is_empty() {
+            if g.tcp && g.fin[s] {
+                // After the peer's FIN, Linux reads EOF even with an error pending.
+                return Ok(Received::default());
+            }
             if g.error[s] != 0 {
                 return Err(Errno(std::mem::take(&mut g.error[s])));
             }
@@ -483,6 +597,50 @@ impl Socket {
     }
 }
 
+/// A send on side `s` of a virtual TCP connection (the pair locked as `g`),
+/// as Linux's TCP: a pending error first (ECONNRESET after a reset, EPIPE
+/// once the reset answered a send after the peer's close), then EPIPE when
+/// shut down for sending. A send to a peer that closed is taken (and
+/// dropped) and brings the reset back; a peer's SHUT_RD stops nothing.
+fn tcp_send(
+    g: &mut Pair,
+    s: usize,
+    data: &[u8],
+    fds: Vec<FileRef>,
+    cap: usize,
+) -> Result<usize, Errno> {
+    let peer = 1 - s;
+    if g.error[s] != 0 {
+        return Err(Errno(std::mem::take(&mut g.error[s])));
+    }
+    if g.shut[s] & SEND_SHUTDOWN != 0 {
+        return Err(Errno::EPIPE);
+    }
+    if !fds.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    if data.is_empty() {
+        return Ok(0);
+    }
+    if g.closed[peer] {
+        g.shut[s] = RCV_SHUTDOWN | SEND_SHUTDOWN;
+        g.error[s] = EPIPE;
+        return Ok(data.len().min(cap));
+    }
+    let room = cap.saturating_sub(g.bytes[peer] + MSG_OVERHEAD);
+    if room == 0 {
+        return Err(Errno::EAGAIN);
+    }
+    let n = room.min(data.len());
+    g.queues[peer].push_back(Msg {
+        data: data[..n].to_vec(),
+        off: 0,
+        fds,
+    });
+    g.bytes[peer] += n + MSG_OVERHEAD;
+    Ok(n)
+}
+
 /// What one receive returned.
 #[derive(Default)]
 pub struct Received {
@@ -492,10 +650,15 @@ pub struct Received {
     pub full: usize,
     /// Descriptions passed with the message.
     pub fds: Vec<FileRef>,
+    /// The sender's name (a datagram from a bound socket).
+    pub from: Option<Vec<u8>>,
 }
 
 impl Drop for Socket {
     fn drop(&mut self) {
+        if let Some(i) = self.inbox() {
+            super::unix_dgram::close(i);
+        }
         let Some((pair, side)) = self.conn.take() else {
             return;
         };
@@ -504,15 +667,20 @@ impl Drop for Socket {
             let mut g = lock(&pair);
             g.closed[side] = true;
             g.shut[side] = RCV_SHUTDOWN | SEND_SHUTDOWN;
-            if g.ty != SOCK_DGRAM {
-                g.shut[1 - side] = RCV_SHUTDOWN | SEND_SHUTDOWN;
-            }
             // What was never read goes away with the socket; it is dropped
             // after the lock is released, since it may hold descriptions of
             // this very pair.
             dropped = std::mem::take(&mut g.queues[side]);
-            if g.ty != SOCK_DGRAM && !dropped.is_empty() {
-                g.error[1 - side] = ECONNRESET;
+            let other = 1 - side;
+            if g.tcp && dropped.is_empty() {
+                // A FIN: the peer reads EOF, and may still send.
+                g.shut[other] |= RCV_SHUTDOWN;
+                g.fin[other] = true;
+            } else if g.ty != SOCK_DGRAM {
+                g.shut[other] = RCV_SHUTDOWN | SEND_SHUTDOWN;
+                if !dropped.is_empty() {
+                    g.error[other] = ECONNRESET;
+                }
             }
             g.bytes[side] = 0;
         }
@@ -601,6 +769,40 @@ mod tests {
         assert_ne!(e.poll() & POLLERR, 0);
         assert_eq!(e.recv(&mut buf, false).err(), Some(Errno(ECONNRESET)));
         assert_eq!(e.recv(&mut buf, false).map(|r| r.copied), Ok(0));
+    }
+
+    #[test]
+    fn a_tcp_close_is_a_fin_and_a_send_after_it_draws_a_reset() {
+        let (mut a, b) = Socket::tcp_pair();
+        drop(b);
+        assert_eq!(
+            a.poll(),
+            POLLIN | POLLRDNORM | POLLRDHUP | POLLOUT | POLLWRNORM
+        );
+        let mut buf = [0u8; 8];
+        assert_eq!(a.recv(&mut buf, false).map(|r| r.copied), Ok(0));
+        assert_eq!(a.send(b"x", Vec::new()), Ok(1), "taken, and reset");
+        assert_eq!(a.poll() & (POLLERR | POLLHUP), POLLERR | POLLHUP);
+        assert_eq!(
+            a.recv(&mut buf, false).map(|r| r.copied),
+            Ok(0),
+            "EOF first"
+        );
+        assert_eq!(a.send(b"y", Vec::new()), Err(Errno::EPIPE));
+        assert_eq!(a.poll() & POLLERR, 0);
+        assert_eq!(a.send(b"z", Vec::new()), Err(Errno::EPIPE));
+        // Unread data dropped: a reset at once.
+        let (mut c, d) = Socket::tcp_pair();
+        c.send(b"unread", Vec::new()).unwrap();
+        drop(d);
+        assert_eq!(c.recv(&mut buf, false).err(), Some(Errno(ECONNRESET)));
+        assert_eq!(c.recv(&mut buf, false).map(|r| r.copied), Ok(0));
+        // SHUT_RD is not the peer's business.
+        let (mut e, mut f) = Socket::tcp_pair();
+        f.shutdown(0).unwrap();
+        assert_eq!(e.send(b"abc", Vec::new()), Ok(3));
+        assert_eq!(f.recv(&mut buf, false).map(|r| r.copied), Ok(3));
+        assert_eq!(f.recv(&mut buf, false).map(|r| r.copied), Ok(0));
     }
 
     #[test]
