@@ -425,6 +425,15 @@ fn send_common(
         target = Some(unix_names::dgram_target(p, mem, addr, len)?.0);
     }
     let total: u64 = iovs.iter().map(|v| v.1).sum();
+    // What earlier attempts of this call sent (only a blocking stream send
+    // makes several), and the descriptors, which go with the first bytes
+    // only: taken before the socket is locked (they may name it).
+    let sent = super::io::sent_before(p, call).min(total);
+    let fds = if sent == 0 {
+        control_fds(p, mem, control.0, control.1)?
+    } else {
+        Vec::new()
+    };
     let mut of = lock(&file);
     let nonblocking = of.nonblocking() || flags & MSG_DONTWAIT != 0;
     let FileKind::Socket(s) = &mut of.kind else {
@@ -437,11 +446,7 @@ fn send_common(
     // gone, or a signal interrupts it), as a write does: what earlier
     // attempts of this call sent is kept in `p.writes`.
     let whole = s.ty == SOCK_STREAM && !nonblocking;
-    let before = if whole {
-        super::io::sent_before(p, call).min(total)
-    } else {
-        0
-    };
+    let before = if whole { sent } else { 0 };
     // A stream send takes at most a send buffer's worth; a larger datagram is EMSGSIZE.
     let limit = if s.ty == SOCK_STREAM {
         (total - before).min(sndbuf)
@@ -454,18 +459,6 @@ fn send_common(
     for &(base, len) in iovs {
         guest_buf(mem, base, len)?;
     }
-    // Descriptors go with the first bytes only.
-    let fds = if before == 0 {
-        drop(of);
-        let fds = control_fds(p, mem, control.0, control.1)?;
-        of = lock(&file);
-        fds
-    } else {
-        Vec::new()
-    };
-    let FileKind::Socket(s) = &mut of.kind else {
-        return Err(Errno::ENOTSOCK);
-    };
     let mut data = vec![0u8; limit as usize];
     super::io::gather(mem, iovs, before, &mut data)?;
     let r = match &target {
