@@ -1,5 +1,9 @@
 /* One big blocking write (and writev) into a pipe whose reader is another
- * thread or a child process: each returns only when every byte is in. */
+ * thread or a child process: each returns only when every byte is in.
+ * Then F_GETPIPE_SZ/F_SETPIPE_SZ size a pipe's buffer. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,5 +47,21 @@ int main(void) {
     printf("write to a child returned %zd\n", w);
     close(fds[1]);
     waitpid(c, NULL, 0);
+
+    /* A pipe's size: rounded up to a power-of-two number of pages, never
+     * below what it holds; a non-blocking write fills exactly that much. */
+    pipe2(fds, O_NONBLOCK);
+    printf("pipe size %d\n", fcntl(fds[1], F_GETPIPE_SZ));
+    printf("set 5000 -> %d\n", fcntl(fds[1], F_SETPIPE_SZ, 5000));
+    printf("set 0 -> %d\n", fcntl(fds[0], F_SETPIPE_SZ, 0));
+    printf("non-blocking write of 10000 takes %zd\n", write(fds[1], big, 10000));
+    w = write(fds[1], big, 1);
+    printf("then another byte: %zd (%s)\n", w, w < 0 && errno == EAGAIN ? "EAGAIN" : "?");
+    printf("set 100 while it holds 4096 -> %d\n", fcntl(fds[1], F_SETPIPE_SZ, 100));
+    printf("set 100000 -> %d\n", fcntl(fds[1], F_SETPIPE_SZ, 100000));
+    printf("size now %d\n", fcntl(fds[0], F_GETPIPE_SZ));
+    printf("now a write takes %zd\n", write(fds[1], big, 200000));
+    int r = fcntl(fds[1], F_SETPIPE_SZ, 65536);
+    printf("set 65536 while it holds 131072: %d (%s)\n", r, r < 0 && errno == EBUSY ? "EBUSY" : "?");
     return 0;
 }

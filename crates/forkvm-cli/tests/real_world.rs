@@ -511,6 +511,9 @@ fn go_build_links_a_working_binary() {
 /// A blocking write or writev of megabytes into a pipe read by another
 /// thread or a child: every byte goes in before the call returns (it
 /// returned what fitted, 64 KiB, and python's os.write lost the rest).
+///
+/// F_SETPIPE_SZ sizes a pipe as Linux does (it was EINVAL; F_GETPIPE_SZ
+/// always said 64 KiB).
 #[test]
 fn big_blocking_pipe_writes_complete() {
     glibc_and_musl("pipe_writes");

@@ -49,7 +49,10 @@ const F_OFD_GETLK: u64 = 36;
 const F_OFD_SETLK: u64 = 37;
 const F_OFD_SETLKW: u64 = 38;
 const F_DUPFD_CLOEXEC: u64 = 1030;
+const F_SETPIPE_SZ: u64 = 1031;
 const F_GETPIPE_SZ: u64 = 1032;
+/// Linux's default /proc/sys/fs/pipe-max-size.
+const PIPE_MAX_SIZE: u64 = 1 << 20;
 const F_ADD_SEALS: u64 = 1033;
 const F_GET_SEALS: u64 = 1034;
 const FD_CLOEXEC: u64 = 1;
@@ -66,8 +69,10 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The shared buffer of one pipe (or of a named FIFO, see `fs::fifo`).
 pub struct Pipe {
-    /// Bytes written and not yet read (at most [`PIPE_CAPACITY`]).
+    /// Bytes written and not yet read (at most `capacity`).
     pub buf: VecDeque<u8>,
+    /// How many bytes it holds ([`PIPE_CAPACITY`] unless F_SETPIPE_SZ).
+    pub capacity: usize,
     /// Open read-end descriptions.
     pub readers: usize,
     /// Open write-end descriptions.
@@ -96,6 +101,7 @@ impl Pipe {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Pipe {
             buf: VecDeque::new(),
+            capacity: PIPE_CAPACITY,
             readers: 0,
             writers: 0,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -641,8 +647,27 @@ fn sys_fcntl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             FileKind::File { fd, .. } => Ok(u64::from(rustix::fs::fcntl_get_seals(fd)?.bits())),
             _ => Err(Errno::EINVAL),
         },
-        F_GETPIPE_SZ => match lock(&file).kind {
-            FileKind::Pipe(_) => Ok(PIPE_CAPACITY as u64),
+        F_GETPIPE_SZ => match &lock(&file).kind {
+            FileKind::Pipe(end) => Ok(lock(&end.pipe).capacity as u64),
+            _ => Err(Errno::EBADF),
+        },
+        F_SETPIPE_SZ => match &lock(&file).kind {
+            FileKind::Pipe(end) => {
+                // As Linux: at least a page, a power of two, at most
+                // pipe-max-size for an unprivileged process, never below
+                // what the pipe holds.
+                let asked = u64::from(a[2] as u32);
+                if asked > PIPE_MAX_SIZE {
+                    return Err(Errno::EPERM);
+                }
+                let size = asked.max(crate::abi::PAGE_SIZE).next_power_of_two() as usize;
+                let mut pipe = lock(&end.pipe);
+                if size < pipe.buf.len() {
+                    return Err(Errno::EBUSY);
+                }
+                pipe.capacity = size;
+                Ok(size as u64)
+            }
             _ => Err(Errno::EBADF),
         },
         _ => Err(Errno::EINVAL),
@@ -683,7 +708,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 32, name: "dup", handler: sys_dup, support: Support::Full, note: "" },
     SyscallEntry { nr: 33, name: "dup2", handler: sys_dup2, support: Support::Full, note: "" },
     SyscallEntry { nr: 72, name: "fcntl", handler: sys_fcntl, support: Support::Partial,
-        note: "F_DUPFD(_CLOEXEC), F_GETFD/F_SETFD, F_GETFL/F_SETFL (O_APPEND/O_NONBLOCK), F_GETPIPE_SZ, F_ADD_SEALS/F_GET_SEALS (the host file's seals: memfds); record locks (POSIX and OFD) between the run's processes, held on the host (see locks.rs); others EINVAL" },
+        note: "F_DUPFD(_CLOEXEC), F_GETFD/F_SETFD, F_GETFL/F_SETFL (O_APPEND/O_NONBLOCK), F_GETPIPE_SZ/F_SETPIPE_SZ, F_ADD_SEALS/F_GET_SEALS (the host file's seals: memfds); record locks (POSIX and OFD) between the run's processes, held on the host (see locks.rs); others EINVAL" },
     SyscallEntry { nr: 73, name: "flock", handler: sys_flock, support: Support::Partial,
         note: "host flock on the file's description; a lock held elsewhere is looked at again every 1 ms; pipes and sockets lock nothing" },
     SyscallEntry { nr: 292, name: "dup3", handler: sys_dup3, support: Support::Full, note: "" },
@@ -777,6 +802,7 @@ fn copy_file(
                     let old = lock(&end.pipe);
                     let p = Arc::new(Mutex::new(Pipe {
                         buf: old.buf.clone(),
+                        capacity: old.capacity,
                         readers: old.readers,
                         writers: old.writers,
                         id: old.id,

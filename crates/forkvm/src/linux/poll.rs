@@ -2,7 +2,7 @@
 //! host stdio), and poll/ppoll on it. epoll and select ([`super::event`])
 //! ask the same [`readiness_of`].
 
-use super::fdtable::{lock, FileKind, OpenFile, MAX_FDS, PIPE_CAPACITY};
+use super::fdtable::{lock, FileKind, OpenFile, MAX_FDS};
 use super::io::{guest_buf, guest_buf_mut, host_std};
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
@@ -84,7 +84,7 @@ fn readiness(f: &OpenFile) -> i16 {
             let p = lock(&end.pipe);
             let mut r = 0;
             if end.write {
-                if p.buf.len() < PIPE_CAPACITY {
+                if p.buf.len() < p.capacity {
                     r |= WRITABLE;
                 }
                 if p.readers == 0 {

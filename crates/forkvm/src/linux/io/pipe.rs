@@ -1,7 +1,7 @@
-//! Pipes: an in-process buffer of PIPE_CAPACITY bytes shared by its two
+//! Pipes: an in-process buffer (PIPE_CAPACITY bytes unless F_SETPIPE_SZ) shared by its two
 //! ends (and by every process of the run holding them).
 
-use crate::linux::fdtable::{lock, oflags::*, FileKind, OpenFile, PipeEnd, PIPE_CAPACITY};
+use crate::linux::fdtable::{lock, oflags::*, FileKind, OpenFile, PipeEnd};
 use crate::linux::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::io::{Read, Write};
@@ -42,7 +42,7 @@ pub(super) fn pipe_write(end: &PipeEnd, buf: &[u8]) -> Result<usize, Errno> {
     if p.readers == 0 {
         return Err(Errno::EPIPE);
     }
-    let space = PIPE_CAPACITY.saturating_sub(p.buf.len());
+    let space = p.capacity.saturating_sub(p.buf.len());
     if space == 0 || (buf.len() <= PIPE_BUF && space < buf.len()) {
         return Err(Errno::EAGAIN);
     }
