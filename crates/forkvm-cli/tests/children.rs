@@ -771,3 +771,11 @@ kill $job; wait $job; echo "ended: $?"
 fn orphans_subreapers_and_prctl() {
     glibc_and_musl("orphans");
 }
+
+/// Lowered resource limits hold: RLIMIT_NOFILE bounds new descriptors
+/// (open, dup2, F_DUPFD, poll's count) and RLIMIT_CPU sends SIGXCPU, then
+/// SIGKILL (setrlimit was accepted and nothing changed).
+#[test]
+fn lowered_resource_limits_are_enforced() {
+    glibc_and_musl("rlimits");
+}

@@ -329,6 +329,9 @@ pub struct FdTable {
     slots: Vec<Option<Slot>>,
     /// File-mode creation mask for umask(2) (kept with the per-process file state).
     pub umask: u32,
+    /// RLIMIT_NOFILE's soft limit: new descriptors are below it (those
+    /// already open above a lowered limit stay usable, as on Linux).
+    limit: usize,
 }
 
 fn index(fd: i32) -> Result<usize, Errno> {
@@ -354,6 +357,7 @@ impl FdTable {
                 slot(FileKind::Stderr, O_WRONLY),
             ],
             umask: 0o022,
+            limit: MAX_FDS,
         }
     }
 
@@ -391,9 +395,19 @@ impl FdTable {
         }
     }
 
+    /// The highest descriptor number plus one that a new descriptor may have.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Sets RLIMIT_NOFILE's soft limit (at most [`MAX_FDS`]).
+    pub fn set_limit(&mut self, limit: u64) {
+        self.limit = usize::try_from(limit).unwrap_or(MAX_FDS).min(MAX_FDS);
+    }
+
     /// Installs `file` at the lowest free fd `>= min`; EMFILE when full.
     pub fn insert_from(&mut self, min: usize, file: FileRef, cloexec: bool) -> Result<i32, Errno> {
-        let free = (min..MAX_FDS)
+        let free = (min..self.limit)
             .find(|&i| !matches!(self.slots.get(i), Some(Some(_))))
             .ok_or(Errno::EMFILE)?;
         if self.slots.len() <= free {
@@ -411,6 +425,9 @@ impl FdTable {
     /// Puts `file` at exactly `fd`, closing what was there (dup2 semantics).
     pub fn install(&mut self, fd: i32, file: FileRef, cloexec: bool) -> Result<(), Errno> {
         let i = index(fd)?;
+        if i >= self.limit {
+            return Err(Errno::EBADF);
+        }
         if self.slots.len() <= i {
             self.slots.resize(i + 1, None);
         }
@@ -449,6 +466,7 @@ impl FdTable {
         FdTable {
             slots: self.slots.clone(),
             umask: self.umask,
+            limit: self.limit,
         }
     }
 
@@ -597,7 +615,7 @@ fn sys_fcntl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         cmd @ (F_DUPFD | F_DUPFD_CLOEXEC) => {
             let min = usize::try_from(arg)
                 .ok()
-                .filter(|&m| m < MAX_FDS)
+                .filter(|&m| m < p.fds.limit())
                 .ok_or(Errno::EINVAL)?;
             Ok(p.fds.insert_from(min, file, cmd == F_DUPFD_CLOEXEC)? as u64)
         }
@@ -747,6 +765,7 @@ impl FdTable {
         Ok(FdTable {
             slots,
             umask: self.umask,
+            limit: self.limit,
         })
     }
 }

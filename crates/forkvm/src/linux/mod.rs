@@ -129,6 +129,11 @@ pub struct Process {
     pub stopping: Option<i32>,
     /// What prctl set (see `prctl::Settings`).
     pub prctl: prctl::Settings,
+    /// Resource limits the program lowered (soft, hard), by resource;
+    /// the others are forkvm's (see `process::rlimit`).
+    pub rlimits: [Option<(u64, u64)>; process::RLIMITS],
+    /// The CPU second RLIMIT_CPU's last SIGXCPU was sent in.
+    pub xcpu_sent: u64,
     /// Signals sent while blocked (or while another handler was due),
     /// waiting to be unblocked or taken, each with its siginfo.
     pub sigqueue: signal::Pending,
@@ -203,6 +208,8 @@ impl Process {
             cpu_itimers: [None; 2],
             stopping: None,
             prctl: prctl::Settings::default(),
+            rlimits: [None; process::RLIMITS],
+            xcpu_sent: 0,
             tid: process::PID,
             threads: thread::Threads::default(),
             sched: None,
@@ -251,6 +258,8 @@ impl Process {
             cpu_itimers: [None; 2],
             stopping: None,
             prctl: self.prctl,
+            rlimits: self.rlimits,
+            xcpu_sent: self.xcpu_sent,
             tid: self.tid,
             threads: self.threads.clone(),
             sched: None,

@@ -2,7 +2,7 @@
 //! host stdio), and poll/ppoll on it. epoll and select ([`super::event`])
 //! ask the same [`readiness_of`].
 
-use super::fdtable::{lock, FileKind, OpenFile, MAX_FDS};
+use super::fdtable::{lock, FileKind, OpenFile};
 use super::io::{guest_buf, guest_buf_mut, host_std};
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
@@ -112,7 +112,7 @@ fn do_poll(
     nfds: u64,
     timeout: Option<Duration>,
 ) -> SysResult {
-    if nfds > MAX_FDS as u64 {
+    if nfds > p.fds.limit() as u64 {
         return Err(Errno::EINVAL);
     }
     let raw = guest_buf(mem, addr, nfds * 8)?.to_vec();

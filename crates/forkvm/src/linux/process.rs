@@ -113,9 +113,21 @@ fn sys_enosys(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
     Err(Errno::ENOSYS)
 }
 
-const RLIM_INFINITY: u64 = u64::MAX;
+pub const RLIM_INFINITY: u64 = u64::MAX;
+/// Resource numbers are below this (RLIMIT_RTTIME is 15).
+pub const RLIMITS: usize = 16;
+pub const RLIMIT_CPU: u64 = 0;
+pub const RLIMIT_NOFILE: u64 = 7;
 
-fn rlimit(p: &Process, mem: &GuestMemory, resource: u64) -> Result<(u64, u64), Errno> {
+/// The (soft, hard) limit of `resource`: what the program lowered it to,
+/// else forkvm's.
+pub fn rlimit(p: &Process, mem: &GuestMemory, resource: u64) -> Result<(u64, u64), Errno> {
+    let default = default_rlimit(p, mem, resource)?;
+    Ok(p.rlimits[resource as usize].unwrap_or(default))
+}
+
+/// The limits a process starts with: forkvm's own where it has one.
+fn default_rlimit(p: &Process, mem: &GuestMemory, resource: u64) -> Result<(u64, u64), Errno> {
     Ok(match resource {
         2 | 9 => (mem.size(), mem.size()), // DATA, AS
         3 => (p.mm.stack_size(mem.size()), p.mm.stack_size(mem.size())), // STACK
@@ -146,7 +158,11 @@ fn is_own_task(p: &Process, id: u64) -> bool {
         || p.threads.others.iter().any(|t| t.tid == id)
 }
 
-/// Implements prlimit64(2) for the process itself; limits are fixed.
+/// Implements prlimit64(2) for the process itself: a limit may be lowered
+/// (and a soft one raised up to its hard one), not raised past forkvm's.
+/// Enforced: RLIMIT_NOFILE (new descriptors stay below it, and poll's
+/// count), RLIMIT_CPU (SIGXCPU at the soft limit and every second after,
+/// SIGKILL at the hard one); the others are only reported back.
 fn sys_prlimit64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [pid, resource, new, old, ..] = *a;
     if !is_own_task(p, pid) {
@@ -162,6 +178,15 @@ fn sys_prlimit64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
         if nmax > max {
             return Err(Errno::EPERM);
         }
+        if old != 0 {
+            mem.write_u64(old, cur)?;
+            mem.write_u64(old + 8, max)?;
+        }
+        p.rlimits[resource as usize] = Some((ncur, nmax));
+        if resource == RLIMIT_NOFILE {
+            p.fds.set_limit(ncur);
+        }
+        return Ok(0);
     }
     if old != 0 {
         mem.write_u64(old, cur)?;
@@ -178,7 +203,7 @@ fn sys_getrlimit(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
     sys_prlimit64(p, mem, &[0, a[0], 0, a[1], 0, 0])
 }
 
-/// Implements setrlimit(2) (lowering is accepted and not enforced).
+/// Implements setrlimit(2) (see [`sys_prlimit64`]).
 fn sys_setrlimit(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if a[1] == 0 {
         return Err(Errno::EFAULT);
@@ -627,7 +652,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         name: "setrlimit",
         handler: sys_setrlimit,
         support: Support::Partial,
-        note: "validated; limits stay as configured",
+        note: "lowering holds; RLIMIT_NOFILE and RLIMIT_CPU are enforced, others reported back",
     },
     SyscallEntry {
         nr: 204,
@@ -662,7 +687,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         name: "prlimit64",
         handler: sys_prlimit64,
         support: Support::Partial,
-        note: "own process and its threads only; limits are fixed by the sandbox configuration",
+        note: "own process and its threads only; a limit may be lowered, not raised past the sandbox's (see setrlimit)",
     },
     SyscallEntry {
         nr: 309,

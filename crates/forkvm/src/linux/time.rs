@@ -531,7 +531,21 @@ impl Process {
         };
         // A CPU-time timer cannot expire sooner than its CPU time left from
         // now: look then (and again then, if the process waited meanwhile).
-        let cpu = self.cpu_itimers.iter().flatten().map(|&(at, _)| at).min();
+        let limit = self.rlimits[super::process::RLIMIT_CPU as usize].map(|(soft, hard)| {
+            let next = if self.xcpu_sent >= soft {
+                self.xcpu_sent + 1
+            } else {
+                soft
+            };
+            std::time::Duration::from_secs(next.min(hard))
+        });
+        let cpu = self
+            .cpu_itimers
+            .iter()
+            .flatten()
+            .map(|&(at, _)| at)
+            .chain(limit)
+            .min();
         let cpu = cpu.map(|at| {
             let now = std::time::Instant::now();
             after(now, at.saturating_sub(cpu_time()))

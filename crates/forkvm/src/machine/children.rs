@@ -241,6 +241,8 @@ impl Machine {
         new.proc.itimer = old.itimer;
         new.proc.nice = old.nice;
         new.proc.prctl = old.prctl.after_exec();
+        new.proc.rlimits = old.rlimits;
+        new.proc.xcpu_sent = old.xcpu_sent;
         for (n, o) in new.proc.sigactions.iter_mut().zip(old.sigactions.iter()) {
             if o.handler == 1 {
                 n.handler = 1; // SIG_IGN

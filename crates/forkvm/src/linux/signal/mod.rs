@@ -200,6 +200,7 @@ fn sys_sigaltstack(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
 }
 
 const SIGCONT: u64 = 18;
+const SIGXCPU: u64 = 24;
 /// SA_NOCLDSTOP: no SIGCHLD when a child stops or continues.
 const SA_NOCLDSTOP: u64 = 1;
 
@@ -339,11 +340,26 @@ pub fn fire_timer(p: &mut Process) -> bool {
 /// process's CPU time has reached them. Returns whether one fired.
 fn fire_cpu_timers(p: &mut Process) -> bool {
     const SIGNALS: [u64; 2] = [26, 27]; // SIGVTALRM, SIGPROF
-    if p.cpu_itimers.iter().all(Option::is_none) {
+    let limit = p.rlimits[super::process::RLIMIT_CPU as usize];
+    if p.cpu_itimers.iter().all(Option::is_none) && limit.is_none() {
         return false;
     }
     let now = super::time::cpu_time();
     let mut fired = false;
+    if let Some((soft, hard)) = limit {
+        // RLIMIT_CPU, in seconds: SIGKILL at the hard limit; SIGXCPU at the
+        // soft one and once a second after it.
+        let secs = now.as_secs();
+        if secs >= hard {
+            let _ = send(p, SigInfo::kernel(SIGKILL));
+            return true;
+        }
+        if secs >= soft && secs > p.xcpu_sent {
+            p.xcpu_sent = secs;
+            let _ = send(p, SigInfo::kernel(SIGXCPU));
+            fired = true;
+        }
+    }
     for (slot, sig) in SIGNALS.into_iter().enumerate() {
         let Some((at, period)) = p.cpu_itimers[slot] else {
             continue;
