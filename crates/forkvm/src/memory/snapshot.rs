@@ -150,7 +150,7 @@ impl Snapshot {
     }
 
     /// The master's bytes at guest physical `addr..addr+len`.
-    fn bytes(&self, addr: u64, len: u64) -> &[u8] {
+    pub(super) fn bytes(&self, addr: u64, len: u64) -> &[u8] {
         debug_assert!(addr + len <= self.size);
         // SAFETY: the view maps `size` bytes read-only for the snapshot's
         // lifetime; callers stay in range (checked by `GuestMemory::reset`).
