@@ -43,6 +43,37 @@ fn c_fork_exec_waitpid_glibc_and_musl() {
     }
 }
 
+/// A vfork child's stores are its parent's, as in its shared memory on
+/// Linux: glibc's posix_spawn and posix_spawnp of a missing program fail
+/// with ENOENT (they returned 0: the child's errno never reached the
+/// parent), and a global, a stack variable and a buffer a vfork child sets
+/// are set in the parent, before an exit and before an exec. Only the
+/// calling thread waits: the main thread lets a thread's vfork child go
+/// on, and what each stored on one page is kept.
+#[test]
+fn vfork_children_store_into_their_parents_memory() {
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("vfork_share.{libc}"));
+        let (_, vm) = check(
+            &Case::new(&prog)
+                .flags(["--cwd", &out_dir(), "--allow-read", &out_dir()])
+                .limit(Duration::from_secs(60)),
+        );
+        let out = vm.stdout_str();
+        assert!(
+            out.contains("posix_spawn of a missing program: 2 "),
+            "{}",
+            vm.describe()
+        );
+        assert!(out.contains("global 2, stack 3"), "{}", vm.describe());
+        assert!(
+            out.contains("main stored 2, child stored 3"),
+            "{}",
+            vm.describe()
+        );
+    }
+}
+
 /// busybox sh: pipelines, subshells, command substitution, `$?`, a
 /// background job and `wait`, a child killed by a signal, `trap`.
 #[test]

@@ -456,8 +456,12 @@ pub struct ForkReq {
     /// CLONE_CHILD_CLEARTID address.
     pub clear_tid: u64,
     /// CLONE_VFORK: the child borrows its copy of the caller's memory
-    /// rather than being charged for it (`GuestMemory::borrow_budget`).
+    /// rather than being charged for it (`GuestMemory::borrow_budget`), and
+    /// the caller waits until the child execs or ends.
     pub vfork: bool,
+    /// CLONE_VM (with CLONE_VFORK): the child's stores into its memory are
+    /// the caller's (`GuestMemory::take_vfork_stores`).
+    pub shares_memory: bool,
 }
 
 static NOTE_SHARED_VM: AtomicBool = AtomicBool::new(false);
@@ -527,6 +531,7 @@ pub(super) fn fork(
         set_tid: (flags & CLONE_CHILD_SETTID != 0).then_some(ctid),
         clear_tid,
         vfork: flags & CLONE_VFORK != 0,
+        shares_memory: flags & CLONE_VM != 0,
     })));
     Ok(pid)
 }

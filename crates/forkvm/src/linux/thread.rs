@@ -73,6 +73,10 @@ pub enum Wait {
     Sleep(Instant),
     /// About to make its syscall again (nothing was ready) at this time.
     Retry(Instant),
+    /// Returned from vfork (or clone with CLONE_VFORK) with the child's
+    /// pid, and waits until the child execs or ends (the run loop looks,
+    /// see `machine::vfork`).
+    Vfork,
 }
 
 /// A thread that is not on the vCPU: its saved user context.
@@ -111,6 +115,7 @@ impl ThreadCtx {
             Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
             Wait::Sleep(until) => until <= now,
             Wait::Retry(until) => until <= now || progress.is_some_and(|p| self.looked != p),
+            Wait::Vfork => false,
         }
     }
 }
@@ -207,7 +212,7 @@ impl Threads {
             .filter_map(|t| match t.wait {
                 Wait::Futex { deadline, .. } => deadline,
                 Wait::Sleep(until) | Wait::Retry(until) => Some(until),
-                Wait::Runnable => None,
+                Wait::Runnable | Wait::Vfork => None,
             })
             .min()
     }
@@ -219,7 +224,7 @@ impl Threads {
         match t.wait {
             Wait::Futex { .. } => t.regs.rax = (-(Errno::ETIMEDOUT.0 as i64)) as u64,
             Wait::Sleep(_) => t.regs.rax = 0,
-            Wait::Runnable | Wait::Retry(_) => {}
+            Wait::Runnable | Wait::Retry(_) | Wait::Vfork => {}
         }
         t.wait = Wait::Runnable;
         Some(t)

@@ -1,0 +1,153 @@
+//! vfork and clone(CLONE_VFORK), which posix_spawn and python's subprocess
+//! use: the caller waits until the child execs or ends, and with CLONE_VM
+//! the child's stores are the caller's.
+//!
+//! On Linux such a child runs in its parent's memory while the calling
+//! thread waits; what the child stores there (glibc's posix_spawn child
+//! writes exec's errno into a variable of the parent's) the parent reads
+//! afterwards. Here the child is its own VM over a copy-on-write view of a
+//! snapshot of the parent's memory (`GuestMemory::vfork_copy_from`). When it
+//! execs or ends, any way (killed, its VM failed), its thread hands the old
+//! memory to the parent ([`ToParent::hand_over`]), which copies in what the
+//! child changed (`GuestMemory::take_vfork_stores`) and gives it back, for
+//! the child's thread to recycle or drop, so the parent goes on as soon as
+//! it has the stores.
+//!
+//! The calling thread waits, the parent's other threads run on (they take
+//! turns on one vCPU): a parent with no other thread waits right in the
+//! fork, else the caller blocks ([`Wait::Vfork`]) and the run loop looks
+//! for the hand-over whenever it picks a thread to run, at least every
+//! preemption tick.
+
+use super::{Machine, MachineError};
+use crate::linux::thread::Wait;
+use crate::memory::{GuestMemory, VforkBase};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::time::Duration;
+
+/// How often a run whose every thread waits looks for a vfork child's
+/// hand-over.
+pub(super) const RECHECK: Duration = Duration::from_millis(1);
+
+/// The child's old memory, with the way back to the child's thread.
+type Handover = (GuestMemory, Sender<GuestMemory>);
+
+/// A vfork child's end of the link (in its [`Machine`] until it execs or
+/// ends). Dropped without a hand-over (the child's thread never started,
+/// or unwound), it lets the parent go on without the child's stores.
+pub(crate) struct ToParent(Sender<Handover>);
+
+/// The waiting parent's end: the child, and what its memory started as
+/// (`None`: no CLONE_VM, its stores are its own).
+pub(crate) struct FromChild {
+    rx: Receiver<Handover>,
+    pid: u64,
+    base: Option<VforkBase>,
+}
+
+/// A thread of the parent blocked until its vfork child execs or ends.
+pub(super) struct Waiting {
+    tid: u64,
+    from: FromChild,
+}
+
+/// A new link between vfork child `pid` and its parent.
+pub(super) fn link(pid: u64, base: Option<VforkBase>) -> (ToParent, FromChild) {
+    let (tx, rx) = mpsc::channel();
+    (ToParent(tx), FromChild { rx, pid, base })
+}
+
+impl ToParent {
+    /// Hands the child's memory (it has exec'd or ended) to the parent and
+    /// waits until the parent has taken the stores; returns the memory,
+    /// unless the parent is gone.
+    pub(crate) fn hand_over(self, mem: GuestMemory) -> Option<GuestMemory> {
+        let (back, returned) = mpsc::channel();
+        match self.0.send((mem, back)) {
+            Ok(()) => returned.recv().ok(),
+            // The parent no longer waits (it ended or exec'd meanwhile).
+            Err(mpsc::SendError((mem, _))) => Some(mem),
+        }
+    }
+}
+
+impl FromChild {
+    /// Takes the stores of a hand-over into `mem`, the parent's memory,
+    /// and gives the child's memory back.
+    fn take(&self, (child, back): Handover, mem: &mut GuestMemory) {
+        if let Some(base) = &self.base {
+            match mem.take_vfork_stores(&child, base) {
+                Ok(n) => tracing::trace!("vfork: child {} changed {n} page(s)", self.pid),
+                Err(e) => tracing::warn!("vfork: child {}'s stores are lost: {e}", self.pid),
+            }
+        }
+        // The child's thread empties or drops it, off the parent's path.
+        let _ = back.send(child);
+    }
+
+    /// Waits until the child execs or ends, then takes its stores.
+    fn wait(self, mem: &mut GuestMemory) {
+        match self.rx.recv() {
+            Ok(h) => self.take(h, mem),
+            Err(_) => tracing::debug!("vfork: child {} went without a hand-over", self.pid),
+        }
+    }
+
+    /// Whether the child has exec'd or ended (its stores taken, if so).
+    fn done(&self, mem: &mut GuestMemory) -> bool {
+        match self.rx.try_recv() {
+            Ok(h) => {
+                self.take(h, mem);
+                true
+            }
+            Err(TryRecvError::Empty) => false,
+            Err(TryRecvError::Disconnected) => true,
+        }
+    }
+}
+
+impl Machine {
+    /// After a vfork child started: the caller (`ctx`, with the child's pid
+    /// as the result) waits for it. Returns whether the registers were
+    /// replaced (another thread runs now, or none can).
+    pub(super) fn wait_for_vfork(
+        &mut self,
+        from: FromChild,
+        ctx: kvm_bindings::kvm_regs,
+    ) -> Result<bool, MachineError> {
+        if self.proc.threads.others.is_empty() {
+            // Nothing else of the process could run meanwhile.
+            from.wait(&mut self.mem);
+            return Ok(false);
+        }
+        let me = self.save_current(ctx, Wait::Vfork)?;
+        self.vfork_waits.push(Waiting { tid: me.tid, from });
+        self.proc.threads.others.push_back(me);
+        self.stalled = !self.switch_thread_after_block()?;
+        Ok(true)
+    }
+
+    /// Makes the threads whose vfork child has exec'd or ended runnable,
+    /// with the child's stores taken.
+    pub(super) fn look_at_vforks(&mut self) {
+        if self.vfork_waits.is_empty() {
+            return;
+        }
+        let mut waits = std::mem::take(&mut self.vfork_waits);
+        waits.retain(|w| {
+            if !w.from.done(&mut self.mem) {
+                return true;
+            }
+            if let Some(t) = self.proc.threads.others.iter_mut().find(|t| t.tid == w.tid) {
+                t.wait = Wait::Runnable;
+            }
+            false
+        });
+        self.vfork_waits = waits;
+    }
+
+    /// Whether a thread waits for a vfork child.
+    pub(super) fn vforks_pending(&self) -> bool {
+        !self.vfork_waits.is_empty()
+    }
+}
