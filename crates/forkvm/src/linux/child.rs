@@ -476,12 +476,13 @@ fn note(said: &AtomicBool, msg: &str) {
 }
 
 /// fork, vfork and clone/clone3 without CLONE_THREAD: a new process.
-/// `flags` are clone's. The child is a copy of the caller (memory included,
-/// even with CLONE_VM|CLONE_VFORK, which posix_spawn and vfork use: the
-/// child only execs or exits, so a copy behaves the same), and the caller
-/// does not wait for it to exec. A CLONE_VFORK child is not charged for the
-/// copy against --memory until it forks in turn; its execve or exit gives
-/// the copy back (see `GuestMemory::borrow_budget`).
+/// `flags` are clone's. The child is a copy of the caller, memory included.
+/// With CLONE_VFORK the calling thread waits until the child execs or ends,
+/// and with CLONE_VM too (vfork, posix_spawn) what the child stored in its
+/// copy is then copied into the caller's memory, as if it had run there
+/// (see `machine::vfork`). A CLONE_VFORK child is not charged for the copy
+/// against --memory until it forks in turn; its execve or exit gives the
+/// copy back (see `GuestMemory::borrow_budget`).
 pub(super) fn fork(
     p: &mut Process,
     mem: &mut GuestMemory,
@@ -541,7 +542,7 @@ fn sys_fork(p: &mut Process, mem: &mut GuestMemory, _: &Args) -> SysResult {
     fork(p, mem, SIGCHLD, 0, 0, 0, 0)
 }
 
-/// Implements vfork(2) (as fork: the child gets a copy; the parent goes on).
+/// Implements vfork(2): as clone(CLONE_VM | CLONE_VFORK), see [`fork`].
 fn sys_vfork(p: &mut Process, mem: &mut GuestMemory, _: &Args) -> SysResult {
     fork(p, mem, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0)
 }
@@ -901,7 +902,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 57, name: "fork", handler: sys_fork, support: Support::Partial,
         note: "the child is a VM with a copy of the populated memory, on its own host thread (not under forkvm serve); --max-processes limits them (EAGAIN)" },
     SyscallEntry { nr: 58, name: "vfork", handler: sys_vfork, support: Support::Partial,
-        note: "as fork: the child gets a copy of memory and the parent does not wait for its exec; the copy is lent, not charged against --memory, until the child execs, exits or forks" },
+        note: "the child is a VM over a copy of memory, lent (not charged against --memory) until it execs, exits or forks; the calling thread waits until it execs or exits, then gets the bytes it stored (within the parent's mappings; mappings it made or removed are not carried over)" },
     SyscallEntry { nr: 61, name: "wait4", handler: sys_wait4, support: Support::Partial,
         note: "exit and kill statuses (none kept when SIGCHLD is ignored); no stopped/continued children; rusage is zero" },
     SyscallEntry { nr: 109, name: "setpgid", handler: sys_setpgid, support: Support::Full, note: "" },

@@ -553,7 +553,7 @@ fn sys_gettid(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 24, name: "sched_yield", handler: sys_sched_yield, support: Support::Full, note: "" },
     SyscallEntry { nr: 56, name: "clone", handler: sys_clone, support: Support::Partial,
-        note: "threads (CLONE_VM|CLONE_THREAD) scheduled on one vCPU; without CLONE_THREAD a new process as fork" },
+        note: "threads (CLONE_VM|CLONE_THREAD) scheduled on one vCPU; without CLONE_THREAD a new process as fork, with CLONE_VM|CLONE_VFORK as vfork; CLONE_VM alone is ENOSYS" },
     SyscallEntry { nr: 60, name: "exit", handler: sys_exit_thread, support: Support::Full, note: "" },
     SyscallEntry { nr: 186, name: "gettid", handler: sys_gettid, support: Support::Full, note: "" },
     SyscallEntry { nr: 202, name: "futex", handler: sys_futex, support: Support::Partial,

@@ -5,7 +5,9 @@
 //!
 //! Copying a running parent: the child's memory is anonymous memory holding
 //! a copy of every page the parent has populated (`GuestMemory::copy_from`),
-//! so the parent's own mapping is untouched and a child can fork in turn.
+//! so the parent's own mapping is untouched and a child can fork in turn. A
+//! vfork child sharing its parent's memory gets a view of a snapshot of it
+//! instead, whose stores go back to the parent (see `machine::vfork`).
 //! A finished child's VM returns to the pool, emptied, for the next fork.
 //! docs/design.md has the measured cost.
 
