@@ -109,7 +109,9 @@ echo done
 }
 
 /// Python's subprocess: run with captured output, check_output, Popen with
-/// pipes both ways, a failing status, a missing program.
+/// pipes both ways, a failing status, a missing program; os.posix_spawn
+/// of a missing program (glibc's, which learns of exec's failure only
+/// through the vfork child's store into the parent's memory).
 #[test]
 fn python_subprocess() {
     if !installed("/usr/bin/python3") || !installed(BUSYBOX) {
@@ -133,6 +135,12 @@ try:
     subprocess.run(["/nonexistent/program"])
 except FileNotFoundError as e:
     print("FileNotFoundError", e.errno)
+import os
+try:
+    os.posix_spawn("/nonexistent/program", ["program"], {})
+    print("os.posix_spawn of a missing program succeeded")
+except FileNotFoundError as e:
+    print("os.posix_spawn: FileNotFoundError", e.errno)
 "#;
     let mut flags: Vec<String> = LIBS.iter().map(|s| s.to_string()).collect();
     flags.extend(["--allow-read".into(), BUSYBOX.into()]);
