@@ -47,7 +47,7 @@ fn c_fork_exec_waitpid_glibc_and_musl() {
 /// Linux: glibc's posix_spawn and posix_spawnp of a missing program fail
 /// with ENOENT (they returned 0: the child's errno never reached the
 /// parent), and a global, a stack variable and a buffer a vfork child sets
-/// are set in the parent, before an exit and before an exec. Only the
+/// are set in the parent, before an exit, a kill, a crash and an exec. Only the
 /// calling thread waits: the main thread lets a thread's vfork child go
 /// on, and what each stored on one page is kept.
 #[test]

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,28 @@ int main(int argc, char **argv)
         vs += big_buffer[i] == 'v';
     printf("after vfork: global %d, stack %d, buffer %zu of %zu bytes set\n", global_var,
            on_stack, vs, sizeof big_buffer);
+
+    /* 3a. A vfork child killed by a signal, and one that crashes: what
+     * they stored first is there all the same. */
+    pid = vfork();
+    if (pid == 0) {
+        global_var = 6;
+        kill(getpid(), SIGKILL);
+        _exit(1);
+    }
+    waitpid(pid, &st, 0);
+    show("vfork child killed", st);
+    printf("after it: global %d\n", global_var);
+    pid = vfork();
+    if (pid == 0) {
+        volatile int *volatile nowhere = NULL;
+        on_stack = 4;
+        *nowhere = 1;
+        _exit(1);
+    }
+    waitpid(pid, &st, 0);
+    show("vfork child crashed", st);
+    printf("after it: stack %d\n", on_stack);
 
     /* 3b. vfork + a failed exec: the child reports errno through memory. */
     volatile int exec_errno = 0;

@@ -492,6 +492,9 @@ impl Machine {
                 x.awaited()
             );
         }
+        // Its threads no longer wait for vfork children, which may end
+        // (with the run) without a parent to take their stores.
+        self.forget_vforks();
         // The first process's end is the run's: its children end too.
         self.proc
             .family

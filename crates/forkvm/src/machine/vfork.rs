@@ -146,6 +146,13 @@ impl Machine {
         self.vfork_waits = waits;
     }
 
+    /// Stops waiting for vfork children (the process ended, or a served
+    /// fork is reset): a child that execs or ends from now on keeps its
+    /// stores, and is not kept waiting for this process to take them.
+    pub(crate) fn forget_vforks(&mut self) {
+        self.vfork_waits.clear();
+    }
+
     /// Whether a thread waits for a vfork child.
     pub(super) fn vforks_pending(&self) -> bool {
         !self.vfork_waits.is_empty()
