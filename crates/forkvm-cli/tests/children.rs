@@ -610,6 +610,33 @@ fn a_vfork_child_cannot_exceed_the_memory_limit() {
     }
 }
 
+/// A served request's vfork children store into its memory too: glibc's
+/// posix_spawn of a missing program fails with ENOENT (it returned 0: its
+/// child's errno never reached the request) and a vfork child's store is
+/// seen, request after request (each a view of the master's snapshot).
+#[test]
+fn serve_request_vfork_children_store_into_its_memory() {
+    use common::http::{free_port, get, Server};
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("fork_server.{libc}"));
+        let port = free_port();
+        let mut cmd = std::process::Command::new(common::forkvm_bin());
+        cmd.args(["serve", "--concurrency", "1", "--request-timeout", "20"])
+            .arg(&prog)
+            .arg(port.to_string());
+        let server = Server::start(cmd, port, "spawn-server");
+        for _ in 0..3 {
+            let r = get(port, "/spawn");
+            assert_eq!(
+                (r.status, r.text().as_str()),
+                (200, "spawn 2, vfork store 42\n"),
+                "--- forkvm output:\n{}",
+                server.output()
+            );
+        }
+    }
+}
+
 /// Names of forkvm's threads (`/proc/PID/task/*/comm`).
 fn thread_names(pid: u32) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {

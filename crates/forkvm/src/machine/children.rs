@@ -314,24 +314,31 @@ fn run_child(mut m: Machine, family: Family) {
     // The VM goes back to the pool, emptied, for the next fork. The process
     // state (open files: pipe ends, file locks) goes first, before the
     // parent can see the status, as on Linux: a parent that waited for its
-    // child found the child's locks still held. A vfork child's parent
-    // takes its stores first (and goes on).
+    // child found the child's locks still held.
     let to_parent = m.vfork_parent.take();
     let Machine {
-        mut vcpu,
-        mem,
-        proc,
-        ..
+        vcpu, mem, proc, ..
     } = m;
     drop(proc);
-    let mem = match to_parent {
-        Some(to_parent) => to_parent.hand_over(mem),
-        None => Some(mem),
-    };
-    if let Some(mut mem) = mem {
+    let recycle = |mut vcpu: crate::hypervisor::Vcpu, mut mem: GuestMemory| {
         if vcpu.restore_kernel_mode().is_ok() && mem.empty_all().is_ok() {
             VmPool::global().give(Slot { vcpu, mem });
         }
+    };
+    match to_parent {
+        // A vfork child's parent goes on once it took the stores, and finds
+        // the status there already: glibc's posix_spawn reaps a child whose
+        // exec failed at once (a wait that found it still running looked
+        // idle to `forkvm serve`).
+        Some(to_parent) => {
+            family.exited(status);
+            if let Some(mem) = to_parent.hand_over(mem) {
+                recycle(vcpu, mem);
+            }
+        }
+        None => {
+            recycle(vcpu, mem);
+            family.exited(status);
+        }
     }
-    family.exited(status);
 }
