@@ -462,6 +462,20 @@ fn timeout_ends_every_process() {
     assert!(!vm.stdout_str().contains("never"), "{}", vm.describe());
 }
 
+/// A vfork child that never execs keeps its parent waiting, as on Linux,
+/// and --timeout still ends the run (the parent's wait looks at the
+/// run's deadline; under `forkvm serve`, the request's).
+#[test]
+fn timeout_ends_a_wait_for_a_vfork_child() {
+    let vm = Case::new(guest("vfork_share.glibc"))
+        .args(["hang"])
+        .flags(["--timeout", "1"])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
+    assert_eq!(vm.status, 124, "{}", vm.describe());
+    assert!(!vm.stdout_str().contains("went on"), "{}", vm.describe());
+}
+
 /// Files are the same for every process of a run: a child's write to
 /// /dev/shm (the run's private one, as /tmp is) is the parent's and the next
 /// child's, and a child's write under --allow-write lands on the host. Not
@@ -613,7 +627,9 @@ fn a_vfork_child_cannot_exceed_the_memory_limit() {
 /// A served request's vfork children store into its memory too: glibc's
 /// posix_spawn of a missing program fails with ENOENT (it returned 0: its
 /// child's errno never reached the request) and a vfork child's store is
-/// seen, request after request (each a view of the master's snapshot).
+/// seen, request after request (each a view of the master's snapshot). A
+/// request whose vfork child never execs times out (504) like any that
+/// does not answer, and the next one works.
 #[test]
 fn serve_request_vfork_children_store_into_its_memory() {
     use common::http::{free_port, get, Server};
@@ -621,12 +637,16 @@ fn serve_request_vfork_children_store_into_its_memory() {
         let prog = guest(&format!("fork_server.{libc}"));
         let port = free_port();
         let mut cmd = std::process::Command::new(common::forkvm_bin());
-        cmd.args(["serve", "--concurrency", "1", "--request-timeout", "20"])
+        cmd.args(["serve", "--concurrency", "1", "--request-timeout", "2"])
             .arg(&prog)
             .arg(port.to_string());
         let server = Server::start(cmd, port, "spawn-server");
-        for _ in 0..3 {
-            let r = get(port, "/spawn");
+        for path in ["/spawn", "/hang", "/spawn", "/spawn"] {
+            let r = get(port, path);
+            if path == "/hang" {
+                assert_eq!(r.status, 504, "--- forkvm output:\n{}", server.output());
+                continue;
+            }
             assert_eq!(
                 (r.status, r.text().as_str()),
                 (200, "spawn 2, vfork store 42\n"),

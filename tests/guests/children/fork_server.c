@@ -3,7 +3,8 @@
  *   "forked\n" (fork worked) or "fork: <error>\n".
  * Under `forkvm serve` the child must end with the request's reset.
  * GET /spawn instead answers what posix_spawn of a missing program
- * returned and what a vfork child stored: "spawn 2, vfork store 42\n".
+ * returned and what a vfork child stored: "spawn 2, vfork store 42\n";
+ * GET /hang vforks a child that never execs (no answer: its parent waits).
  *   fork_server [PORT]   listens on 127.0.0.1:PORT (default 8080) */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -63,6 +64,9 @@ int main(int argc, char **argv)
             if (strstr(req, "\r\n\r\n")) break;
         }
         char body[128];
+        if (strncmp(req, "GET /hang ", 10) == 0 && vfork() == 0)
+            for (;;)
+                pause();
         if (strncmp(req, "GET /spawn ", 11) == 0) {
             spawn_and_vfork(body, sizeof body);
             goto answer;

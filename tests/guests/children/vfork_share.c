@@ -2,7 +2,9 @@
  * CLONE_VFORK inside posix_spawn) runs in its parent's memory, so what it
  * stores there before it execs or exits is the parent's. glibc's
  * posix_spawn learns that exec failed only that way.
- * Prints only what must be the same natively and under forkvm (no pids). */
+ * Prints only what must be the same natively and under forkvm (no pids).
+ *   vfork_share        the cases
+ *   vfork_share hang   a vfork child that never execs or exits */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -68,6 +70,15 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "exit-child") == 0)
         return 42;
+    if (argc > 1 && strcmp(argv[1], "hang") == 0) {
+        /* A vfork child that never execs: its parent waits for good. */
+        pid_t pid = vfork();
+        if (pid == 0)
+            for (;;)
+                pause();
+        printf("the parent went on\n");
+        return 0;
+    }
     setvbuf(stdout, NULL, _IONBF, 0);
     char *missing_av[] = {"no-such-program", NULL};
 

@@ -157,11 +157,12 @@ impl Machine {
             .map_or(Duration::from_millis(10), |d| {
                 d.saturating_duration_since(Instant::now())
             })
-            .min(if self.vforks_pending() {
-                super::vfork::RECHECK
-            } else {
-                Duration::from_millis(10)
-            });
+            .min(Duration::from_millis(10));
+        if self.vforks_pending() {
+            // A thread waits for its vfork child: for that, mostly.
+            self.look_at_vforks_waiting(wait);
+            return Ok(false);
+        }
         // Host sockets a waiting call waits for can end the sleep early.
         if linux::host_socket::sleep(&self.proc, wait) {
             for t in self.proc.threads.others.iter_mut() {

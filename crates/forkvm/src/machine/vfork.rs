@@ -13,20 +13,20 @@
 //! the child's thread to recycle or drop, so the parent goes on as soon as
 //! it has the stores.
 //!
-//! The calling thread waits, the parent's other threads run on (they take
-//! turns on one vCPU): a parent with no other thread waits right in the
-//! fork, else the caller blocks ([`Wait::Vfork`]) and the run loop looks
-//! for the hand-over whenever it picks a thread to run, at least every
-//! preemption tick.
+//! The calling thread waits ([`Wait::Vfork`]) and the parent's other
+//! threads run on (they take turns on one vCPU): the run loop looks for the
+//! hand-over whenever it picks a thread to run, at least every preemption
+//! tick, and when every thread waits it waits for the hand-over itself, a
+//! tick at a time, so that the run's deadline (a served request's timeout)
+//! still ends a wait for a child that never execs.
 
 use super::{Machine, MachineError};
 use crate::linux::thread::Wait;
 use crate::memory::{GuestMemory, VforkBase};
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::Duration;
 
-/// How often a run whose every thread waits looks for a vfork child's
-/// hand-over.
+/// How soon a parked server whose thread waits for a vfork child looks again.
 pub(super) const RECHECK: Duration = Duration::from_millis(1);
 
 /// The child's old memory, with the way back to the child's thread.
@@ -85,23 +85,29 @@ impl FromChild {
         let _ = back.send(child);
     }
 
-    /// Waits until the child execs or ends, then takes its stores.
-    fn wait(self, mem: &mut GuestMemory) {
-        match self.rx.recv() {
-            Ok(h) => self.take(h, mem),
-            Err(_) => tracing::debug!("vfork: child {} went without a hand-over", self.pid),
-        }
-    }
-
-    /// Whether the child has exec'd or ended (its stores taken, if so).
-    fn done(&self, mem: &mut GuestMemory) -> bool {
-        match self.rx.try_recv() {
+    /// Whether the child has exec'd or ended (its stores taken, if so),
+    /// waiting for that at most `wait`.
+    fn done(&self, mem: &mut GuestMemory, wait: Duration) -> bool {
+        let got = if wait.is_zero() {
+            self.rx
+                .try_recv()
+                .map_err(|e| e == TryRecvError::Disconnected)
+        } else {
+            self.rx
+                .recv_timeout(wait)
+                .map_err(|e| e == RecvTimeoutError::Disconnected)
+        };
+        match got {
             Ok(h) => {
                 self.take(h, mem);
                 true
             }
-            Err(TryRecvError::Empty) => false,
-            Err(TryRecvError::Disconnected) => true,
+            Err(gone) => {
+                if gone {
+                    tracing::debug!("vfork: child {} went without a hand-over", self.pid);
+                }
+                gone
+            }
         }
     }
 }
@@ -115,11 +121,6 @@ impl Machine {
         from: FromChild,
         ctx: kvm_bindings::kvm_regs,
     ) -> Result<bool, MachineError> {
-        if self.proc.threads.others.is_empty() {
-            // Nothing else of the process could run meanwhile.
-            from.wait(&mut self.mem);
-            return Ok(false);
-        }
         let me = self.save_current(ctx, Wait::Vfork)?;
         self.vfork_waits.push(Waiting { tid: me.tid, from });
         self.proc.threads.others.push_back(me);
@@ -130,18 +131,25 @@ impl Machine {
     /// Makes the threads whose vfork child has exec'd or ended runnable,
     /// with the child's stores taken.
     pub(super) fn look_at_vforks(&mut self) {
+        self.look_at_vforks_waiting(Duration::ZERO);
+    }
+
+    /// [`Self::look_at_vforks`] when no thread can run: waits up to `wait`
+    /// for the first waiting thread's child.
+    pub(super) fn look_at_vforks_waiting(&mut self, wait: Duration) {
         if self.vfork_waits.is_empty() {
             return;
         }
         let mut waits = std::mem::take(&mut self.vfork_waits);
+        let mut wait = wait;
         waits.retain(|w| {
-            if !w.from.done(&mut self.mem) {
-                return true;
+            let done = w.from.done(&mut self.mem, std::mem::take(&mut wait));
+            if done {
+                if let Some(t) = self.proc.threads.others.iter_mut().find(|t| t.tid == w.tid) {
+                    t.wait = Wait::Runnable;
+                }
             }
-            if let Some(t) = self.proc.threads.others.iter_mut().find(|t| t.tid == w.tid) {
-                t.wait = Wait::Runnable;
-            }
-            false
+            !done
         });
         self.vfork_waits = waits;
     }
