@@ -43,6 +43,37 @@ fn c_fork_exec_waitpid_glibc_and_musl() {
     }
 }
 
+/// A vfork child's stores are its parent's, as in its shared memory on
+/// Linux: glibc's posix_spawn and posix_spawnp of a missing program fail
+/// with ENOENT (they returned 0: the child's errno never reached the
+/// parent), and a global, a stack variable and a buffer a vfork child sets
+/// are set in the parent, before an exit, a kill, a crash and an exec. Only the
+/// calling thread waits: the main thread lets a thread's vfork child go
+/// on, and what each stored on one page is kept.
+#[test]
+fn vfork_children_store_into_their_parents_memory() {
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("vfork_share.{libc}"));
+        let (_, vm) = check(
+            &Case::new(&prog)
+                .flags(["--cwd", &out_dir(), "--allow-read", &out_dir()])
+                .limit(Duration::from_secs(60)),
+        );
+        let out = vm.stdout_str();
+        assert!(
+            out.contains("posix_spawn of a missing program: 2 "),
+            "{}",
+            vm.describe()
+        );
+        assert!(out.contains("global 2, stack 3"), "{}", vm.describe());
+        assert!(
+            out.contains("main stored 2, child stored 3"),
+            "{}",
+            vm.describe()
+        );
+    }
+}
+
 /// busybox sh: pipelines, subshells, command substitution, `$?`, a
 /// background job and `wait`, a child killed by a signal, `trap`.
 #[test]
@@ -78,7 +109,9 @@ echo done
 }
 
 /// Python's subprocess: run with captured output, check_output, Popen with
-/// pipes both ways, a failing status, a missing program.
+/// pipes both ways, a failing status, a missing program; os.posix_spawn
+/// of a missing program (glibc's, which learns of exec's failure only
+/// through the vfork child's store into the parent's memory).
 #[test]
 fn python_subprocess() {
     if !installed("/usr/bin/python3") || !installed(BUSYBOX) {
@@ -102,6 +135,12 @@ try:
     subprocess.run(["/nonexistent/program"])
 except FileNotFoundError as e:
     print("FileNotFoundError", e.errno)
+import os
+try:
+    os.posix_spawn("/nonexistent/program", ["program"], {})
+    print("os.posix_spawn of a missing program succeeded")
+except FileNotFoundError as e:
+    print("os.posix_spawn: FileNotFoundError", e.errno)
 "#;
     let mut flags: Vec<String> = LIBS.iter().map(|s| s.to_string()).collect();
     flags.extend(["--allow-read".into(), BUSYBOX.into()]);
@@ -433,6 +472,20 @@ fn timeout_ends_every_process() {
     assert!(!vm.stdout_str().contains("never"), "{}", vm.describe());
 }
 
+/// A vfork child that never execs keeps its parent waiting, as on Linux,
+/// and --timeout still ends the run (the parent's wait looks at the
+/// run's deadline; under `forkvm serve`, the request's).
+#[test]
+fn timeout_ends_a_wait_for_a_vfork_child() {
+    let vm = Case::new(guest("vfork_share.glibc"))
+        .args(["hang"])
+        .flags(["--timeout", "1"])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
+    assert_eq!(vm.status, 124, "{}", vm.describe());
+    assert!(!vm.stdout_str().contains("went on"), "{}", vm.describe());
+}
+
 /// Files are the same for every process of a run: a child's write to
 /// /dev/shm (the run's private one, as /tmp is) is the parent's and the next
 /// child's, and a child's write under --allow-write lands on the host. Not
@@ -578,6 +631,39 @@ fn a_vfork_child_cannot_exceed_the_memory_limit() {
             "{}",
             vm.describe()
         );
+    }
+}
+
+/// A served request's vfork children store into its memory too: glibc's
+/// posix_spawn of a missing program fails with ENOENT (it returned 0: its
+/// child's errno never reached the request) and a vfork child's store is
+/// seen, request after request (each a view of the master's snapshot). A
+/// request whose vfork child never execs times out (504) like any that
+/// does not answer, and the next one works.
+#[test]
+fn serve_request_vfork_children_store_into_its_memory() {
+    use common::http::{free_port, get, Server};
+    for libc in ["glibc", "musl"] {
+        let prog = guest(&format!("fork_server.{libc}"));
+        let port = free_port();
+        let mut cmd = std::process::Command::new(common::forkvm_bin());
+        cmd.args(["serve", "--concurrency", "1", "--request-timeout", "2"])
+            .arg(&prog)
+            .arg(port.to_string());
+        let server = Server::start(cmd, port, "spawn-server");
+        for path in ["/spawn", "/hang", "/spawn", "/spawn"] {
+            let r = get(port, path);
+            if path == "/hang" {
+                assert_eq!(r.status, 504, "--- forkvm output:\n{}", server.output());
+                continue;
+            }
+            assert_eq!(
+                (r.status, r.text().as_str()),
+                (200, "spawn 2, vfork store 42\n"),
+                "--- forkvm output:\n{}",
+                server.output()
+            );
+        }
     }
 }
 

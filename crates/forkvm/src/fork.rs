@@ -198,7 +198,9 @@ impl Fork {
             .as_mut()
             .ok_or_else(|| MachineError::Internal("the fork's VM was lost".into()))?;
         // The last use's child processes end first (they hold its pipes);
-        // a tree no process was ever added to is kept for the next use.
+        // a tree no process was ever added to is kept for the next use. A
+        // vfork child's stores no longer have anywhere to go.
+        m.forget_vforks();
         let kept = end_children(&mut m.proc);
         let stats = m
             .mem
@@ -283,6 +285,7 @@ fn end_children(proc: &mut crate::linux::Process) -> Option<crate::linux::child:
 impl Drop for Fork {
     fn drop(&mut self) {
         if let Some(m) = self.machine.as_mut() {
+            m.forget_vforks();
             let _ = end_children(&mut m.proc);
         }
         if let Some(m) = self.machine.take() {

@@ -2,6 +2,9 @@
  * would outlive the request), then answers with what fork returned:
  *   "forked\n" (fork worked) or "fork: <error>\n".
  * Under `forkvm serve` the child must end with the request's reset.
+ * GET /spawn instead answers what posix_spawn of a missing program
+ * returned and what a vfork child stored: "spawn 2, vfork store 42\n";
+ * GET /hang vforks a child that never execs (no answer: its parent waits).
  *   fork_server [PORT]   listens on 127.0.0.1:PORT (default 8080) */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -10,7 +13,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
+static volatile int stored;
+
+/* posix_spawn of a missing program, and a vfork child's store. */
+static void spawn_and_vfork(char *body, size_t size)
+{
+    pid_t pid;
+    char *av[] = {"no-such-program", NULL};
+    int r = posix_spawn(&pid, "/nonexistent/no-such-program", NULL, NULL, av, environ);
+    if (r == 0)
+        waitpid(pid, NULL, 0);
+    stored = 0;
+    pid = vfork();
+    if (pid == 0) {
+        stored = 42;
+        _exit(0);
+    }
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    snprintf(body, size, "spawn %d, vfork store %d\n", r, stored);
+}
 
 int main(int argc, char **argv)
 {
@@ -37,6 +64,13 @@ int main(int argc, char **argv)
             if (strstr(req, "\r\n\r\n")) break;
         }
         char body[128];
+        if (strncmp(req, "GET /hang ", 10) == 0 && vfork() == 0)
+            for (;;)
+                pause();
+        if (strncmp(req, "GET /spawn ", 11) == 0) {
+            spawn_and_vfork(body, sizeof body);
+            goto answer;
+        }
         pid_t pid = fork();
         if (pid == 0) {
             close(c);
@@ -48,6 +82,7 @@ int main(int argc, char **argv)
             snprintf(body, sizeof body, "fork: %s\n", strerror(errno));
         else
             snprintf(body, sizeof body, "forked\n");
+    answer:;
         char head[256];
         int hn = snprintf(head, sizeof head,
                           "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",

@@ -73,6 +73,10 @@ pub enum Wait {
     Sleep(Instant),
     /// About to make its syscall again (nothing was ready) at this time.
     Retry(Instant),
+    /// Returned from vfork (or clone with CLONE_VFORK) with the child's
+    /// pid, and waits until the child execs or ends (the run loop looks,
+    /// see `machine::vfork`).
+    Vfork,
 }
 
 /// A thread that is not on the vCPU: its saved user context.
@@ -111,6 +115,7 @@ impl ThreadCtx {
             Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
             Wait::Sleep(until) => until <= now,
             Wait::Retry(until) => until <= now || progress.is_some_and(|p| self.looked != p),
+            Wait::Vfork => false,
         }
     }
 }
@@ -207,7 +212,7 @@ impl Threads {
             .filter_map(|t| match t.wait {
                 Wait::Futex { deadline, .. } => deadline,
                 Wait::Sleep(until) | Wait::Retry(until) => Some(until),
-                Wait::Runnable => None,
+                Wait::Runnable | Wait::Vfork => None,
             })
             .min()
     }
@@ -219,7 +224,7 @@ impl Threads {
         match t.wait {
             Wait::Futex { .. } => t.regs.rax = (-(Errno::ETIMEDOUT.0 as i64)) as u64,
             Wait::Sleep(_) => t.regs.rax = 0,
-            Wait::Runnable | Wait::Retry(_) => {}
+            Wait::Runnable | Wait::Retry(_) | Wait::Vfork => {}
         }
         t.wait = Wait::Runnable;
         Some(t)
@@ -548,7 +553,7 @@ fn sys_gettid(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 24, name: "sched_yield", handler: sys_sched_yield, support: Support::Full, note: "" },
     SyscallEntry { nr: 56, name: "clone", handler: sys_clone, support: Support::Partial,
-        note: "threads (CLONE_VM|CLONE_THREAD) scheduled on one vCPU; without CLONE_THREAD a new process as fork" },
+        note: "threads (CLONE_VM|CLONE_THREAD) scheduled on one vCPU; without CLONE_THREAD a new process as fork, with CLONE_VM|CLONE_VFORK as vfork; CLONE_VM alone is ENOSYS" },
     SyscallEntry { nr: 60, name: "exit", handler: sys_exit_thread, support: Support::Full, note: "" },
     SyscallEntry { nr: 186, name: "gettid", handler: sys_gettid, support: Support::Full, note: "" },
     SyscallEntry { nr: 202, name: "futex", handler: sys_futex, support: Support::Partial,

@@ -452,6 +452,8 @@ impl Machine {
                 Wait::Sleep(until) => Some(until),
                 // A retried call's own deadline (its `until` is only the next look).
                 Wait::Retry(_) | Wait::Runnable => t.waiting.flatten(),
+                // Its child may exec or end any moment: look again soon.
+                Wait::Vfork => Some(std::time::Instant::now() + super::vfork::RECHECK),
             });
         waits.chain(self.proc.next_timer_due()).min()
     }

@@ -5,7 +5,9 @@
 //!
 //! Copying a running parent: the child's memory is anonymous memory holding
 //! a copy of every page the parent has populated (`GuestMemory::copy_from`),
-//! so the parent's own mapping is untouched and a child can fork in turn.
+//! so the parent's own mapping is untouched and a child can fork in turn. A
+//! vfork child sharing its parent's memory gets a view of a snapshot of it
+//! instead, whose stores go back to the parent (see `machine::vfork`).
 //! A finished child's VM returns to the pool, emptied, for the next fork.
 //! docs/design.md has the measured cost.
 
@@ -17,7 +19,7 @@ use crate::linux::child::{exit_status, killed_status, Family, ForkReq};
 use crate::linux::exec::ExecReq;
 use crate::linux::fdtable::FdTable;
 use crate::linux::Errno;
-use crate::memory::GuestMemory;
+use crate::memory::{GuestMemory, VforkBase};
 use std::time::{Duration, Instant};
 
 /// How often a child process's vCPU is interrupted to take signals.
@@ -67,7 +69,7 @@ impl Machine {
             })?;
             Ok(true)
         };
-        let child = match self.make_child(&req, ctx) {
+        let (mut child, base) = match self.make_child(&req, ctx) {
             Ok(c) => c,
             Err(e) => {
                 let errno = match &e {
@@ -80,6 +82,12 @@ impl Machine {
         };
         let family = req.family.clone();
         let pid = family.pid;
+        // The caller of vfork waits for the child (and its stores).
+        let from_child = req.vfork.then(|| {
+            let (to_parent, from_child) = super::vfork::link(pid, base);
+            child.vfork_parent = Some(to_parent);
+            from_child
+        });
         let spawned = std::thread::Builder::new()
             .name(format!("forkvm-pid-{pid}"))
             .spawn(move || run_child(child, family));
@@ -91,16 +99,20 @@ impl Machine {
             );
         }
         tracing::trace!("fork: child {pid} made in {:?}", started.elapsed());
-        Ok(false)
+        match from_child {
+            Some(from_child) => self.wait_for_vfork(from_child, ctx),
+            None => Ok(false),
+        }
     }
 
     /// The child's machine: a VM over a copy of this one's memory, in the
-    /// caller's state with 0 as the syscall's result.
+    /// caller's state with 0 as the syscall's result; and, for a vfork
+    /// child sharing the caller's memory, what that copy starts as.
     fn make_child(
         &mut self,
         req: &ForkReq,
         ctx: kvm_bindings::kvm_regs,
-    ) -> Result<Machine, MachineError> {
+    ) -> Result<(Machine, Option<VforkBase>), MachineError> {
         let hv = Hypervisor::get()?;
         // From the first fork on, every process of the run counts against
         // one memory limit; the copy below charges the child's share (or,
@@ -113,15 +125,23 @@ impl Machine {
         }
         let borrow = req.vfork;
         // A VM a finished child left (its memory already empty), or a new one.
-        let mut slot = match VmPool::global().take(self.mem.size()) {
+        // A vfork child sharing the caller's memory gets a view of a
+        // snapshot of it, whose written pages the caller's take of its
+        // stores finds cheaply.
+        let copy = |mem: &mut GuestMemory, src: &GuestMemory| match req.shares_memory {
+            true => mem.vfork_copy_from(src).map(Some),
+            false => mem.copy_from(src, borrow).map(|()| None),
+        };
+        let (mut slot, base) = match VmPool::global().take(self.mem.size()) {
             Some(mut slot) => {
-                slot.mem.copy_from(&self.mem, borrow)?;
-                slot
+                let base = copy(&mut slot.mem, &self.mem)?;
+                (slot, base)
             }
-            None => Slot::create(
-                GuestMemory::copy_of(&self.mem, borrow)?,
-                abi::PAGE_TABLES_ADDR,
-            )?,
+            None => {
+                let mut mem = GuestMemory::new(self.mem.size())?;
+                let base = copy(&mut mem, &self.mem)?;
+                (Slot::create(mem, abi::PAGE_TABLES_ADDR)?, base)
+            }
         };
         slot.vcpu.set_syscall_path(hv, self.syscall_path)?;
         // The process state: a copy, except open files, which are shared
@@ -173,7 +193,7 @@ impl Machine {
             rsp: if req.stack != 0 { req.stack } else { ctx.rsp },
             ..ctx
         })?;
-        Ok(child)
+        Ok((child, base))
     }
 
     /// Carries out execve: the new program replaces this one in place.
@@ -251,7 +271,15 @@ impl Machine {
         new.write_ids(family.pid, family.ppid())?;
         new.mode = self.mode;
         new.debugger = self.debugger.take();
-        *self = new;
+        let to_parent = self.vfork_parent.take();
+        let old = std::mem::replace(self, new);
+        // A vfork child's parent goes on once the new program replaced the
+        // old one, with the old one's stores. Its VM goes before its memory.
+        if let Some(to_parent) = to_parent {
+            let Machine { vcpu, mem, .. } = old;
+            drop(vcpu);
+            drop(to_parent.hand_over(mem));
+        }
         Ok(true)
     }
 }
@@ -290,15 +318,30 @@ fn run_child(mut m: Machine, family: Family) {
     // state (open files: pipe ends, file locks) goes first, before the
     // parent can see the status, as on Linux: a parent that waited for its
     // child found the child's locks still held.
+    let to_parent = m.vfork_parent.take();
     let Machine {
-        mut vcpu,
-        mut mem,
-        proc,
-        ..
+        vcpu, mem, proc, ..
     } = m;
     drop(proc);
-    if vcpu.restore_kernel_mode().is_ok() && mem.empty_all().is_ok() {
-        VmPool::global().give(Slot { vcpu, mem });
+    let recycle = |mut vcpu: crate::hypervisor::Vcpu, mut mem: GuestMemory| {
+        if vcpu.restore_kernel_mode().is_ok() && mem.empty_all().is_ok() {
+            VmPool::global().give(Slot { vcpu, mem });
+        }
+    };
+    match to_parent {
+        // A vfork child's parent goes on once it took the stores, and finds
+        // the status there already: glibc's posix_spawn reaps a child whose
+        // exec failed at once (a wait that found it still running looked
+        // idle to `forkvm serve`).
+        Some(to_parent) => {
+            family.exited(status);
+            if let Some(mem) = to_parent.hand_over(mem) {
+                recycle(vcpu, mem);
+            }
+        }
+        None => {
+            recycle(vcpu, mem);
+            family.exited(status);
+        }
     }
-    family.exited(status);
 }

@@ -8,6 +8,7 @@ pub(crate) mod exitless;
 mod fault;
 mod syscall;
 mod threads;
+mod vfork;
 
 #[doc(hidden)]
 pub use call::push_bytes;
@@ -200,6 +201,11 @@ pub struct Machine {
     /// Host calls posted by the guest and answered without an exit (PVM
     /// with `--syscalls fast`; see [`exitless`]).
     pub(crate) exitless: Option<exitless::Exitless>,
+    /// A vfork child's way to hand its memory to its waiting parent when it
+    /// execs or ends (see [`vfork`]).
+    vfork_parent: Option<vfork::ToParent>,
+    /// Threads waiting for their vfork child to exec or end.
+    vfork_waits: Vec<vfork::Waiting>,
 }
 
 /// What a run waits for; forkvm's own hypercalls mean something only in their mode.
@@ -415,6 +421,8 @@ impl Machine {
             debugger: None,
             net_ready: false,
             exits_by_call: Default::default(),
+            vfork_parent: None,
+            vfork_waits: Vec::new(),
         })
         .map(|mut m: Machine| {
             m.at_random = find_auxv(&m.mem, rsp, loader::stack::auxv::AT_RANDOM);
@@ -466,6 +474,8 @@ impl Machine {
             debugger: None,
             net_ready: false,
             exits_by_call: Default::default(),
+            vfork_parent: None,
+            vfork_waits: Vec::new(),
         }
     }
 
@@ -485,6 +495,9 @@ impl Machine {
                 x.awaited()
             );
         }
+        // Its threads no longer wait for vfork children, which may end
+        // (with the run) without a parent to take their stores.
+        self.forget_vforks();
         // The first process's end is the run's: its children end too.
         self.proc
             .family

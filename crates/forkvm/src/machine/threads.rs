@@ -138,11 +138,12 @@ impl Machine {
     /// tick: in a fork, node's other threads would then run the timers its
     /// master armed (V8's delayed tasks) before the response is written
     /// (the aged hello request went from 2.4 to ~9 ms when they did).
-    fn switch_thread_after_block(&mut self) -> Result<bool, MachineError> {
+    pub(super) fn switch_thread_after_block(&mut self) -> Result<bool, MachineError> {
         self.switch_thread_with(Some(self.proc.progress))
     }
 
     fn switch_thread_with(&mut self, progress: Option<u64>) -> Result<bool, MachineError> {
+        self.look_at_vforks();
         if let Some(t) = self.proc.threads.take_next(Instant::now(), progress) {
             self.adopt(&t)?;
             let regs = self.with_pending_signal(&t)?;
@@ -157,6 +158,11 @@ impl Machine {
                 d.saturating_duration_since(Instant::now())
             })
             .min(Duration::from_millis(10));
+        if self.vforks_pending() {
+            // A thread waits for its vfork child: for that, mostly.
+            self.look_at_vforks_waiting(wait);
+            return Ok(false);
+        }
         // Host sockets a waiting call waits for can end the sleep early.
         if linux::host_socket::sleep(&self.proc, wait) {
             for t in self.proc.threads.others.iter_mut() {
@@ -171,6 +177,7 @@ impl Machine {
     /// On a preemption tick: if the guest was in user mode and another
     /// thread can run, switch to it (registers only, no guest kernel).
     pub(super) fn preempt(&mut self) -> Result<(), MachineError> {
+        self.look_at_vforks();
         if self.proc.threads.others.is_empty()
             || !self.proc.threads.any_runnable(Instant::now(), None)
         {

@@ -10,12 +10,14 @@ mod pagemap;
 mod shared;
 mod snapshot;
 mod user_map;
+mod vfork;
 
 pub use address_space::AddressSpace;
 pub use guest_memory::{chunk_size, Budget, Fault, GuestMemory, MapError};
 pub use shared::{anonymous_backing, SharedRange};
 pub use snapshot::{ResetStats, Snapshot, KEEP_PRIVATE_PAGES};
 pub use user_map::{Rights, UserMap};
+pub use vfork::VforkBase;
 
 /// An unlinked host file for tests (named by process and thread while it
 /// is created, so tests running at once do not meet).

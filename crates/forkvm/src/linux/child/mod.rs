@@ -568,8 +568,12 @@ pub struct ForkReq {
     /// CLONE_CHILD_CLEARTID address.
     pub clear_tid: u64,
     /// CLONE_VFORK: the child borrows its copy of the caller's memory
-    /// rather than being charged for it (`GuestMemory::borrow_budget`).
+    /// rather than being charged for it (`GuestMemory::borrow_budget`), and
+    /// the caller waits until the child execs or ends.
     pub vfork: bool,
+    /// CLONE_VM (with CLONE_VFORK): the child's stores into its memory are
+    /// the caller's (`GuestMemory::take_vfork_stores`).
+    pub shares_memory: bool,
 }
 
 static NOTE_SHARED_VM: AtomicBool = AtomicBool::new(false);
@@ -584,12 +588,13 @@ fn note(said: &AtomicBool, msg: &str) {
 }
 
 /// fork, vfork and clone/clone3 without CLONE_THREAD: a new process.
-/// `flags` are clone's. The child is a copy of the caller (memory included,
-/// even with CLONE_VM|CLONE_VFORK, which posix_spawn and vfork use: the
-/// child only execs or exits, so a copy behaves the same), and the caller
-/// does not wait for it to exec. A CLONE_VFORK child is not charged for the
-/// copy against --memory until it forks in turn; its execve or exit gives
-/// the copy back (see `GuestMemory::borrow_budget`).
+/// `flags` are clone's. The child is a copy of the caller, memory included.
+/// With CLONE_VFORK the calling thread waits until the child execs or ends,
+/// and with CLONE_VM too (vfork, posix_spawn) what the child stored in its
+/// copy is then copied into the caller's memory, as if it had run there
+/// (see `machine::vfork`). A CLONE_VFORK child is not charged for the copy
+/// against --memory until it forks in turn; its execve or exit gives the
+/// copy back (see `GuestMemory::borrow_budget`).
 pub(super) fn fork(
     p: &mut Process,
     mem: &mut GuestMemory,
@@ -639,6 +644,7 @@ pub(super) fn fork(
         set_tid: (flags & CLONE_CHILD_SETTID != 0).then_some(ctid),
         clear_tid,
         vfork: flags & CLONE_VFORK != 0,
+        shares_memory: flags & CLONE_VM != 0,
     })));
     Ok(pid)
 }
@@ -648,7 +654,7 @@ fn sys_fork(p: &mut Process, mem: &mut GuestMemory, _: &Args) -> SysResult {
     fork(p, mem, SIGCHLD, 0, 0, 0, 0)
 }
 
-/// Implements vfork(2) (as fork: the child gets a copy; the parent goes on).
+/// Implements vfork(2): as clone(CLONE_VM | CLONE_VFORK), see [`fork`].
 fn sys_vfork(p: &mut Process, mem: &mut GuestMemory, _: &Args) -> SysResult {
     fork(p, mem, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0)
 }
@@ -1060,7 +1066,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 57, name: "fork", handler: sys_fork, support: Support::Partial,
         note: "the child is a VM with a copy of the populated memory, on its own host thread (not under forkvm serve); --max-processes limits them (EAGAIN)" },
     SyscallEntry { nr: 58, name: "vfork", handler: sys_vfork, support: Support::Partial,
-        note: "as fork: the child gets a copy of memory and the parent does not wait for its exec; the copy is lent, not charged against --memory, until the child execs, exits or forks" },
+        note: "the child is a VM over a copy of memory, lent (not charged against --memory) until it execs, exits or forks; the calling thread waits until it execs or exits, then gets the bytes it stored (within the parent's mappings; mappings it made or removed are not carried over)" },
     SyscallEntry { nr: 61, name: "wait4", handler: sys_wait4, support: Support::Partial,
         note: "exit and kill statuses (none kept when SIGCHLD is ignored), WUNTRACED and WCONTINUED; rusage is zero" },
     SyscallEntry { nr: 109, name: "setpgid", handler: sys_setpgid, support: Support::Full, note: "" },
