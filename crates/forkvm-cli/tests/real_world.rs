@@ -431,6 +431,14 @@ fn append_flag_and_cpu_clocks() {
     glibc_and_musl_in_a_dir("append_and_cpu_clocks");
 }
 
+/// Edge-triggered epoll reports a socket again after it was drained and
+/// refilled between two looks (loopback TCP and AF_UNIX lost the edge, so
+/// Go's netpoller, which always uses EPOLLET, hung in ping-pong traffic).
+#[test]
+fn epoll_edges_survive_a_drain_and_refill() {
+    glibc_and_musl("epoll_edges");
+}
+
 /// ITIMER_VIRTUAL and ITIMER_PROF fire on CPU time (they were EINVAL, so
 /// profilers got nothing), and clocks named by number work: CLOCK_TAI and
 /// the CPU clocks of clock_getcpuclockid and pthread_getcpuclockid.

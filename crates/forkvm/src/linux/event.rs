@@ -344,7 +344,7 @@ fn epoll_wait(
         let r = super::poll::readiness_of(&mut f, now, p.sigqueue.bits());
         let token = match &f.kind {
             FileKind::Event(EventObj::EventFd { count, .. }) => *count,
-            FileKind::Socket(s) => s.host_stream().map_or(0, |h| h.edge_token()),
+            FileKind::Socket(s) => s.edge_token(),
             FileKind::Pipe(end) => {
                 let pipe = lock(&end.pipe);
                 match (end.read, end.write) {
@@ -384,8 +384,9 @@ fn epoll_wait(
             let now_set = bits;
             bits &= !i.seen;
             if token != i.token {
-                // A host socket's token counts drains of either direction;
-                // a pipe's, the writes into it (read end) or the reads that
+                // A socket's token counts what moved through its queues
+                // (a host socket's, its drains); a pipe's, the writes into
+                // it (read end) or the reads that
                 // made room (write end).
                 let rearm = match &f.kind {
                     FileKind::Socket(_) => EPOLLIN | EPOLLOUT,

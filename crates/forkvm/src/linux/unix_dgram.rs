@@ -44,6 +44,8 @@ pub struct Inbox {
     pub shut_rd: bool,
     /// The queue its socket is connected to: only that socket may send here.
     pub peer: Option<Weak<Mutex<Inbox>>>,
+    /// Datagrams queued and taken so far (see `Socket::edge_token`).
+    pub moves: u64,
 }
 
 /// A shared receive queue.
@@ -71,6 +73,7 @@ impl Inbox {
             closed: self.closed,
             shut_rd: self.shut_rd,
             peer: None,
+            moves: self.moves,
         }
     }
 }
@@ -147,6 +150,7 @@ pub fn deliver(
         fds,
         from,
     });
+    g.moves += 1;
     Ok(data.len())
 }
 
@@ -166,6 +170,7 @@ pub fn take(inbox: &InboxRef, buf: &mut [u8], peek: bool) -> Option<super::unix_
     if peek {
         out.fds = d.fds.clone();
     } else if let Some(d) = g.queue.pop_front() {
+        g.moves += 1;
         out.fds = d.fds;
     }
     Some(out)

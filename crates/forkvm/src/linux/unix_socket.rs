@@ -83,6 +83,10 @@ pub struct Pair {
     /// TCP: whether each side received the peer's FIN (its reads end there,
     /// before a pending error).
     pub fin: [bool; 2],
+    /// Messages queued and taken so far, either way: each is an edge for
+    /// EPOLLET even when the readiness an epoll_wait last saw looks
+    /// unchanged (drained and refilled between two looks).
+    pub moves: u64,
 }
 
 /// One socket: an open file description's view of a UNIX socket.
@@ -150,6 +154,7 @@ impl Socket {
             ty,
             tcp: false,
             fin: [false, false],
+            moves: 0,
         }));
         let mut a = Socket::new(ty);
         let mut b = Socket::new(ty);
@@ -220,6 +225,7 @@ impl Socket {
                         ty: old.ty,
                         tcp: old.tcp,
                         fin: old.fin,
+                        moves: old.moves,
                     }));
                     pairs.push((key, c.clone()));
                     c
@@ -321,6 +327,19 @@ impl Socket {
     /// Whether EPIPE from a send raises SIGPIPE (stream sockets only, as on Linux).
     pub fn sigpipe(&self) -> bool {
         self.ty == SOCK_STREAM
+    }
+
+    /// Changes whenever data moved into or out of this socket's queues
+    /// (its connection's, a host stream's drains, a bound datagram socket's
+    /// inbox): epoll's EPOLLET reports readiness again after such a move
+    /// even if no look saw it drop.
+    pub fn edge_token(&self) -> u64 {
+        if let Some(h) = self.host_stream() {
+            return h.edge_token();
+        }
+        let pair = self.conn.as_ref().map_or(0, |(p, _)| lock(p).moves);
+        let named = self.inbox().map_or(0, |i| lock(i).moves);
+        pair.wrapping_add(named)
     }
 
     /// poll(2) bits now.
@@ -443,6 +462,7 @@ impl Socket {
                 fds,
             });
             g.bytes[peer] += n + MSG_OVERHEAD;
+            g.moves += 1;
             return Ok(n);
         }
         if data.len() + MSG_OVERHEAD > cap {
@@ -457,6 +477,7 @@ impl Socket {
             fds,
         });
         g.bytes[peer] += data.len() + MSG_OVERHEAD;
+        g.moves += 1;
         Ok(data.len())
     }
 
@@ -552,6 +573,7 @@ impl Socket {
                 out.fds = m.fds.clone();
             } else if let Some(m) = g.queues[s].pop_front() {
                 g.bytes[s] = g.bytes[s].saturating_sub(m.data.len() + MSG_OVERHEAD);
+                g.moves += 1;
                 out.fds = m.fds;
             }
             return Ok(out);
@@ -590,6 +612,9 @@ impl Socket {
             if has_fds {
                 break;
             }
+        }
+        if done > 0 && !peek {
+            g.moves += 1;
         }
         out.copied = done;
         out.full = done;
@@ -638,6 +663,7 @@ fn tcp_send(
         fds,
     });
     g.bytes[peer] += n + MSG_OVERHEAD;
+    g.moves += 1;
     Ok(n)
 }
 
