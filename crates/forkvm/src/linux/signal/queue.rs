@@ -13,6 +13,9 @@ pub const MAX_QUEUED: usize = 1024;
 
 /// First real-time signal (the kernel's SIGRTMIN; libcs keep the first few).
 const SIGRTMIN: i32 = 32;
+const SIGCONT: i32 = 18;
+/// SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU.
+const STOP_SIGNALS: u64 = 0xf << 18;
 
 /// Signals pending for a process, each with what it carries: a standard
 /// signal at most once (another is merged into it), a real-time one once
@@ -41,6 +44,14 @@ impl Pending {
         if !(1..=64).contains(&info.signo) {
             return Err(Errno::EINVAL);
         }
+        // As Linux, when it is sent: SIGCONT discards pending stop signals,
+        // a stop signal a pending SIGCONT (the last sent wins, whatever
+        // order they are taken in).
+        match info.signo {
+            SIGCONT => self.discard(STOP_SIGNALS),
+            19..=22 => self.discard(1 << (SIGCONT - 1)),
+            _ => {}
+        }
         let bit = 1u64 << (info.signo - 1);
         if self.bits & bit != 0 {
             if info.signo < SIGRTMIN {
@@ -60,6 +71,14 @@ impl Pending {
     }
 
     /// Takes the first sent of the lowest-numbered signal of `set`.
+    /// Drops every pending signal of `set`.
+    fn discard(&mut self, set: u64) {
+        if self.bits & set != 0 {
+            self.list.retain(|s| set & (1 << ((s.signo - 1) & 63)) == 0);
+            self.bits &= !set;
+        }
+    }
+
     pub fn take(&mut self, set: u64) -> Option<SigInfo> {
         let ready = self.bits & set;
         if ready == 0 {
@@ -143,6 +162,25 @@ impl Inbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_of_stop_and_continue_sent_wins() {
+        let sig = |signo| SigInfo {
+            signo,
+            ..SigInfo::default()
+        };
+        let mut q = Pending::default();
+        q.push(sig(19)).unwrap(); // SIGSTOP
+        q.push(sig(18)).unwrap(); // SIGCONT
+        assert_eq!(q.take(u64::MAX).map(|s| s.signo), Some(18));
+        assert!(q.is_empty(), "the stop sent before SIGCONT is gone");
+        q.push(sig(18)).unwrap();
+        q.push(sig(15)).unwrap();
+        q.push(sig(20)).unwrap(); // SIGTSTP
+        assert_eq!(q.take(u64::MAX).map(|s| s.signo), Some(15));
+        assert_eq!(q.take(u64::MAX).map(|s| s.signo), Some(20));
+        assert!(q.is_empty(), "the SIGCONT sent before the stop is gone");
+    }
 
     #[test]
     fn standard_signals_merge_real_time_ones_queue_in_order_and_are_bounded() {
