@@ -10,6 +10,15 @@ use std::time::Duration;
 
 const BUSYBOX: &str = "/usr/bin/busybox";
 
+/// `busybox sh -c SCRIPT` with busybox as `$0` (scripts run its applets as
+/// `$0 NAME`), busybox readable, and a minute to run.
+fn busybox_sh(script: &str) -> Case {
+    Case::new(BUSYBOX)
+        .args(["sh", "-c", script, BUSYBOX])
+        .flags(["--allow-read", BUSYBOX])
+        .limit(Duration::from_secs(60))
+}
+
 fn out_dir() -> String {
     guests_out().to_str().expect("utf-8 path").to_string()
 }
@@ -100,12 +109,7 @@ $0 sh -c 'while :; do :; done' & spinner=$!
 $0 sleep 0.1; kill $spinner; wait $spinner; echo "spinner: $?"
 echo done
 "#;
-    check(
-        &Case::new(BUSYBOX)
-            .args(["sh", "-c", script, BUSYBOX])
-            .flags(["--allow-read", BUSYBOX])
-            .limit(Duration::from_secs(60)),
-    );
+    check(&busybox_sh(script));
 }
 
 /// Python's subprocess: run with captured output, check_output, Popen with
@@ -312,9 +316,8 @@ fn nproc_limit_is_the_runs_process_limit() {
     if !installed(BUSYBOX) {
         return;
     }
-    let vm = Case::new(BUSYBOX)
-        .args(["sh", "-c", "ulimit -u"])
-        .flags(["--allow-read", BUSYBOX, "--max-processes", "10"])
+    let vm = busybox_sh("ulimit -u")
+        .flags(["--max-processes", "10"])
         .run_forkvm();
     assert_eq!(vm.status, 0, "{}", vm.describe());
     assert_eq!(vm.stdout_str(), "10\n", "{}", vm.describe());
@@ -379,13 +382,8 @@ fn exec_follows_the_read_policy() {
     if !installed(BUSYBOX) {
         return;
     }
-    let vm = Case::new(BUSYBOX)
-        .args([
-            "sh",
-            "-c",
-            "/usr/bin/env; echo \"env: $?\"; /usr/bin/busybox echo allowed",
-        ])
-        .flags(["--no-default-allow", "--allow-read", BUSYBOX])
+    let vm = busybox_sh("/usr/bin/env; echo \"env: $?\"; /usr/bin/busybox echo allowed")
+        .flags(["--no-default-allow"])
         .run_forkvm();
     assert_eq!(vm.status, 0, "{}", vm.describe());
     assert_eq!(vm.stdout_str(), "env: 127\nallowed\n", "{}", vm.describe());
@@ -414,10 +412,7 @@ fn exec_runs_the_guests_own_files_in_its_private_tmp() {
         "printf '#!/usr/bin/busybox sh\\necho guest script\\nexit 47\\n' > {name}; chmod +x {name}; {name}; echo \"script: $?\"; \
          cp /usr/bin/busybox /tmp/echo; chmod +x /tmp/echo; /tmp/echo copied binary runs"
     );
-    let vm = Case::new(BUSYBOX)
-        .args(["sh", "-c", &script])
-        .flags(["--allow-read", BUSYBOX])
-        .run_forkvm();
+    let vm = busybox_sh(&script).run_forkvm();
     let _ = std::fs::remove_file(&name);
     assert_eq!(vm.status, 0, "{}", vm.describe());
     assert_eq!(
@@ -459,14 +454,8 @@ fn timeout_ends_every_process() {
     if !installed(BUSYBOX) {
         return;
     }
-    let vm = Case::new(BUSYBOX)
-        .args([
-            "sh",
-            "-c",
-            "/usr/bin/busybox sleep 100 & /usr/bin/busybox sleep 100; echo never",
-        ])
-        .flags(["--timeout", "1", "--allow-read", BUSYBOX])
-        .limit(Duration::from_secs(60))
+    let vm = busybox_sh("$0 sleep 100 & $0 sleep 100; echo never")
+        .flags(["--timeout", "1"])
         .run_forkvm();
     assert_eq!(vm.status, 124, "{}", vm.describe());
     assert!(!vm.stdout_str().contains("never"), "{}", vm.describe());
@@ -504,15 +493,8 @@ fn children_share_tmp_and_write_roots() {
          $0 sh -c 'echo host > {}'",
         out.display()
     );
-    let vm = Case::new(BUSYBOX)
-        .args(["sh", "-c", &script, BUSYBOX])
-        .flags([
-            "--allow-read",
-            BUSYBOX,
-            "--allow-write",
-            dir.to_str().expect("utf-8 path"),
-        ])
-        .limit(Duration::from_secs(60))
+    let vm = busybox_sh(&script)
+        .flags(["--allow-write", dir.to_str().expect("utf-8 path")])
         .run_forkvm();
     assert_eq!(vm.status, 0, "{}", vm.describe());
     assert_eq!(vm.stdout_str(), "deep\nparent: deep\n", "{}", vm.describe());
@@ -765,12 +747,7 @@ fn arguments_that_are_not_utf8_pass_unchanged() {
             r#"exec $0 env -i "A=$(printf '\377x')" {} "$(printf 'caf\351')" ok"#,
             prog.display()
         );
-        check(
-            &Case::new(BUSYBOX)
-                .args(["sh", "-c", &script, BUSYBOX])
-                .flags(["--allow-read", BUSYBOX])
-                .flags([std::ffi::OsStr::new("--allow-read"), prog.as_os_str()]),
-        );
+        check(&busybox_sh(&script).flags([std::ffi::OsStr::new("--allow-read"), prog.as_os_str()]));
     }
 }
 
@@ -806,12 +783,7 @@ cd / && rm -r "$d"
             busybox.push_str(&format!("{c}() {{ {BUSYBOX} {c} \"$@\"; }}\n"));
         }
         busybox.push_str(script);
-        check(
-            &Case::new(BUSYBOX)
-                .args(["sh", "-c", &busybox])
-                .flags(["--allow-read", BUSYBOX])
-                .limit(Duration::from_secs(60)),
-        );
+        check(&busybox_sh(&busybox));
     }
     if installed("/bin/bash") {
         check(
@@ -840,12 +812,7 @@ kill -STOP $job; echo "stopped: $?"
 kill -CONT $job; echo "continued: $?"
 kill $job; wait $job; echo "ended: $?"
 "#;
-    check(
-        &Case::new(BUSYBOX)
-            .args(["sh", "-c", script, BUSYBOX])
-            .flags(["--allow-read", BUSYBOX])
-            .limit(Duration::from_secs(60)),
-    );
+    check(&busybox_sh(script));
 }
 
 /// An orphan goes to init, or to the nearest subreaper, which reaps it; a
