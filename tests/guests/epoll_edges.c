@@ -1,7 +1,8 @@
 /* Edge-triggered epoll over the kinds of connection Go's netpoller uses
  * (loopback TCP, an AF_UNIX stream pair, a bound AF_UNIX datagram socket,
  * a pipe): each round drains the reader, the writer sends once more, and
- * epoll_wait must report the reader again although no look saw it drop. */
+ * epoll_wait must report the reader again although no look saw it drop.
+ * The same for a listener: accept until EAGAIN, then one more connects. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,6 +53,46 @@ static int rounds(const char *kind, int a, int b, int dgram)
     return 0;
 }
 
+static int listener_rounds(void)
+{
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    bind(ls, (void *)&sa, sl);
+    listen(ls, 16);
+    getsockname(ls, (void *)&sa, &sl);
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET}, out[4];
+    ev.data.fd = ls;
+    epoll_ctl(ep, EPOLL_CTL_ADD, ls, &ev);
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    connect(c, (void *)&sa, sl);
+    if (epoll_wait(ep, out, 4, 5000) != 1) {
+        printf("listener: the first connection was not reported\n");
+        return 1;
+    }
+    for (int i = 0; i < 20; i++) {
+        int a = accept4(ls, NULL, NULL, SOCK_NONBLOCK);
+        if (a < 0 || accept4(ls, NULL, NULL, SOCK_NONBLOCK) != -1 || errno != EAGAIN) {
+            printf("listener round %d: accept until EAGAIN failed\n", i);
+            return 1;
+        }
+        close(a);
+        close(c);
+        c = socket(AF_INET, SOCK_STREAM, 0);
+        connect(c, (void *)&sa, sl);
+        if (epoll_wait(ep, out, 4, 5000) != 1) {
+            printf("listener round %d: the next connection was not reported\n", i);
+            return 1;
+        }
+    }
+    printf("listener: 20 rounds, every new connection reported\n");
+    close(c);
+    close(ls);
+    close(ep);
+    return 0;
+}
+
 int main(void)
 {
     int bad = 0;
@@ -82,5 +123,6 @@ int main(void)
     int p[2];
     pipe2(p, O_NONBLOCK);
     bad |= rounds("pipe", p[0], p[1], 0);
+    bad |= listener_rounds();
     return bad;
 }

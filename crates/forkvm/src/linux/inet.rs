@@ -63,6 +63,9 @@ pub struct Listener {
     pub pid: u64,
     /// Connections not yet accepted (the guest's ends).
     pub pending: VecDeque<Socket>,
+    /// Connections queued so far: each is an edge for EPOLLET, even when
+    /// the queue an epoll_wait last saw was not empty.
+    pub arrivals: u64,
 }
 
 impl Listener {
@@ -82,6 +85,7 @@ impl Listener {
                     backlog,
                     pid,
                     pending: VecDeque::new(),
+                    arrivals: 0,
                 })))
             }
         }
@@ -95,6 +99,7 @@ impl Listener {
             backlog: l.backlog,
             pid: l.pid,
             pending: VecDeque::new(),
+            arrivals: 0,
         }))
     }
 }
@@ -790,6 +795,7 @@ pub fn connect_to_listener_on(
     guest.inet = Some(Box::new(gi));
     host.sndbuf = HOST_PUSH_BUF;
     listener.pending.push_back(guest);
+    listener.arrivals += 1;
     Ok(HostConn {
         end: host,
         backlog: VecDeque::new(),

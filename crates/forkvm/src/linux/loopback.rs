@@ -114,7 +114,9 @@ pub(super) fn connect(
         i.peer = Some(server);
         s.conn = side;
     }
-    lock(&listener.queue).pending.push_back(theirs);
+    let mut queue = lock(&listener.queue);
+    queue.pending.push_back(theirs);
+    queue.arrivals += 1;
     Ok(0)
 }
 

@@ -375,7 +375,9 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
         s.unix.get_or_insert_with(Default::default).peer = Some(name);
         Ok(())
     })?;
-    lock(&listener).pending.push_back(theirs);
+    let mut queue = lock(&listener);
+    queue.pending.push_back(theirs);
+    queue.arrivals += 1;
     Ok(0)
 }
 

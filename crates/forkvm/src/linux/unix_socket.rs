@@ -331,7 +331,7 @@ impl Socket {
 
     /// Changes whenever data moved into or out of this socket's queues
     /// (its connection's, a host stream's drains, a bound datagram socket's
-    /// inbox): epoll's EPOLLET reports readiness again after such a move
+    /// inbox) or a connection came to it (a listener): epoll's EPOLLET reports readiness again after such a move
     /// even if no look saw it drop.
     pub fn edge_token(&self) -> u64 {
         if let Some(h) = self.host_stream() {
@@ -339,7 +339,10 @@ impl Socket {
         }
         let pair = self.conn.as_ref().map_or(0, |(p, _)| lock(p).moves);
         let named = self.inbox().map_or(0, |i| lock(i).moves);
-        pair.wrapping_add(named)
+        let listening = self.inet.as_ref().and_then(|i| i.listener.as_ref());
+        let listening = listening.or(self.unix.as_ref().and_then(|n| n.listener.as_ref()));
+        let arrivals = listening.map_or(0, |l| lock(l).arrivals);
+        pair.wrapping_add(named).wrapping_add(arrivals)
     }
 
     /// poll(2) bits now.
