@@ -473,6 +473,15 @@ fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     }
 }
 
+/// Implements splice(2), tee(2) and vmsplice(2): EINVAL, what Linux says
+/// for descriptors that cannot be spliced, after checking them. Programs
+/// then copy by read and write (Go's io.Copy gives up only on EINVAL; it
+/// failed outright on ENOSYS).
+fn sys_splice_family(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    p.fds.get(a[0] as i32)?;
+    Err(Errno::EINVAL)
+}
+
 /// Implements sendfile(2).
 fn sys_sendfile(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [out_fd, in_fd, off_ptr, count, ..] = *a;
@@ -606,6 +615,12 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "transfers of more than 64 KiB are split into several host writes" },
     SyscallEntry { nr: 22, name: "pipe", handler: sys_pipe, support: Support::Partial,
         note: "in-process 64 KiB buffer; blocking reads and writes wait for the other end" },
+    SyscallEntry { nr: 275, name: "splice", handler: sys_splice_family, support: Support::Partial,
+        note: "EINVAL for any descriptors (programs fall back to read and write)" },
+    SyscallEntry { nr: 276, name: "tee", handler: sys_splice_family, support: Support::Partial,
+        note: "as splice" },
+    SyscallEntry { nr: 278, name: "vmsplice", handler: sys_splice_family, support: Support::Partial,
+        note: "as splice" },
     SyscallEntry { nr: 40, name: "sendfile", handler: sys_sendfile, support: Support::Partial,
         note: "input must be a regular file or /dev/{null,zero,urandom}" },
     SyscallEntry { nr: 74, name: "fsync", handler: sys_fsync, support: Support::Full, note: "" },
@@ -1011,5 +1026,21 @@ mod tests {
                 Err(Errno::EFAULT)
             );
         }
+    }
+
+    #[test]
+    fn splice_is_einval_for_open_descriptors_and_ebadf_otherwise() {
+        let (mut p, mut m) = setup();
+        let zero = open_dev(&mut p, FileKind::Zero, O_RDONLY);
+        let null = open_dev(&mut p, FileKind::Null, O_WRONLY);
+        let args = [zero, 0, null, 0, 4096, 0];
+        assert_eq!(
+            call(&mut p, &mut m, sys_splice_family, &args),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_splice_family, &[999, 0, null, 0, 1, 0]),
+            Err(Errno::EBADF)
+        );
     }
 }
