@@ -832,3 +832,12 @@ fn orphans_subreapers_and_prctl() {
 fn lowered_resource_limits_are_enforced() {
     glibc_and_musl("rlimits");
 }
+
+/// A signal from another process taken as a call starts, which that very
+/// call blocks (sigprocmask), stays pending until it is unblocked (it was
+/// dropped: a sigsuspend waiting for it never woke, and a busybox shell's
+/// `wait` hung now and then).
+#[test]
+fn a_signal_blocked_by_the_call_it_arrived_in_stays_pending() {
+    glibc_and_musl("mask_race");
+}

@@ -163,7 +163,13 @@ impl Machine {
             return Ok(None);
         };
         let Some(action) = linux::signal::handler_for(&self.proc, info.signo) else {
-            return Ok(None);
+            // The call itself blocked the signal (sigprocmask) or changed
+            // its action after it was taken at the call's start: sent
+            // again, it waits for the unblocking (it was lost, and a
+            // shell's sigsuspend for SIGCHLD never woke) or takes its
+            // action now.
+            let _ = linux::signal::send(&mut self.proc, info);
+            return Ok(self.proc.exit_status.map(|s| Some(Outcome::Exited(s))));
         };
         let fpu = self.vcpu.xsave_area()?;
         match self.deliver_signal(ctx, fpu, info, action, 0, 0)? {

@@ -14,6 +14,7 @@ pub const MAX_QUEUED: usize = 1024;
 /// First real-time signal (the kernel's SIGRTMIN; libcs keep the first few).
 const SIGRTMIN: i32 = 32;
 const SIGCONT: i32 = 18;
+const SIGCHLD: i32 = 17;
 /// SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU.
 const STOP_SIGNALS: u64 = 0xf << 18;
 
@@ -55,6 +56,17 @@ impl Pending {
         let bit = 1u64 << (info.signo - 1);
         if self.bits & bit != 0 {
             if info.signo < SIGRTMIN {
+                // One instance of a standard signal. A SIGCHLD keeps the
+                // news of a child's end over that of a stop or continue,
+                // which the receiver drops under SA_NOCLDSTOP (the end was
+                // lost with it, and a shell's `wait` hung).
+                let stop_news = |code| matches!(code, CLD_STOPPED | CLD_CONTINUED);
+                if info.signo == SIGCHLD && !stop_news(info.code) {
+                    let older = self.list.iter_mut().find(|s| s.signo == SIGCHLD);
+                    if let Some(older) = older.filter(|s| stop_news(s.code)) {
+                        *older = info;
+                    }
+                }
                 return Ok(());
             }
             if self.list.len() >= MAX_QUEUED {
@@ -162,6 +174,23 @@ impl Inbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_childs_end_is_not_merged_away_behind_news_of_a_stop() {
+        let chld = |code| SigInfo {
+            signo: 17,
+            code,
+            ..SigInfo::default()
+        };
+        let mut q = Pending::default();
+        q.push(chld(CLD_CONTINUED)).unwrap();
+        q.push(chld(CLD_KILLED)).unwrap();
+        assert_eq!(q.take(u64::MAX).map(|s| s.code), Some(CLD_KILLED));
+        assert!(q.is_empty());
+        q.push(chld(CLD_EXITED)).unwrap();
+        q.push(chld(CLD_STOPPED)).unwrap();
+        assert_eq!(q.take(u64::MAX).map(|s| s.code), Some(CLD_EXITED));
+    }
 
     #[test]
     fn the_last_of_stop_and_continue_sent_wins() {
