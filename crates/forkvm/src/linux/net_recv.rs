@@ -38,6 +38,14 @@ fn recv_common(p: &mut Process, fd: u64, want: u64, flags: u64) -> Result<Got, E
         return Err(Errno::ENOTSOCK);
     };
     let timeout = s.rcvtimeo;
+    if want > 0 && s.read_would_block() {
+        // Nothing yet: wait before sizing the read (see `io::empty_socket`).
+        drop(of);
+        return match nonblocking {
+            true => Err(Errno::EAGAIN),
+            false => wait_or(p, timeout).map(|_| Got::Waiting),
+        };
+    }
     // Never more than is queued (bounded by the send buffer), so the bounce
     // buffer is not sized by the guest.
     let n = want.min(s.available().max(1) as u64) as usize;

@@ -313,6 +313,19 @@ impl Socket {
         }
     }
 
+    /// Whether a read would find nothing and wait (or EAGAIN): no data,
+    /// no end of file, no error, and not a listener (whose reads fail). A
+    /// host socket says no: its reads go to the host, which records what
+    /// its wait must watch for.
+    pub fn read_would_block(&self) -> bool {
+        if self.host_stream().is_some() {
+            return false;
+        }
+        let listening = self.inet.as_ref().is_some_and(|i| i.listener.is_some())
+            || self.unix.as_ref().is_some_and(|n| n.listener.is_some());
+        !listening && self.available() == 0 && self.poll() & (POLLIN | POLLERR | POLLHUP) == 0
+    }
+
     /// Takes the pending error (SO_ERROR), 0 if none.
     pub fn take_error(&mut self) -> i32 {
         if let Some(h) = self.host_stream_mut() {

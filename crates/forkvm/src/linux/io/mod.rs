@@ -228,6 +228,14 @@ fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> u64 {
     }
 }
 
+/// A socket with nothing to read yet whose peer may be sending from another
+/// thread: the read waits now rather than be sized by an emptiness that may
+/// be gone by the time it copies (a read took 1 byte of 4, a datagram was
+/// cut to its first byte).
+pub(super) fn empty_socket(f: &OpenFile, at: Option<u64>) -> bool {
+    matches!((&f.kind, at), (FileKind::Socket(s), None) if s.read_would_block())
+}
+
 fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
     let file = p.fds.get(a[0] as i32)?;
     let mut f = lock(&file);
@@ -247,6 +255,11 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
             drop(f);
             return or_wait(p, nonblocking, Err(Errno::EAGAIN));
         }
+    }
+    if a[2] > 0 && empty_socket(&f, at) {
+        let nonblocking = f.nonblocking();
+        drop(f);
+        return or_wait(p, nonblocking, Err(Errno::EAGAIN));
     }
     if let FileKind::Event(super::event::EventObj::SignalFd { mask }) = f.kind {
         let nonblocking = f.nonblocking();

@@ -97,10 +97,15 @@ fn do_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     if !f.readable() {
         return Err(Errno::EBADF);
     }
-    let total = read_need(&f, iovs.iter().map(|v| v.1).sum(), at);
+    let asked: u64 = iovs.iter().map(|v| v.1).sum();
+    let nonblocking = f.nonblocking();
+    if asked > 0 && super::empty_socket(&f, at) {
+        drop(f);
+        return or_wait(p, nonblocking, Err(Errno::EAGAIN));
+    }
+    let total = read_need(&f, asked, at);
     check_iovecs(mem, &iovs, total)?;
     let stream = is_stream(&f);
-    let nonblocking = f.nonblocking();
     let mut bounce = vec![0u8; total.min(CHUNK) as usize];
     let mut done = 0u64;
     loop {
