@@ -471,3 +471,38 @@ fn dynamic_program_without_its_libraries_fails_cleanly() {
         "stderr",
     );
 }
+
+/// Name resolution and user lookup work without the host's /etc: the guest
+/// sees its own hosts (localhost), passwd and group (its uid has a name),
+/// never the host's users; `--allow-read` of the real file shows that one.
+/// (localhost did not resolve in Go, node or glibc programs.)
+#[test]
+fn the_guest_has_its_own_hosts_passwd_and_group() {
+    const GETENT: &str = "/usr/bin/getent";
+    if !Path::new(GETENT).exists() {
+        return;
+    }
+    let getent = |args: &[&str], flags: &[&str]| {
+        let vm = Case::new(GETENT)
+            .args(args.iter().copied())
+            .flags(flags.iter().copied())
+            .run_forkvm();
+        assert_eq!(vm.status, 0, "{}", vm.describe());
+        vm.stdout_str().to_string()
+    };
+    assert!(getent(&["hosts", "localhost"], &[]).contains("localhost"));
+    assert_eq!(
+        getent(&["passwd", "1000"], &[]),
+        "user:x:1000:1000:forkvm guest:/:/bin/sh\n"
+    );
+    assert_eq!(getent(&["group", "1000"], &[]), "user:x:1000:\n");
+    // The whole passwd is the guest's three users, none of the host's.
+    let all = getent(&["passwd"], &[]);
+    assert_eq!(all.lines().count(), 3, "{all}");
+    let host = std::fs::read_to_string("/etc/passwd").expect("the host's passwd");
+    let root = host.lines().next().expect("a first line");
+    assert_eq!(
+        getent(&["passwd", "0"], &["--allow-read", "/etc/passwd"]).trim_end(),
+        root
+    );
+}

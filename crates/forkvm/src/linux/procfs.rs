@@ -1,4 +1,6 @@
-//! A minimal synthetic /proc: the guest's own view, never the host's.
+//! A minimal synthetic /proc: the guest's own view, never the host's; and
+//! the guest's own /etc/hosts, passwd, group and nsswitch.conf where the
+//! host's are not allowed ([`etc_file`]).
 //!
 //! `/proc/self/maps` (what the program mapped), `/proc/self/status`,
 //! `/proc/self/stat` and `statm` (its memory and threads),
@@ -17,9 +19,39 @@ use super::{Errno, Process};
 use crate::memory::GuestMemory;
 use std::fmt::Write as _;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+
+/// The guest's own view of the few files in /etc that name resolution and
+/// user lookup read (glibc's getaddrinfo and getpwuid, Go's net and os/user,
+/// node's dns.lookup), for when the host's are not allowed: `localhost`
+/// resolves, and the guest's uid has a name. The host's files (its users,
+/// its names) stay private; `--allow-read` of the real file wins.
+fn etc_file(p: &Process, path: &[u8]) -> Option<&'static str> {
+    let text = match path {
+        b"/etc/hosts" => "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+        b"/etc/passwd" => {
+            "root:x:0:0:root:/root:/usr/sbin/nologin\n\
+             user:x:1000:1000:forkvm guest:/:/bin/sh\n\
+             nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+        }
+        b"/etc/group" => "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
+        b"/etc/nsswitch.conf" => "passwd: files\ngroup: files\nhosts: files dns\n",
+        _ => return None,
+    };
+    let host = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
+    let allowed = p
+        .policy
+        .allow_read
+        .iter()
+        .any(|root| host.starts_with(root));
+    (!allowed).then_some(text)
+}
 
 /// The contents of a synthetic file at the normalised absolute `path`, if it is one.
 pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>> {
+    if let Some(text) = etc_file(p, path) {
+        return Some(text.as_bytes().to_vec());
+    }
     // A child process is itself, with its parent: not the run's first process.
     let pid = super::child::pid_of(p);
     let ppid = p.family.as_ref().map_or(PPID, super::child::Family::ppid);
