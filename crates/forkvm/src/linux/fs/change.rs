@@ -205,13 +205,45 @@ pub(super) fn writable_parent(
     abs: &[u8],
 ) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
     let roots = write_roots(p)?;
-    let norm = lexical(abs);
-    let cut = norm.iter().rposition(|&b| b == b'/').ok_or(Errno::ENOENT)?;
-    let (dir, name) = (&norm[..cut.max(1)], &norm[cut + 1..]);
-    if name.is_empty() || name == b"." || name == b".." {
-        return Err(Errno::EINVAL);
+    // Only the last name is split off as text: the rest is resolved, since
+    // a `..` after a symlink leaves the link's target, not the link's
+    // directory ("a/../x" with a -> b/c is b/x).
+    let (dir, name) = split_last(abs)?;
+    if name == b"." || name == b".." {
+        // The entry is a directory that exists: named by its canonical path.
+        let canon = walk_host(&super::path::roots(p), abs, true)?.path;
+        let (dir, name) = split_last(&canon)?;
+        if name == b"." || name == b".." {
+            return Err(Errno::EINVAL);
+        }
+        return writable_parent_of(p, &roots, dir, name);
     }
-    let parent = match walk(&roots, dir, true) {
+    writable_parent_of(p, &roots, dir, name)
+}
+
+/// `abs` (absolute) cut before its last name, trailing slashes ignored:
+/// EINVAL for `/` itself, which has no name.
+fn split_last(abs: &[u8]) -> Result<(&[u8], &[u8]), Errno> {
+    let end = abs.iter().rposition(|&b| b != b'/').ok_or(Errno::EINVAL)? + 1;
+    let trimmed = &abs[..end];
+    let cut = trimmed
+        .iter()
+        .rposition(|&b| b == b'/')
+        .ok_or(Errno::ENOENT)?;
+    let dir = match trimmed[..cut].iter().rposition(|&b| b != b'/') {
+        Some(i) => &trimmed[..=i],
+        None => b"/".as_slice(),
+    };
+    Ok((dir, &trimmed[cut + 1..]))
+}
+
+fn writable_parent_of(
+    p: &Process,
+    roots: &[Root],
+    dir: &[u8],
+    name: &[u8],
+) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
+    let parent = match walk(roots, dir, true) {
         Ok(Some(r)) => r,
         Ok(None) => return Err(Errno::EROFS),
         Err(Errno::ENOENT) => {
