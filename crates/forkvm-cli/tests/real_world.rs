@@ -677,3 +677,13 @@ fn o_tmpfile_makes_an_unnamed_file() {
 fn proc_self_fd_and_cwd_links_read_as_on_linux() {
     glibc_and_musl("fd_links");
 }
+
+/// Symlinks in the paths of calls that create and remove names resolve as on
+/// Linux: open(O_CREAT) through a dangling link creates its target (it was
+/// ELOOP), and a ".." after a link leaves the link's target, not the link's
+/// directory (mkdir and unlink applied it to the text: "a/../x" with
+/// a -> b/c made ./x instead of b/x).
+#[test]
+fn symlinks_in_created_and_removed_paths() {
+    glibc_and_musl_in_a_dir("symlink_paths");
+}

@@ -447,8 +447,11 @@ pub(super) fn sys_truncate(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> 
         S_IFREG => {}
         _ => return Err(Errno::EINVAL),
     }
-    let abs = lexical(&absolute(p, AT_FDCWD, &read_path(mem, a[0])?)?);
-    if is_scratch_path(p, &abs) {
+    // Charged by where the file is, not by the text of its path (a link or
+    // "a/.." may lead into the private /tmp).
+    let abs = absolute(p, AT_FDCWD, &read_path(mem, a[0])?)?;
+    let canon = walk_host(&roots(p), &abs, true)?.path;
+    if is_scratch_path(p, &canon) {
         p.tmp
             .charge(o.stat.st_size.max(0) as u64, a[1], mem.size())?;
     }

@@ -88,10 +88,15 @@ pub(super) fn do_open(
         return Err(Errno::EISDIR);
     }
     let writes = acc != O_RDONLY || flags & (O_CREAT | O_TRUNC | O_TMPFILE) != 0;
+    let abs = absolute(p, dirfd, &path)?;
+    // "d/." and "d/.." are directories that exist, never written or created.
+    if writes && !path_only && tail(&path).dots != 0 {
+        walk_host(&roots(p), &abs, true)?;
+        return Err(Errno::EISDIR);
+    }
     if writes && !path_only {
         return open_for_writing(p, &abs, flags, mode, status, cloexec);
     }
-    let abs = absolute(p, dirfd, &path)?;
     let r = walk_host(&roots(p), &abs, flags & O_NOFOLLOW == 0)?;
     let ty = r.stat.st_mode & S_IFMT;
     if flags & O_DIRECTORY != 0 && ty != S_IFDIR {
@@ -205,13 +210,45 @@ pub(super) fn writable_parent(
     abs: &[u8],
 ) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
     let roots = write_roots(p)?;
-    let norm = lexical(abs);
-    let cut = norm.iter().rposition(|&b| b == b'/').ok_or(Errno::ENOENT)?;
-    let (dir, name) = (&norm[..cut.max(1)], &norm[cut + 1..]);
-    if name.is_empty() || name == b"." || name == b".." {
-        return Err(Errno::EINVAL);
+    // Only the last name is split off as text: the rest is resolved, since
+    // a `..` after a symlink leaves the link's target, not the link's
+    // directory ("a/../x" with a -> b/c is b/x).
+    let (dir, name) = split_last(abs)?;
+    if name == b"." || name == b".." {
+        // The entry is a directory that exists: named by its canonical path.
+        let canon = walk_host(&super::path::roots(p), abs, true)?.path;
+        let (dir, name) = split_last(&canon)?;
+        if name == b"." || name == b".." {
+            return Err(Errno::EINVAL);
+        }
+        return writable_parent_of(p, &roots, dir, name);
     }
-    let parent = match walk(&roots, dir, true) {
+    writable_parent_of(p, &roots, dir, name)
+}
+
+/// `abs` (absolute) cut before its last name, trailing slashes ignored:
+/// EINVAL for `/` itself, which has no name.
+fn split_last(abs: &[u8]) -> Result<(&[u8], &[u8]), Errno> {
+    let end = abs.iter().rposition(|&b| b != b'/').ok_or(Errno::EINVAL)? + 1;
+    let trimmed = &abs[..end];
+    let cut = trimmed
+        .iter()
+        .rposition(|&b| b == b'/')
+        .ok_or(Errno::ENOENT)?;
+    let dir = match trimmed[..cut].iter().rposition(|&b| b != b'/') {
+        Some(i) => &trimmed[..=i],
+        None => b"/".as_slice(),
+    };
+    Ok((dir, &trimmed[cut + 1..]))
+}
+
+fn writable_parent_of(
+    p: &Process,
+    roots: &[Root],
+    dir: &[u8],
+    name: &[u8],
+) -> Result<(OwnedFd, Vec<u8>, Vec<u8>), Errno> {
+    let parent = match walk(roots, dir, true) {
         Ok(Some(r)) => r,
         Ok(None) => return Err(Errno::EROFS),
         Err(Errno::ENOENT) => {
@@ -241,8 +278,79 @@ pub(super) fn writable_parent(
     Ok((fd, name.to_vec(), guest))
 }
 
+/// The entry an open for writing works on.
+struct Entry {
+    /// The directory it is in.
+    dir: OwnedFd,
+    name: Vec<u8>,
+    /// Its canonical guest path.
+    guest: Vec<u8>,
+    /// Its metadata (not following a link) if it exists.
+    existing: Option<Stat>,
+}
+
+/// The entry an open for writing of `abs` works on. A last symlink is
+/// followed as Linux does (unless O_NOFOLLOW, or O_EXCL with O_CREAT), to an
+/// existing object or, with
+/// O_CREAT, to the name to create: a dangling `link -> target` makes
+/// `target` next to the link. Each step is resolved anew in the namespace,
+/// so a link can only lead to another name under the write roots.
+fn writable_entry(p: &Process, abs: &[u8], flags: u32) -> Result<Entry, Errno> {
+    let follow = flags & O_NOFOLLOW == 0 && flags & (O_CREAT | O_EXCL) != O_CREAT | O_EXCL;
+    let mut abs = abs.to_vec();
+    let mut links = 0;
+    // A trailing slash (on the path or a followed link) asks for a directory.
+    let mut dir_only = tail(&abs).slash;
+    loop {
+        let (dir, name, guest) = writable_parent(p, &abs).map_err(|e| match e {
+            Errno::EROFS => Errno::EACCES,
+            e => e,
+        })?;
+        let existing = rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW).ok();
+        let is_link = existing
+            .as_ref()
+            .is_some_and(|st| st.st_mode & S_IFMT == S_IFLNK);
+        if !follow || !is_link {
+            if dir_only {
+                match &existing {
+                    Some(st) if st.st_mode & S_IFMT != S_IFDIR => return Err(Errno::ENOTDIR),
+                    None => return Err(Errno::ENOENT),
+                    _ => {}
+                }
+            }
+            return Ok(Entry {
+                dir,
+                name,
+                guest,
+                existing,
+            });
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(Errno::ELOOP);
+        }
+        let target = rustix::fs::readlinkat(&dir, name.as_slice(), Vec::new())?.into_bytes();
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        // "link -> name/" names a directory: never a file to create.
+        if target.ends_with(b"/") {
+            if flags & O_CREAT != 0 {
+                return Err(Errno::EISDIR);
+            }
+            dir_only = true;
+        }
+        abs = if target.starts_with(b"/") {
+            target
+        } else {
+            let parent = guest.strip_suffix(name.as_slice()).ok_or(Errno::ENOENT)?;
+            join(parent, &target)
+        };
+    }
+}
+
 /// open(2) with write access or O_CREAT/O_TRUNC: only under `--allow-write`
-/// roots; the last component is never followed if it is a symlink.
+/// roots; a last symlink is followed by [`writable_entry`], never by the host.
 pub(super) fn open_for_writing(
     p: &mut Process,
     abs: &[u8],
@@ -251,10 +359,12 @@ pub(super) fn open_for_writing(
     status: u32,
     cloexec: bool,
 ) -> SysResult {
-    let (dir, name, guest) = writable_parent(p, abs).map_err(|e| match e {
-        Errno::EROFS => Errno::EACCES,
-        e => e,
-    })?;
+    let Entry {
+        dir,
+        name,
+        guest,
+        existing,
+    } = writable_entry(p, abs, flags)?;
     // O_NONBLOCK: a fifo in a write root (mknod makes them) must not block
     // the host thread waiting for a reader; only regular files and
     // directories are kept, where it changes nothing.
@@ -275,13 +385,10 @@ pub(super) fn open_for_writing(
             of |= f;
         }
     }
-    let existing = rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW).ok();
-    // A FIFO (or a link to one) is opened as one (see `fifo`).
+    // A FIFO is opened as one (see `fifo`).
     if let Some(st) = &existing {
-        let follow = flags & O_NOFOLLOW == 0;
-        let ty = st.st_mode & S_IFMT;
-        if ty == S_IFIFO || (ty == S_IFLNK && follow) {
-            if let Ok(r) = walk_host(&super::path::roots(p), abs, follow) {
+        if st.st_mode & S_IFMT == S_IFIFO {
+            if let Ok(r) = walk_host(&super::path::roots(p), &guest, false) {
                 if r.stat.st_mode & S_IFMT == S_IFIFO {
                     return super::fifo::open(p, r, flags, status, cloexec);
                 }

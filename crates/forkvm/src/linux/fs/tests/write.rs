@@ -704,3 +704,67 @@ fn fifos_open_as_on_linux() {
     let r = open(&mut p, &mut m, &fifo, O_RDONLY | O_NONBLOCK).unwrap();
     assert_eq!(call(&mut p, &mut m, io(0), &[r, BUF, 8]), Ok(0));
 }
+
+/// A symlink in a write root never lets a change escape the roots: not by a
+/// ".." after it (now resolved from the link's target, not its text), nor by
+/// open(O_CREAT) through it to a name that does not exist yet.
+#[test]
+fn links_never_lead_changes_out_of_the_roots() {
+    let t = Tree::new();
+    let rw = t.root.join("rw");
+    let outside = t.root.join("outside");
+    std::fs::create_dir(&rw).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(rw.join("mine"), b"mine").unwrap();
+    // rw/a/.. is the (unallowed) parent of the roots; rw/ro/.. the read-only root.
+    std::os::unix::fs::symlink(&outside, rw.join("a")).unwrap();
+    std::os::unix::fs::symlink(t.allowed().join("sub"), rw.join("ro")).unwrap();
+    std::os::unix::fs::symlink("../outside/new.txt", rw.join("dangling")).unwrap();
+    std::os::unix::fs::symlink(t.root.join("new2.txt"), rw.join("dangling_abs")).unwrap();
+    std::os::unix::fs::symlink(t.root.join("secret.txt"), rw.join("to_secret")).unwrap();
+    let (mut p, mut m) = setup_rw(vec![t.allowed()], vec![rw.clone()]);
+    let secret = t.s("rw/a/../secret.txt");
+    put_path(&mut m, PATH, &secret);
+    put_path(&mut m, PATH + 0x200, &t.s("rw/mine"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_unlink, &[PATH]),
+        Err(Errno::ENOENT)
+    );
+    assert!(call(&mut p, &mut m, sys_truncate, &[PATH, 0]).is_err());
+    assert!(call(&mut p, &mut m, sys_chmod, &[PATH, 0o777]).is_err());
+    assert!(call(&mut p, &mut m, sys_rename, &[PATH + 0x200, PATH]).is_err());
+    assert!(call(&mut p, &mut m, sys_link, &[PATH + 0x200, PATH]).is_err());
+    assert!(call(&mut p, &mut m, sys_symlink, &[PATH + 0x200, PATH]).is_err());
+    assert!(open(&mut p, &mut m, &secret, O_WRONLY | O_TRUNC).is_err());
+    assert!(open(&mut p, &mut m, &secret, O_WRONLY | O_CREAT).is_err());
+    assert_eq!(std::fs::read(t.root.join("secret.txt")).unwrap(), b"secret");
+    assert!(rw.join("mine").exists());
+    for made in ["rw/a/../newdir", "rw/ro/../newdir"] {
+        put_path(&mut m, PATH, &t.s(made));
+        assert!(
+            call(&mut p, &mut m, sys_mkdir, &[PATH, 0o755]).is_err(),
+            "{made}"
+        );
+        assert!(
+            call(&mut p, &mut m, sys_mknod, &[PATH, 0o100644, 0]).is_err(),
+            "{made}"
+        );
+    }
+    // The read-only root, reached through the link: EROFS as directly.
+    put_path(&mut m, PATH, &t.s("rw/ro/../hello.txt"));
+    assert_eq!(call(&mut p, &mut m, sys_unlink, &[PATH]), Err(Errno::EROFS));
+    assert!(t.allowed().join("hello.txt").exists());
+    assert!(!t.root.join("newdir").exists() && !t.allowed().join("newdir").exists());
+    assert!(!rw.join("newdir").exists());
+    // Through a dangling link, relative or absolute, and a link to a file outside.
+    for link in ["rw/dangling", "rw/dangling_abs", "rw/to_secret"] {
+        let r = open(&mut p, &mut m, &t.s(link), O_WRONLY | O_CREAT | O_TRUNC);
+        assert!(r.is_err(), "{link}: {r:?}");
+    }
+    assert!(!outside.join("new.txt").exists() && !t.root.join("new2.txt").exists());
+    assert_eq!(std::fs::read(t.root.join("secret.txt")).unwrap(), b"secret");
+    // A dangling link inside the root works, and what it makes is the guest's file.
+    std::os::unix::fs::symlink("made.txt", rw.join("inside")).unwrap();
+    assert!(open(&mut p, &mut m, &t.s("rw/inside"), O_WRONLY | O_CREAT).is_ok());
+    assert!(rw.join("made.txt").is_file());
+}
