@@ -89,6 +89,20 @@ pub struct Pair {
     pub moves: u64,
 }
 
+impl Pair {
+    /// Queues `data` (with `fds`) for side `side` to read, charged to its
+    /// receive queue.
+    fn enqueue(&mut self, side: usize, data: &[u8], fds: Vec<FileRef>) {
+        self.queues[side].push_back(Msg {
+            data: data.to_vec(),
+            off: 0,
+            fds,
+        });
+        self.bytes[side] += data.len() + MSG_OVERHEAD;
+        self.moves += 1;
+    }
+}
+
 /// One socket: an open file description's view of a UNIX socket.
 pub struct Socket {
     /// SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET.
@@ -472,13 +486,7 @@ impl Socket {
                 return Err(Errno::EAGAIN);
             }
             let n = room.min(data.len());
-            g.queues[peer].push_back(Msg {
-                data: data[..n].to_vec(),
-                off: 0,
-                fds,
-            });
-            g.bytes[peer] += n + MSG_OVERHEAD;
-            g.moves += 1;
+            g.enqueue(peer, &data[..n], fds);
             return Ok(n);
         }
         if data.len() + MSG_OVERHEAD > cap {
@@ -487,13 +495,7 @@ impl Socket {
         if used + data.len() + MSG_OVERHEAD > cap {
             return Err(Errno::EAGAIN);
         }
-        g.queues[peer].push_back(Msg {
-            data: data.to_vec(),
-            off: 0,
-            fds,
-        });
-        g.bytes[peer] += data.len() + MSG_OVERHEAD;
-        g.moves += 1;
+        g.enqueue(peer, data, fds);
         Ok(data.len())
     }
 
@@ -673,13 +675,7 @@ fn tcp_send(
         return Err(Errno::EAGAIN);
     }
     let n = room.min(data.len());
-    g.queues[peer].push_back(Msg {
-        data: data[..n].to_vec(),
-        off: 0,
-        fds,
-    });
-    g.bytes[peer] += n + MSG_OVERHEAD;
-    g.moves += 1;
+    g.enqueue(peer, &data[..n], fds);
     Ok(n)
 }
 

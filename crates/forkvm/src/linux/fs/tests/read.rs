@@ -218,7 +218,7 @@ fn escapes_are_refused() {
         format!("/proc/self/cwd/{secret}"),
         "/proc/self/mem".to_string(),
         "/proc/self/environ".to_string(),
-        "/etc/passwd".to_string(),
+        "/etc/shadow".to_string(),
     ];
     for path in &tries {
         assert_eq!(
@@ -238,6 +238,18 @@ fn escapes_are_refused() {
         );
     }
     assert!(p.fds.open_fds().len() == 3);
+    // /etc/passwd is the guest's own, never the host's.
+    let sys_read = crate::linux::table::lookup(0).unwrap().handler;
+    let sys_close = crate::linux::table::lookup(3).unwrap().handler;
+    let fd = open(&mut p, &mut m, "/etc/passwd", O_RDONLY).unwrap();
+    let n = call(&mut p, &mut m, sys_read, &[fd, BUF, 4096]).unwrap();
+    let text = String::from_utf8(m.read(BUF, n).unwrap().to_vec()).unwrap();
+    assert!(text.contains("user:x:1000:1000"), "{text}");
+    assert_ne!(
+        text,
+        std::fs::read_to_string("/etc/passwd").unwrap_or_default()
+    );
+    call(&mut p, &mut m, sys_close, &[fd]).unwrap();
     // The links themselves are inside and visible to lstat/readlink.
     let st = stat(&mut p, &mut m, &t.s("allowed/rel_out"), false).unwrap();
     assert_eq!(st.mode & S_IFMT, S_IFLNK);
