@@ -234,7 +234,7 @@ fn verbose_names_policy_refusals_once() {
          \x20   except OSError as e: print('fork', e.errno)\n\
          \x20   try: open('{outside}', 'w')\n\
          \x20   except OSError as e: print('write', e.errno)\n\
-         \x20   try: open('/etc/passwd')\n\
+         \x20   try: open('/etc/shadow')\n\
          \x20   except OSError as e: print('read', e.errno)\n"
     );
     // --max-processes 1: fork is refused (EAGAIN), as a policy refusal.
@@ -253,7 +253,7 @@ fn verbose_names_policy_refusals_once() {
         "refused by policy: socket",
         "of a new process",
         &format!("{outside}: writes are allowed only under --allow-write"),
-        "denied: /etc/passwd is outside the allow-list",
+        "denied: /etc/shadow is outside the allow-list",
     ] {
         assert_eq!(count(&r.stderr, note), 1, "`{note}` once\n{}", r.describe());
     }
