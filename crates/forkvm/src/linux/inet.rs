@@ -40,8 +40,6 @@ const SO_PROTOCOL: u64 = 38;
 const IPV6_V6ONLY: u64 = 26;
 const SOCKADDR_IN: usize = 16;
 const SOCKADDR_IN6: usize = 28;
-const POLLIN: i16 = 0x1;
-const POLLRDNORM: i16 = 0x40;
 const EAFNOSUPPORT: Errno = Errno(97);
 const EALREADY: Errno = Errno(114);
 const EINPROGRESS: Errno = Errno(115);
@@ -175,16 +173,6 @@ impl Inet {
                 h.reset_copy()
             }),
         }
-    }
-
-    /// poll(2) bits of a listening socket (readable: a connection waits); None if not listening.
-    pub fn listen_poll(&self) -> Option<i16> {
-        let l = self.listener.as_ref()?;
-        Some(if lock(l).pending.is_empty() {
-            0
-        } else {
-            POLLIN | POLLRDNORM
-        })
     }
 
     /// The value of an option recorded at `level`, 0 if never set.

@@ -87,7 +87,8 @@ fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     // The option is an int; the arguments are unsigned longs.
     let [option, arg2, arg3, arg4, arg5, _] = *a;
     let option = u64::from(option as u32);
-    let rest_zero = || match arg3 | arg4 | arg5 {
+    // Options that take fewer arguments want the others 0.
+    let zero = |args: u64| match args {
         0 => Ok(()),
         _ => Err(Errno::EINVAL),
     };
@@ -155,7 +156,7 @@ fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             Ok(0)
         }
         PR_SET_NO_NEW_PRIVS => {
-            rest_zero()?;
+            zero(arg3 | arg4 | arg5)?;
             if arg2 != 1 {
                 return Err(Errno::EINVAL);
             }
@@ -163,9 +164,7 @@ fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             Ok(0)
         }
         PR_GET_NO_NEW_PRIVS => {
-            if arg2 | arg3 | arg4 | arg5 != 0 {
-                return Err(Errno::EINVAL);
-            }
+            zero(arg2 | arg3 | arg4 | arg5)?;
             Ok(u64::from(p.prctl.no_new_privs))
         }
         PR_GET_TID_ADDRESS => {
@@ -173,14 +172,12 @@ fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             Ok(0)
         }
         PR_SET_THP_DISABLE => {
-            rest_zero()?;
+            zero(arg3 | arg4 | arg5)?;
             p.prctl.thp_disabled = flag(arg2)?;
             Ok(0)
         }
         PR_GET_THP_DISABLE => {
-            if arg2 | arg3 | arg4 | arg5 != 0 {
-                return Err(Errno::EINVAL);
-            }
+            zero(arg2 | arg3 | arg4 | arg5)?;
             Ok(u64::from(p.prctl.thp_disabled))
         }
         PR_CAP_AMBIENT => {

@@ -335,9 +335,9 @@ impl Socket {
         if self.host_stream().is_some() {
             return false;
         }
-        let listening = self.inet.as_ref().is_some_and(|i| i.listener.is_some())
-            || self.unix.as_ref().is_some_and(|n| n.listener.is_some());
-        !listening && self.available() == 0 && self.poll() & (POLLIN | POLLERR | POLLHUP) == 0
+        self.listener().is_none()
+            && self.available() == 0
+            && self.poll() & (POLLIN | POLLERR | POLLHUP) == 0
     }
 
     /// Takes the pending error (SO_ERROR), 0 if none.
@@ -366,18 +366,19 @@ impl Socket {
         }
         let pair = self.conn.as_ref().map_or(0, |(p, _)| lock(p).moves);
         let named = self.inbox().map_or(0, |i| lock(i).moves);
-        let listening = self.inet.as_ref().and_then(|i| i.listener.as_ref());
-        let listening = listening.or(self.unix.as_ref().and_then(|n| n.listener.as_ref()));
-        let arrivals = listening.map_or(0, |l| lock(l).arrivals);
+        let arrivals = self.listener().map_or(0, |l| lock(l).arrivals);
         pair.wrapping_add(named).wrapping_add(arrivals)
+    }
+
+    /// The queue of connections of a listening TCP or AF_UNIX socket.
+    fn listener(&self) -> Option<&Arc<Mutex<super::inet::Listener>>> {
+        let tcp = self.inet.as_ref().and_then(|i| i.listener.as_ref());
+        tcp.or_else(|| self.unix.as_ref().and_then(|n| n.listener.as_ref()))
     }
 
     /// poll(2) bits now.
     pub fn poll(&self) -> i16 {
-        if let Some(r) = self.inet.as_ref().and_then(|i| i.listen_poll()) {
-            return r;
-        }
-        if let Some(l) = self.unix.as_ref().and_then(|n| n.listener.as_ref()) {
+        if let Some(l) = self.listener() {
             return if lock(l).pending.is_empty() {
                 0
             } else {

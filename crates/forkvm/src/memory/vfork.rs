@@ -45,6 +45,22 @@ fn err(size: u64, errno: i32) -> MapError {
     }
 }
 
+/// The runs `from..to` where `now` differs from `was` (same length).
+fn changed_runs<'a>(was: &'a [u8], now: &'a [u8]) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let differs = move |i: usize| now[i] != was[i];
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < now.len() && !differs(i) {
+            i += 1;
+        }
+        let from = i;
+        while i < now.len() && differs(i) {
+            i += 1;
+        }
+        (from < i).then_some((from, i))
+    })
+}
+
 impl GuestMemory {
     /// Makes this memory (same size, e.g. a pooled VM's, whose KVM slot
     /// must keep pointing at it) a vfork child's copy of `src`: a view of a
@@ -142,17 +158,8 @@ impl GuestMemory {
                     }
                     changed += 1;
                     // Byte runs, so that the parent's own stores around them stay.
-                    let mut i = 0;
-                    while i < now.len() {
-                        if now[i] == was[i] {
-                            i += 1;
-                            continue;
-                        }
-                        let from = i;
-                        while i < now.len() && now[i] != was[i] {
-                            i += 1;
-                        }
-                        self.kernel_write(page + from as u64, &now[from..i])
+                    for (from, to) in changed_runs(was, now) {
+                        self.kernel_write(page + from as u64, &now[from..to])
                             .map_err(fault)?;
                     }
                 }
@@ -165,6 +172,14 @@ impl GuestMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_runs_are_the_differing_bytes() {
+        let runs: Vec<_> = changed_runs(b"abcdef", b"aXcYZf").collect();
+        assert_eq!(runs, vec![(1, 2), (3, 5)]);
+        assert_eq!(changed_runs(b"same", b"same").count(), 0);
+        assert_eq!(changed_runs(b"ab", b"XY").collect::<Vec<_>>(), vec![(0, 2)]);
+    }
     use crate::abi::{FAST_DATA_ADDR, HUGE_PAGE_SIZE};
 
     const RW: super::super::Rights = super::super::Rights {

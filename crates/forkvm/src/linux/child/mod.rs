@@ -504,7 +504,8 @@ pub fn refresh_ppid(p: &Process, mem: &mut GuestMemory) {
     let Some(f) = p.family.as_ref() else {
         return;
     };
-    if f.adopted.swap(false, Ordering::Acquire) {
+    // A plain load first: this runs after every host-served call.
+    if f.adopted.load(Ordering::Relaxed) && f.adopted.swap(false, Ordering::Acquire) {
         let at = crate::abi::FAST_DATA_ADDR + crate::abi::fast::PPID;
         if let Err(e) = mem.kernel_write_u64(at, f.ppid()) {
             tracing::warn!("cannot update the parent id the guest reads: {e}");
