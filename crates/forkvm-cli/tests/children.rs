@@ -676,8 +676,10 @@ fn serve_request_children_end_with_the_reset() {
     use common::http::{free_port, get, Server};
     let prog = guest("fork_server.musl");
     let port = free_port();
+    let admin = free_port();
     let mut cmd = std::process::Command::new(common::forkvm_bin());
     cmd.args(["serve", "--concurrency", "1", "--request-timeout", "20"])
+        .arg(format!("--admin=127.0.0.1:{admin}"))
         .arg(&prog)
         .arg(port.to_string());
     let server = Server::start(cmd, port, "fork-server");
@@ -691,8 +693,25 @@ fn serve_request_children_end_with_the_reset() {
             .filter(|n| n.starts_with("kvm"))
             .count()
     };
-    let settle = || {
+    // Resets the server has finished (its metrics).
+    let resets = || {
+        get(admin, "/.forkvm/metrics")
+            .text()
+            .lines()
+            .find(|l| l.starts_with("forkvm_resets_total"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0) as usize
+    };
+    // A reset runs after its answer is sent: wait until the last one is
+    // done (it ended the children), then until their threads are gone. A
+    // thread only takes its name once it runs, so a count of 0 before the
+    // reset could be a child not yet named.
+    let settle = |requests: usize| {
         let t = std::time::Instant::now();
+        while resets() < requests && t.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(resets(), requests, "resets after answers\n{}", ctx());
         while child_threads(pid) > 0 && t.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -707,7 +726,7 @@ fn serve_request_children_end_with_the_reset() {
             ctx()
         );
     }
-    assert_eq!(settle(), 0, "children outlived their requests\n{}", ctx());
+    assert_eq!(settle(3), 0, "children outlived their requests\n{}", ctx());
     let after_few = vm_threads();
     for _ in 0..12 {
         let r = get(port, "/");
@@ -718,7 +737,7 @@ fn serve_request_children_end_with_the_reset() {
             ctx()
         );
     }
-    assert_eq!(settle(), 0, "children outlived their requests\n{}", ctx());
+    assert_eq!(settle(15), 0, "children outlived their requests\n{}", ctx());
     // KVM ends a VM's worker threads after the VM is dropped, not at once:
     // give a loaded machine time before calling it a pile-up.
     let t = std::time::Instant::now();
