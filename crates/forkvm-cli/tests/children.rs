@@ -273,6 +273,15 @@ fn signals_from_other_processes_end_sleeps() {
     glibc_and_musl("sleep_signals");
 }
 
+/// A signal with nothing to do (a child's exit with SIGCHLD ignored by
+/// default, an ignored signal, a stop and its continue) does not end a
+/// sleep: Linux restarts it. A child's exit cut its parent's sleep short
+/// with EINTR, so `sleep 1` after starting a job slept on for nothing.
+#[test]
+fn signals_with_nothing_to_do_do_not_end_sleeps() {
+    glibc_and_musl("sleep_restarts");
+}
+
 /// A blocking send() or sendmsg() on a stream socket sends everything, as
 /// write() does (it returned one send buffer's worth, and a program that
 /// sends once lost the rest).

@@ -199,10 +199,11 @@ const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// A host sleep on `clock` until `left()` (the time still to go) is zero,
 /// ended early (Interrupted with the time left) by a kick that matters or by
-/// a signal another process of the run sent meanwhile. While other processes
-/// live, it sleeps in slices of [`SIGNAL_CHECK`] and looks between them.
+/// a signal another process of the run sent meanwhile that has something to
+/// do ([`sleep_ends`]). While other processes live, it sleeps in slices of
+/// [`SIGNAL_CHECK`] and looks between them.
 fn sleep_watching(
-    p: &Process,
+    p: &mut Process,
     clock: SleepClock,
     left: impl Fn() -> std::time::Duration,
 ) -> NanosleepRelativeResult {
@@ -217,8 +218,8 @@ fn sleep_watching(
         if to_go.is_zero() {
             return NanosleepRelativeResult::Ok;
         }
-        if watch && super::child::signals_waiting(p) {
-            return NanosleepRelativeResult::Interrupted(span(to_go));
+        if watch && super::child::signals_waiting(p) && sleep_ends(p) {
+            return NanosleepRelativeResult::Interrupted(span(left()));
         }
         let slice = if watch {
             to_go.min(SIGNAL_CHECK)
@@ -227,6 +228,9 @@ fn sleep_watching(
         };
         match rustix::thread::clock_nanosleep_relative(clock, &span(slice)) {
             NanosleepRelativeResult::Interrupted(_) if kick_matters(p) => {
+                if is_child(p) && !sleep_ends(p) {
+                    continue;
+                }
                 return NanosleepRelativeResult::Interrupted(span(left()));
             }
             NanosleepRelativeResult::Err(e) => return NanosleepRelativeResult::Err(e),
@@ -235,8 +239,29 @@ fn sleep_watching(
     }
 }
 
+/// Takes the signals other processes sent (a stop stops the process here
+/// until it is continued) and says whether they end the sleep: a handler is
+/// to run, the process is ending, or a timer of its own is due. One with
+/// nothing to do (ignored, as SIGCHLD is by default, or a stop and its
+/// continue) lets the sleep go on, as Linux restarts it: a child's exit cut
+/// a parent's `sleep` short with EINTR.
+fn sleep_ends(p: &mut Process) -> bool {
+    super::child::take_signals(p);
+    p.pending_signal.is_some()
+        || p.exit_status.is_some()
+        || p.next_timer_due()
+            .is_some_and(|t| t <= std::time::Instant::now())
+}
+
+/// Whether `p` is a child process of the run (not the first process).
+fn is_child(p: &Process) -> bool {
+    p.family
+        .as_ref()
+        .is_some_and(|f| f.pid != super::process::PID)
+}
+
 /// [`sleep_watching`] for `req`, measured on the monotonic clock.
-fn sleep_for(p: &Process, clock: SleepClock, req: Timespec) -> NanosleepRelativeResult {
+fn sleep_for(p: &mut Process, clock: SleepClock, req: Timespec) -> NanosleepRelativeResult {
     let total = std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32);
     let end = after(std::time::Instant::now(), total);
     sleep_watching(p, clock, || {
@@ -253,11 +278,7 @@ fn sleep_for(p: &Process, clock: SleepClock, req: Timespec) -> NanosleepRelative
 /// never ran the handler). The first process has no tick: every kick
 /// matters there (`--timeout`, a request's time limit).
 fn kick_matters(p: &Process) -> bool {
-    let child = p
-        .family
-        .as_ref()
-        .is_some_and(|f| f.pid != super::process::PID);
-    !child
+    !is_child(p)
         || p.pending_signal.is_some()
         || super::child::signals_waiting(p)
         || p.next_timer_due()
