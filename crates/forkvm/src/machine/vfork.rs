@@ -74,14 +74,18 @@ impl ToParent {
 impl FromChild {
     /// Takes the stores of a hand-over into `mem`, the parent's memory,
     /// and gives the child's memory back.
-    fn take(&self, (child, back): Handover, mem: &mut GuestMemory) {
+    fn take(&self, (mut child, back): Handover, mem: &mut GuestMemory) {
         if let Some(base) = &self.base {
             match mem.take_vfork_stores(&child, base) {
                 Ok(n) => tracing::trace!("vfork: child {} changed {n} page(s)", self.pid),
                 Err(e) => tracing::warn!("vfork: child {}'s stores are lost: {e}", self.pid),
             }
         }
-        // The child's thread empties or drops it, off the parent's path.
+        // What it borrowed or was charged is free before the parent goes on
+        // (its wait already finds the child ended: a spawn right after one
+        // was refused with ENOMEM); the child's thread empties or drops the
+        // memory itself, off the parent's path.
+        child.leave_budget();
         let _ = back.send(child);
     }
 
