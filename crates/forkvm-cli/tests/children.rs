@@ -630,7 +630,9 @@ fn a_vfork_child_cannot_exceed_the_memory_limit() {
 /// child's errno never reached the request) and a vfork child's store is
 /// seen, request after request (each a view of the master's snapshot). A
 /// request whose vfork child never execs times out (504) like any that
-/// does not answer, and the next one works.
+/// does not answer, and the next one works. A request that waits for the
+/// child it forked is answered once the child exits (its wait4 looked like
+/// a server waiting without answering: 502).
 #[test]
 fn serve_request_vfork_children_store_into_its_memory() {
     use common::http::{free_port, get, Server};
@@ -642,10 +644,19 @@ fn serve_request_vfork_children_store_into_its_memory() {
             .arg(&prog)
             .arg(port.to_string());
         let server = Server::start(cmd, port, "spawn-server");
-        for path in ["/spawn", "/hang", "/spawn", "/spawn"] {
+        for path in ["/spawn", "/hang", "/wait", "/spawn", "/wait"] {
             let r = get(port, path);
             if path == "/hang" {
                 assert_eq!(r.status, 504, "--- forkvm output:\n{}", server.output());
+                continue;
+            }
+            if path == "/wait" {
+                assert_eq!(
+                    (r.status, r.text().as_str()),
+                    (200, "waited 7\n"),
+                    "--- forkvm output:\n{}",
+                    server.output()
+                );
                 continue;
             }
             assert_eq!(

@@ -5,6 +5,8 @@
  * GET /spawn instead answers what posix_spawn of a missing program
  * returned and what a vfork child stored: "spawn 2, vfork store 42\n";
  * GET /hang vforks a child that never execs (no answer: its parent waits).
+ * GET /wait forks a child that sleeps 200 ms and exits with 7, waits for
+ * it, and answers "waited 7\n".
  *   fork_server [PORT]   listens on 127.0.0.1:PORT (default 8080) */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <sys/socket.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -67,6 +70,21 @@ int main(int argc, char **argv)
         if (strncmp(req, "GET /hang ", 10) == 0 && vfork() == 0)
             for (;;)
                 pause();
+        if (strncmp(req, "GET /wait ", 10) == 0) {
+            pid_t w = fork();
+            if (w == 0) {
+                struct timespec d = {0, 200000000};
+                nanosleep(&d, NULL);
+                _exit(7);
+            }
+            int st = 0;
+            pid_t r = waitpid(w, &st, 0);
+            if (r == w && WIFEXITED(st))
+                snprintf(body, sizeof body, "waited %d\n", WEXITSTATUS(st));
+            else
+                snprintf(body, sizeof body, "wait: %s\n", strerror(errno));
+            goto answer;
+        }
         if (strncmp(req, "GET /spawn ", 11) == 0) {
             spawn_and_vfork(body, sizeof body);
             goto answer;

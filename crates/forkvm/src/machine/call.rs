@@ -303,7 +303,8 @@ impl Machine {
     /// After a syscall: in [`Mode::UntilReady`], a program that listens on a
     /// virtual TCP socket and now waits for a connection (every thread
     /// blocked) has reached its ready point; in [`Mode::UntilIdle`], any wait
-    /// with every thread blocked ends the run. The waiting thread is parked
+    /// with every thread blocked ends the run, unless another process of the
+    /// run lives (it may end the wait). The waiting thread is parked
     /// before its `syscall` instruction, to make the call again when the run
     /// resumes ([`Machine::run_until_idle`]).
     pub(super) fn net_stop(
@@ -322,6 +323,13 @@ impl Machine {
                 .any(|t| t.wait == Wait::Runnable)
             || crate::linux::host_socket::awaiting(&self.proc)
         {
+            return Ok(None);
+        }
+        // A wait another process of the run can end (a request's handler in
+        // wait4 for the child it started, or reading its pipe) is not idle:
+        // the run goes on, within the request's time limit. It was taken
+        // for a server waiting without answering (502).
+        if self.mode == Mode::UntilIdle && crate::linux::child::others_alive(&self.proc) {
             return Ok(None);
         }
         if self.mode == Mode::UntilReady
