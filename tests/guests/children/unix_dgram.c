@@ -215,6 +215,18 @@ static void one_process(void) {
     int lone = dgram();
     show("sendto a stream socket", sendto(lone, "q", 1, 0, (struct sockaddr *)&st_a, st_l));
     show("connect to a stream socket", connect(lone, (struct sockaddr *)&st_a, st_l));
+    int sc = socket(AF_UNIX, SOCK_STREAM, 0);
+    show("stream connect to a datagram socket", connect(sc, (struct sockaddr *)&srv_a, srv_l));
+    close(sc);
+    struct sockaddr_un quiet_a;
+    socklen_t quiet_l = path_addr(&quiet_a, "quiet.sock");
+    int quiet = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(quiet >= 0 && bind(quiet, (struct sockaddr *)&quiet_a, quiet_l) == 0);
+    sc = socket(AF_UNIX, SOCK_STREAM, 0);
+    show("stream connect to a bound stream socket not listening",
+         connect(sc, (struct sockaddr *)&quiet_a, quiet_l));
+    close(sc);
+    close(quiet);
     show("sendto a regular file", sendto(lone, "q", 1, 0, (struct sockaddr *)&reg_a, reg_l));
     show("sendto no file", sendto(lone, "q", 1, 0, (struct sockaddr *)&none_a, none_l));
     socklen_t nobody_l = abstract_addr(&a, "nobody", getpid());

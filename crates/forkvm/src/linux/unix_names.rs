@@ -148,10 +148,10 @@ impl Named {
     }
 }
 
-/// Whether a socket of the process or its run is bound to `key`; the
-/// listener (and its type) if one listens there.
-fn lookup(p: &Process, key: &Key) -> (bool, Option<Found>) {
-    let mut bound = false;
+/// The type of the socket of the process or its run bound to `key`, if
+/// one is; the listener (and its type) if one listens there.
+fn lookup(p: &Process, key: &Key) -> (Option<u32>, Option<Found>) {
+    let mut bound = None;
     for f in super::net::named_sockets(p) {
         let of = lock(&f);
         let FileKind::Socket(s) = &of.kind else {
@@ -161,9 +161,9 @@ fn lookup(p: &Process, key: &Key) -> (bool, Option<Found>) {
         if !n.is(key) {
             continue;
         }
-        bound = true;
+        bound = Some(s.ty);
         if let Some(l) = &n.listener {
-            return (true, Some((l.clone(), s.ty)));
+            return (bound, Some((l.clone(), s.ty)));
         }
     }
     (bound, None)
@@ -273,7 +273,7 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
         return Err(Errno::EINVAL);
     }
     let file = if name.first() == Some(&0) {
-        if lookup(p, &Key::Abstract(&name)).0 {
+        if lookup(p, &Key::Abstract(&name)).0.is_some() {
             return Err(EADDRINUSE);
         }
         None
@@ -342,11 +342,17 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
         return Err(Errno::EISCONN);
     }
     let key = key_of(p, &name)?;
-    let Some((listener, listener_ty)) = lookup(p, &key).1 else {
+    let (bound_ty, found) = lookup(p, &key);
+    if matches!(key, Key::File(_)) && bound_ty.is_some_and(|b| b != ty) {
+        // A path a socket of another type is bound to, as Linux answers.
+        return Err(EPROTOTYPE);
+    }
+    let Some((listener, listener_ty)) = found else {
         return Err(Errno::ECONNREFUSED);
     };
     if listener_ty != ty {
-        // Linux looks a name up by type: a listener of another type is none.
+        // Linux looks an abstract name up by type: a listener of another
+        // type is none.
         return Err(Errno::ECONNREFUSED);
     }
     {
