@@ -282,6 +282,14 @@ fn signals_with_nothing_to_do_do_not_end_sleeps() {
     glibc_and_musl("sleep_restarts");
 }
 
+/// A FUTEX_WAIT on shared memory woken by another process's change and
+/// FUTEX_WAKE returns 0, as on Linux (it said EAGAIN: the wait looks at
+/// the word again, and the second look found it changed).
+#[test]
+fn shared_futex_waits_end_woken() {
+    glibc_and_musl("futex_shared");
+}
+
 /// A blocking send() or sendmsg() on a stream socket sends everything, as
 /// write() does (it returned one send buffer's worth, and a program that
 /// sends once lost the rest).

@@ -335,6 +335,14 @@ fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
                 return Err(Errno::EINVAL);
             }
             if mem.read_u32(uaddr)? != val as u32 {
+                if p.waiting.is_some() && mem.shared_at(uaddr).is_some() {
+                    // This is the shared wait below looking again: the word
+                    // changed while it waited, as another process's wake
+                    // follows. Woken (0), as on Linux; EAGAIN is only for a
+                    // word that differed when the wait began.
+                    p.waiting = None;
+                    return Ok(0);
+                }
                 return Err(Errno::EAGAIN);
             }
             // FUTEX_WAIT's timeout is relative; WAIT_BITSET's is absolute.

@@ -1,0 +1,59 @@
+/* A FUTEX_WAIT on a word in MAP_SHARED memory, woken by another process
+ * that changes the word and calls FUTEX_WAKE, returns 0 (woken), as on
+ * Linux; EAGAIN is only for a word that already differed when the wait
+ * began (the child here changes it 500 ms after the fork, and the parent
+ * says "woken" for an EAGAIN only if the change came first). */
+#define _GNU_SOURCE
+#include <errno.h>
+#define FUTEX_WAIT 0
+#define FUTEX_WAKE 1
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct shared {
+    uint32_t word;
+    double changed_at;
+};
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+int main(void)
+{
+    struct shared *s = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (s == MAP_FAILED)
+        return 1;
+    for (int round = 0; round < 3; round++) {
+        s->word = 0;
+        s->changed_at = 0;
+        pid_t c = fork();
+        if (c == 0) {
+            struct timespec d = {0, 500000000};
+            nanosleep(&d, NULL);
+            s->changed_at = now();
+            __atomic_store_n(&s->word, 1, __ATOMIC_SEQ_CST);
+            syscall(SYS_futex, &s->word, FUTEX_WAKE, 1, NULL, NULL, 0);
+            _exit(0);
+        }
+        double t0 = now();
+        struct timespec limit = {10, 0};
+        long r = syscall(SYS_futex, &s->word, FUTEX_WAIT, 0, &limit, NULL, 0);
+        int e = errno;
+        waitpid(c, NULL, 0);
+        if (r == 0 || (e == EAGAIN && s->changed_at <= t0))
+            printf("round %d: woken, word %u\n", round, s->word);
+        else
+            printf("round %d: %ld %s, word %u\n", round, r, strerror(e), s->word);
+    }
+    return 0;
+}
