@@ -1,6 +1,6 @@
 /* TCP over loopback inside one program: a listening socket and clients that
- * connect to it (blocking and nonblocking, IPv4 and IPv6 to a dual-stack
- * listener), data both ways, names that agree on both ends, a refused port.
+ * connect to it (blocking and nonblocking: EINPROGRESS, then 0, then
+ * EISCONN; IPv4 and IPv6 to a dual-stack listener), data both ways, names that agree on both ends, a refused port.
  * Prints only what is the same on any machine. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,6 +41,12 @@ static int exchange(const char *name, int l, int c, const struct sockaddr *to, s
         poll(&pfd, 1, 5000);
         getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
         printf("%s: writable %d, SO_ERROR %d\n", name, !!(pfd.revents & POLLOUT), err);
+        /* Linux: EINPROGRESS even on loopback, then 0 for the connect that
+         * finds it done, then EISCONN. */
+        int again = connect(c, to, tolen) == 0 ? 0 : errno;
+        int third = connect(c, to, tolen) == 0 ? 0 : errno;
+        printf("%s: first %s, again %s, third %s\n", name, r == 0 ? "0" : strerror(EINPROGRESS),
+               again ? strerror(again) : "0", third ? strerror(third) : "0");
         fcntl(c, F_SETFL, 0);
     }
     struct sockaddr_storage peer_seen, c_local, c_peer, a_local, a_peer;

@@ -143,6 +143,9 @@ pub struct Inet {
     pub opts: Vec<(u32, u32, i32)>,
     /// The host connection behind an allowed outbound connect.
     pub host: Option<HostStream>,
+    /// A nonblocking connect inside the VM answered EINPROGRESS and no
+    /// connect has found it done since (the next one is 0, as on Linux).
+    pub connecting: bool,
 }
 
 impl Inet {
@@ -154,6 +157,7 @@ impl Inet {
             listener: None,
             opts: Vec::new(),
             host: None,
+            connecting: false,
         }
     }
 
@@ -166,6 +170,7 @@ impl Inet {
             peer: self.peer,
             listener: self.listener.as_ref().map(Listener::fork_copy),
             opts: self.opts.clone(),
+            connecting: self.connecting,
             host: self.host.as_ref().map(|h| {
                 tracing::debug!(
                     "a connection made before the snapshot is reset (ECONNRESET) in every fork"
@@ -479,12 +484,27 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
             };
         }
         Some((true, _)) => return Err(EALREADY),
-        None if connected => return Err(Errno::EISCONN),
+        None if connected => {
+            // The first connect after a nonblocking one finds it done: 0.
+            let was = with_inet(p, a[0], |s, _| {
+                Ok(std::mem::replace(&mut inet_of(s)?.connecting, false))
+            })?;
+            return if was { Ok(0) } else { Err(Errno::EISCONN) };
+        }
         None => {}
     }
     // One of the program's own listening sockets: a connection inside the VM.
     if let Some(listener) = super::loopback::own_listener(p, to) {
-        return super::loopback::connect(p, a[0], to, listener);
+        super::loopback::connect(p, a[0], to, listener)?;
+        // Linux's nonblocking connect is EINPROGRESS even on loopback (the
+        // handshake is not done by the time it returns); the socket is
+        // writable at once, with SO_ERROR 0. Programs wait for that, and
+        // some check for the EINPROGRESS itself.
+        return with_inet(p, a[0], |s, nb| {
+            let i = inet_of(s)?;
+            i.connecting = nb;
+            Ok(if nb { Err(EINPROGRESS) } else { Ok(0) })
+        })?;
     }
     if !p.outbound.check(to) {
         return Err(Errno::ECONNREFUSED);
