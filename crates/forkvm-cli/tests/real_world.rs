@@ -687,3 +687,16 @@ fn proc_self_fd_and_cwd_links_read_as_on_linux() {
 fn symlinks_in_created_and_removed_paths() {
     glibc_and_musl_in_a_dir("symlink_paths");
 }
+
+/// The guest's generated files stat as Linux's: /proc/self/status,
+/// /proc/meminfo and the rest are regular files of mode 0444 and size 0 for
+/// stat, lstat, fstatat, statx, access and faccessat (they were ENOENT
+/// though open and read worked, so python's os.path.exists said False), the
+/// synthetic /etc files are regular files, /proc, /proc/self, its fd and
+/// task are directories (and /proc/self a link), /proc/self lists what it
+/// has; devices are known by the resolved path (/dev/./null, //dev//zero, a
+/// symlink to /dev/null) with Linux's device numbers.
+#[test]
+fn synthetic_files_and_devices_stat_as_on_linux() {
+    glibc_and_musl("synthetic_stat");
+}

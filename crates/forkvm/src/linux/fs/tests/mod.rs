@@ -146,4 +146,5 @@ fn put_path(m: &mut GuestMemory, at: u64, s: &str) {
 }
 
 mod read;
+mod synthetic;
 mod write;
