@@ -700,3 +700,13 @@ fn symlinks_in_created_and_removed_paths() {
 fn synthetic_files_and_devices_stat_as_on_linux() {
     glibc_and_musl("synthetic_stat");
 }
+
+/// A directory descriptor and the working directory follow their directory
+/// when it is renamed, as on Linux: after open("d", O_DIRECTORY) and
+/// rename("d", "e"), openat(fd, "f") finds e/f (it was ENOENT: the
+/// descriptor was only the text "d"), and getcwd, relative paths and fchdir
+/// find a working directory renamed from inside.
+#[test]
+fn directory_descriptors_and_cwd_follow_renames() {
+    glibc_and_musl_in_a_dir("dir_moves");
+}

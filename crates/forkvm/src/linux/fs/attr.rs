@@ -208,7 +208,7 @@ pub(super) fn obj_at(
     }
     let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
     let abs = if path.is_empty() {
-        p.cwd.as_bytes().to_vec()
+        cwd_path(p)
     } else {
         absolute(p, dirfd, &path)?
     };

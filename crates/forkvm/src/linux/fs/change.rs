@@ -675,6 +675,10 @@ pub(super) fn do_rename(
         rustix::fs::RenameFlags::empty()
     };
     rustix::fs::renameat_with(&od, on.as_slice(), &nd, nn.as_slice(), f)?;
+    // Directory descriptors and working directories below it are elsewhere now.
+    if is_dir_at(&nd, &nn).unwrap_or(true) {
+        note_dir_moved();
+    }
     Ok(0)
 }
 

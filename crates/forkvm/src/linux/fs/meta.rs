@@ -482,6 +482,13 @@ pub(super) fn sys_faccessat2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
 
 /// Implements getcwd(2).
 pub(super) fn sys_getcwd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    // Where the working directory is now, if it was renamed.
+    let now = cwd_path(p);
+    if now != p.cwd.as_bytes() {
+        if let Ok(now) = String::from_utf8(now) {
+            p.cwd = now;
+        }
+    }
     let cwd = p.cwd.as_bytes();
     let len = cwd.len() as u64 + 1;
     if a[1] < len {
@@ -493,8 +500,10 @@ pub(super) fn sys_getcwd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sy
     Ok(len)
 }
 
-pub(super) fn set_cwd(p: &mut Process, path: Vec<u8>) -> SysResult {
+/// Makes `path` the working directory; `dir` is the host directory it is, if any.
+pub(super) fn set_cwd(p: &mut Process, path: Vec<u8>, dir: Option<OwnedFd>) -> SysResult {
     p.cwd = String::from_utf8(path).map_err(|_| Errno::ENOENT)?;
+    p.cwd_dir = dir.map(std::sync::Arc::new);
     Ok(0)
 }
 
@@ -502,20 +511,25 @@ pub(super) fn set_cwd(p: &mut Process, path: Vec<u8>) -> SysResult {
 pub(super) fn sys_chdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let path = read_path(mem, a[0])?;
     match lookup(p, AT_FDCWD, &path, true)? {
-        Target::Host(r) if r.stat.st_mode & S_IFMT == S_IFDIR => set_cwd(p, r.path),
-        Target::Virt(path, Node::Dir) => set_cwd(p, path),
+        Target::Host(r) if r.stat.st_mode & S_IFMT == S_IFDIR => {
+            let dir = owned(r.fd)?;
+            set_cwd(p, r.path, Some(dir))
+        }
+        Target::Virt(path, Node::Dir) => set_cwd(p, path, None),
         _ => Err(Errno::ENOTDIR),
     }
 }
 
 /// Implements fchdir(2).
 pub(super) fn sys_fchdir(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    // Where the directory is now, if it was renamed since it was opened.
+    let path = base_dir(p, a[0] as i32)?;
     let file = p.fds.get(a[0] as i32)?;
-    let path = match &lock(&file).kind {
-        FileKind::Dir { path, .. } => path.clone(),
+    let dir = match &lock(&file).kind {
+        FileKind::Dir { fd, .. } => fd.try_clone().ok(),
         _ => return Err(Errno::ENOTDIR),
     };
-    set_cwd(p, path)
+    set_cwd(p, path, dir)
 }
 
 /// Implements umask(2).

@@ -40,6 +40,7 @@ mod attr;
 mod change;
 mod fifo;
 mod meta;
+mod moved;
 mod overlay;
 mod path;
 #[cfg(test)]
@@ -54,6 +55,7 @@ pub use change::{make_socket_file, socket_file};
 pub use fifo::{interrupted_open, FifoWait};
 use meta::*;
 pub use meta::{encode_stat, encode_statx, stat_of_file, StatInfo};
+use moved::*;
 use overlay::*;
 pub use overlay::{COPY_MAX_BYTES, COPY_MAX_ENTRIES};
 use path::*;

@@ -517,12 +517,18 @@ pub(super) fn parse_fd(s: &[u8]) -> Option<i32> {
 /// The guest directory a relative path starts from.
 pub(super) fn base_dir(p: &Process, dirfd: i32) -> Result<Vec<u8>, Errno> {
     if dirfd == AT_FDCWD {
-        return Ok(p.cwd.as_bytes().to_vec());
+        return Ok(cwd_path(p));
     }
     let file = p.fds.get(dirfd)?;
-    let f = lock(&file);
-    match &f.kind {
-        FileKind::Dir { path, .. } => Ok(path.clone()),
+    let mut f = lock(&file);
+    match &mut f.kind {
+        FileKind::Dir { fd, path } => {
+            // Renamed since it was opened: where it is now.
+            if let Some(now) = fresh_path(p, fd, path) {
+                *path = now;
+            }
+            Ok(path.clone())
+        }
         _ => Err(Errno::ENOTDIR),
     }
 }
@@ -592,8 +598,7 @@ pub(super) fn resolve(p: &Process, abs: &[u8], follow: bool) -> Result<Target, E
 /// The object `dirfd` itself (AT_EMPTY_PATH).
 pub(super) fn lookup_fd(p: &Process, dirfd: i32) -> Result<Target, Errno> {
     if dirfd == AT_FDCWD {
-        let cwd = p.cwd.clone();
-        return lookup(p, AT_FDCWD, cwd.as_bytes(), true);
+        return lookup(p, AT_FDCWD, &cwd_path(p), true);
     }
     Ok(Target::Fd(p.fds.get(dirfd)?))
 }

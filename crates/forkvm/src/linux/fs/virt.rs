@@ -147,7 +147,7 @@ fn process_node(p: &Process, rest: &[u8]) -> Option<Node> {
     match rest {
         r if PROCESS_FILES.contains(&r) => Some(Node::File(PROC_FILE)),
         b"exe" => Some(Node::ExeLink),
-        b"cwd" => Some(Node::Link(p.cwd.as_bytes().to_vec())),
+        b"cwd" => Some(Node::Link(cwd_path(p))),
         b"fd" => Some(Node::Dir),
         r => {
             let n = parse_fd(r.strip_prefix(b"fd/")?)?;
