@@ -710,3 +710,20 @@ fn synthetic_files_and_devices_stat_as_on_linux() {
 fn directory_descriptors_and_cwd_follow_renames() {
     glibc_and_musl_in_a_dir("dir_moves");
 }
+
+/// python's os.path.exists, isfile, isdir, listdir and access see the
+/// guest's /proc and /etc files and devices as Linux's (exists was False
+/// for /proc/self/status though open worked).
+#[test]
+fn python_sees_proc_and_etc_files_exist() {
+    if !installed("/usr/bin/python3") {
+        return;
+    }
+    let script = "import os\n\
+        for p in ['/proc/self/status', '/proc/meminfo', '/proc/cpuinfo', '/etc/passwd', '/etc/hosts', \
+                  '/proc/self', '/proc/self/fd', '/dev/null', '/dev/./null']:\n    \
+            print(p, os.path.exists(p), os.path.isfile(p), os.path.isdir(p))\n\
+        print(sorted(x for x in os.listdir('/proc/self') if x in ('status', 'maps', 'fd', 'task', 'cwd', 'exe')))\n\
+        print(os.access('/proc/self/status', os.R_OK))";
+    check(&Case::new("/usr/bin/python3").args(["-S", "-c", script]));
+}

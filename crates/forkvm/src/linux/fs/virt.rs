@@ -177,11 +177,17 @@ pub(super) fn link_text(p: &Process, node: &Node) -> Option<Vec<u8>> {
     match node {
         Node::Link(t) => Some(t.clone()),
         Node::ExeLink => Some(p.exe_path.as_bytes().to_vec()),
-        Node::FdLink(n) => p
-            .fds
-            .get(*n)
-            .ok()
-            .map(|f| crate::linux::procfs::fd_link(p, &lock(&f))),
+        Node::FdLink(n) => {
+            let f = p.fds.get(*n).ok()?;
+            let mut f = lock(&f);
+            // A directory renamed since it was opened reads as where it is now.
+            if let FileKind::Dir { fd, path } = &mut f.kind {
+                if let Some(now) = fresh_path(p, fd, path) {
+                    *path = now;
+                }
+            }
+            Some(crate::linux::procfs::fd_link(p, &f))
+        }
         _ => None,
     }
 }

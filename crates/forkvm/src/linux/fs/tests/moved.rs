@@ -23,6 +23,9 @@ fn renamed_directories_are_followed() {
     open(&mut p, &mut m, "/tmp/d/f", O_CREAT | O_WRONLY).unwrap();
     let d = open(&mut p, &mut m, "/tmp/d", O_RDONLY | O_DIRECTORY).unwrap();
     assert_eq!(rename(&mut p, &mut m, "/tmp/d", "/tmp/e"), Ok(0));
+    put_path(&mut m, PATH, &format!("/proc/self/fd/{d}"));
+    let n = call(&mut p, &mut m, sys_readlink, &[PATH, BUF, 100]).unwrap();
+    assert_eq!(m.read(BUF, n).unwrap(), b"/tmp/e");
     put_path(&mut m, PATH, "f");
     assert!(call(&mut p, &mut m, sys_openat, &[d, PATH, u64::from(O_RDONLY)]).is_ok());
     // A new directory at the old name is not the one the descriptor is.
