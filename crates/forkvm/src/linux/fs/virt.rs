@@ -296,7 +296,12 @@ pub(super) fn stat(p: &Process, path: &[u8], node: &Node) -> Result<StatInfo, Er
             size: link_text(p, node).map_or(0, |t| t.len() as i64),
             ..base
         },
-        Node::Exe => StatInfo::from(&rustix::fs::stat(p.exe_path.as_str())?),
+        // The program as the guest's namespace has it, else as opening
+        // /proc/self/exe reaches it.
+        Node::Exe => match walk_host(&roots(p), p.exe_path.as_bytes(), true) {
+            Ok(r) => StatInfo::from(&r.stat),
+            Err(_) => StatInfo::from(&rustix::fs::stat(p.exe_path.as_str())?),
+        },
         Node::Open(f) => stat_of_file(&lock(f))?,
     })
 }

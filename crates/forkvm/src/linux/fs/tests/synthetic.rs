@@ -228,6 +228,48 @@ fn devices_are_known_by_the_resolved_path() {
     );
 }
 
+/// Odd and hostile spellings end in errors, never outside the namespace.
+#[test]
+fn odd_synthetic_paths_are_errors() {
+    let t = Tree::new();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    let root = open(&mut p, &mut m, &t.s("allowed"), O_RDONLY | O_DIRECTORY).unwrap();
+    for (path, want) in [
+        ("/proc/self/fd/-1", Errno::ENOENT),
+        ("/proc/self/fd/03", Errno::ENOENT),
+        ("/proc/self/fd/99999999999", Errno::ENOENT),
+        ("/proc/2/task/abc", Errno::ENOENT),
+        ("/proc/2/task/2/task", Errno::ENOENT),
+        ("/proc/1/status", Errno::ENOENT),
+        ("/proc/self/root", Errno::ENOENT),
+        ("/proc/self/cwd/../../etc/shadow", Errno::ENOENT),
+        ("/dev/fd/0/x", Errno::ENOTDIR),
+        ("/dev/null/", Errno::ENOTDIR),
+        ("/proc/meminfo/x", Errno::ENOTDIR),
+    ] {
+        assert_eq!(stat(&mut p, &mut m, path, true).err(), Some(want), "{path}");
+        assert_eq!(
+            open(&mut p, &mut m, path, O_RDONLY).err(),
+            Some(want),
+            "{path}"
+        );
+    }
+    // Through a directory descriptor's magic link, and up out of it: still the namespace.
+    let via = format!("/proc/self/fd/{root}/hello.txt");
+    assert_eq!(stat(&mut p, &mut m, &via, true).unwrap().size, 11);
+    let up = format!("/proc/self/fd/{root}/../secret.txt");
+    assert_eq!(stat(&mut p, &mut m, &up, true).err(), Some(Errno::ENOENT));
+    let link = format!("/proc/self/fd/{root}");
+    assert_eq!(
+        stat(&mut p, &mut m, &link, false).unwrap().mode & S_IFMT,
+        S_IFLNK
+    );
+    assert_eq!(
+        stat(&mut p, &mut m, &link, true).unwrap().mode & S_IFMT,
+        S_IFDIR
+    );
+}
+
 /// An allowed host file wins over the guest's own /etc file.
 #[test]
 fn etc_files_are_the_guests() {
