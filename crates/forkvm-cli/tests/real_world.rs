@@ -687,3 +687,43 @@ fn proc_self_fd_and_cwd_links_read_as_on_linux() {
 fn symlinks_in_created_and_removed_paths() {
     glibc_and_musl_in_a_dir("symlink_paths");
 }
+
+/// The guest's generated files stat as Linux's: /proc/self/status,
+/// /proc/meminfo and the rest are regular files of mode 0444 and size 0 for
+/// stat, lstat, fstatat, statx, access and faccessat (they were ENOENT
+/// though open and read worked, so python's os.path.exists said False), the
+/// synthetic /etc files are regular files, /proc, /proc/self, its fd and
+/// task are directories (and /proc/self a link), /proc/self lists what it
+/// has; devices are known by the resolved path (/dev/./null, //dev//zero, a
+/// symlink to /dev/null) with Linux's device numbers.
+#[test]
+fn synthetic_files_and_devices_stat_as_on_linux() {
+    glibc_and_musl("synthetic_stat");
+}
+
+/// A directory descriptor and the working directory follow their directory
+/// when it is renamed, as on Linux: after open("d", O_DIRECTORY) and
+/// rename("d", "e"), openat(fd, "f") finds e/f (it was ENOENT: the
+/// descriptor was only the text "d"), and getcwd, relative paths and fchdir
+/// find a working directory renamed from inside.
+#[test]
+fn directory_descriptors_and_cwd_follow_renames() {
+    glibc_and_musl_in_a_dir("dir_moves");
+}
+
+/// python's os.path.exists, isfile, isdir, listdir and access see the
+/// guest's /proc and /etc files and devices as Linux's (exists was False
+/// for /proc/self/status though open worked).
+#[test]
+fn python_sees_proc_and_etc_files_exist() {
+    if !installed("/usr/bin/python3") {
+        return;
+    }
+    let script = "import os\n\
+        for p in ['/proc/self/status', '/proc/meminfo', '/proc/cpuinfo', '/etc/passwd', '/etc/hosts', \
+                  '/proc/self', '/proc/self/fd', '/dev/null', '/dev/./null']:\n    \
+            print(p, os.path.exists(p), os.path.isfile(p), os.path.isdir(p))\n\
+        print(sorted(x for x in os.listdir('/proc/self') if x in ('status', 'maps', 'fd', 'task', 'cwd', 'exe')))\n\
+        print(os.access('/proc/self/status', os.R_OK))";
+    check(&Case::new("/usr/bin/python3").args(["-S", "-c", script]));
+}

@@ -93,6 +93,9 @@ pub struct Process {
     pub mm: AddressSpace,
     /// Guest working directory (absolute, no trailing slash except "/").
     pub cwd: String,
+    /// The host directory the working directory is, when it is one (see
+    /// `fs/moved.rs`: `cwd` is found again from it after a rename).
+    pub cwd_dir: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
     /// The program path as the guest sees it (AT_EXECFN, /proc/self/exe).
     pub exe_path: String,
     /// Current FS base (TLS pointer).
@@ -196,6 +199,7 @@ impl Process {
             fds: fdtable::FdTable::with_stdio(),
             mm,
             cwd,
+            cwd_dir: None,
             exe_path,
             fs_base: 0,
             pending_fs_base: None,
@@ -246,6 +250,7 @@ impl Process {
             fds: self.fds.fork_copy()?,
             mm: self.mm.clone(),
             cwd: self.cwd.clone(),
+            cwd_dir: self.cwd_dir.clone(),
             exe_path: self.exe_path.clone(),
             fs_base: self.fs_base,
             pending_fs_base: None,

@@ -7,15 +7,16 @@
 //! `/proc/meminfo` (its memory limit), `/proc/cpuinfo` and `/proc/stat` (one CPU) are
 //! generated when opened, into a sealed in-memory file, so every read,
 //! seek, fstat and mmap path treats them as ordinary read-only files.
-//! `/proc/self/exe` opens the program itself; `/proc/self/fd/N` is handled
-//! with the other descriptor aliases in [`super::fs`]. The links
-//! `/proc/self/{exe,cwd,fd/N}` (and `/dev/std*`, `/dev/fd`) read as on
-//! Linux ([`link`]); `/proc/self/cwd` leads to the working directory.
+//! Which names exist there (files, directories such as `/proc/self/fd`,
+//! and the links `/proc/self`, `/proc/self/{exe,cwd,fd/N}`, `/dev/std*`,
+//! `/dev/fd`), how they stat, list and are followed, is the file-system
+//! view's business (`fs/virt.rs`); here are their contents and
+//! [`fd_link`], what `/proc/self/fd/N` reads as.
 
 use super::event::EventObj;
 use super::fdtable::{lock, FileKind, OpenFile};
 use super::process::{PPID, UID};
-use super::{Errno, Process};
+use super::Process;
 use crate::memory::GuestMemory;
 use std::fmt::Write as _;
 use std::os::fd::OwnedFd;
@@ -26,7 +27,7 @@ use std::os::unix::ffi::OsStrExt;
 /// node's dns.lookup), for when the host's are not allowed: `localhost`
 /// resolves, and the guest's uid has a name. The host's files (its users,
 /// its names) stay private; `--allow-read` of the real file wins.
-fn etc_file(p: &Process, path: &[u8]) -> Option<&'static str> {
+pub fn etc_file(p: &Process, path: &[u8]) -> Option<&'static str> {
     let text = match path {
         b"/etc/hosts" => "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
         b"/etc/passwd" => {
@@ -47,7 +48,8 @@ fn etc_file(p: &Process, path: &[u8]) -> Option<&'static str> {
     (!allowed).then_some(text)
 }
 
-/// The contents of a synthetic file at the normalised absolute `path`, if it is one.
+/// The contents of a synthetic file at the canonical absolute `path`
+/// (`/proc/<pid>/...` or `/proc/self/...`), if it is one.
 pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>> {
     if let Some(text) = etc_file(p, path) {
         return Some(text.as_bytes().to_vec());
@@ -151,11 +153,15 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
     Some(s.into_bytes())
 }
 
+/// The host name of the files [`memory_file`] makes (the file-system view
+/// knows them by it).
+pub const MEMORY_FILE_NAME: &str = "forkvm-proc";
+
 /// A read-only in-memory file holding `data`.
 pub fn memory_file(data: &[u8]) -> Result<OwnedFd, super::Errno> {
     use rustix::fs::{MemfdFlags, SealFlags};
     let fd = rustix::fs::memfd_create(
-        "forkvm-proc",
+        MEMORY_FILE_NAME,
         MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
     )?;
     let mut done = 0;
@@ -167,65 +173,6 @@ pub fn memory_file(data: &[u8]) -> Result<OwnedFd, super::Errno> {
         SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
     )?;
     Ok(fd)
-}
-
-/// What follows `/proc/self/` in the normalised absolute `path`, also
-/// written `/proc/thread-self/` or `/proc/<its pid>/`.
-fn self_rest<'a>(p: &Process, path: &'a [u8]) -> Option<&'a [u8]> {
-    let rest = path.strip_prefix(b"/proc/")?;
-    let (first, rest) = match rest.iter().position(|&b| b == b'/') {
-        Some(i) => (&rest[..i], &rest[i + 1..]),
-        None => (rest, &b""[..]),
-    };
-    let pid = super::child::pid_of(p).to_string();
-    (first == b"self" || first == b"thread-self" || first == pid.as_bytes()).then_some(rest)
-}
-
-/// `abs` with a leading `/proc/self/cwd` (or `/proc/<pid>/cwd`) replaced by
-/// the working directory, as following that link does; the link itself is
-/// kept when it is the last component and not followed (readlink, lstat).
-pub fn follow_cwd(p: &Process, abs: &[u8], follow: bool) -> Option<Vec<u8>> {
-    let rest = self_rest(p, abs)?;
-    let tail = rest.strip_prefix(b"cwd")?;
-    if !(tail.starts_with(b"/") || (tail.is_empty() && follow)) {
-        return None;
-    }
-    let mut out = p.cwd.as_bytes().to_vec();
-    out.extend_from_slice(tail);
-    Some(out)
-}
-
-/// The target of the emulated symbolic link at the normalised absolute
-/// `path`, if it is one: `/proc/self/{exe,cwd,fd/N}`, `/proc/self`,
-/// `/dev/fd` and `/dev/std{in,out,err}`. A closed fd is ENOENT.
-pub fn link(p: &Process, path: &[u8]) -> Option<Result<Vec<u8>, Errno>> {
-    let fixed: &[u8] = match path {
-        b"/dev/stdin" => b"/proc/self/fd/0",
-        b"/dev/stdout" => b"/proc/self/fd/1",
-        b"/dev/stderr" => b"/proc/self/fd/2",
-        b"/dev/fd" => b"/proc/self/fd",
-        b"/proc/self" => return Some(Ok(super::child::pid_of(p).to_string().into_bytes())),
-        _ => b"",
-    };
-    if !fixed.is_empty() {
-        return Some(Ok(fixed.to_vec()));
-    }
-    let rest = path
-        .strip_prefix(b"/dev/fd/")
-        .map(|n| [b"fd/".as_slice(), n].concat())
-        .or_else(|| self_rest(p, path).map(<[u8]>::to_vec))?;
-    match rest.as_slice() {
-        b"exe" => Some(Ok(p.exe_path.as_bytes().to_vec())),
-        b"cwd" => Some(Ok(p.cwd.as_bytes().to_vec())),
-        r => {
-            let n = r.strip_prefix(b"fd/")?;
-            let fd: i32 = std::str::from_utf8(n).ok()?.parse().ok()?;
-            Some(match p.fds.get(fd) {
-                Ok(f) => Ok(fd_link(p, &lock(&f))),
-                Err(_) => Err(Errno::ENOENT),
-            })
-        }
-    }
 }
 
 /// What `/proc/self/fd/N` reads for an open file, as Linux shows it.

@@ -190,7 +190,7 @@ mod tests {
         pb.push(0);
         m.write(path, &pb).unwrap();
         m.write(name, b"user.mime_type\0").unwrap();
-        m.write(hidden, b"/etc/passwd\0").unwrap();
+        m.write(hidden, b"/etc/shadow\0").unwrap();
         let mut mb = dir.join("nope").into_os_string().into_encoded_bytes();
         mb.push(0);
         m.write(missing, &mb).unwrap();

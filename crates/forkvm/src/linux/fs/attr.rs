@@ -208,15 +208,14 @@ pub(super) fn obj_at(
     }
     let follow = flags & AT_SYMLINK_NOFOLLOW == 0;
     let abs = if path.is_empty() {
-        p.cwd.as_bytes().to_vec()
+        cwd_path(p)
     } else {
         absolute(p, dirfd, &path)?
     };
-    match special(p, &abs) {
-        Some(Ok(Target::Fd(_))) | Some(Ok(Target::Dev(_))) => return Err(Errno::EPERM),
-        Some(Ok(Target::Host(_))) => {}
-        Some(Err(e)) => return Err(e),
-        None => {}
+    // Devices, descriptors and generated files are not the guest's to change.
+    match resolve(p, &abs, follow) {
+        Ok(Target::Fd(_) | Target::Dev(_) | Target::Virt(..)) => return Err(Errno::EPERM),
+        Ok(Target::Host(_)) | Err(_) => {}
     }
     match walk(&write_roots(p)?, &abs, follow) {
         Ok(Some(r)) if !matches!(r.reach, Reach::Link) => obj_of_resolved(r),

@@ -6,7 +6,7 @@ pub(super) fn dev_kind(d: Dev) -> FileKind {
     match d {
         Dev::Null => FileKind::Null,
         Dev::Zero => FileKind::Zero,
-        Dev::Urandom => FileKind::Urandom,
+        Dev::Urandom | Dev::Random => FileKind::Urandom,
     }
 }
 
@@ -30,14 +30,17 @@ pub(super) fn do_open(
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
-    // /proc/self/cwd leads to the working directory.
-    let follow = flags & O_NOFOLLOW == 0;
-    let path = crate::linux::procfs::follow_cwd(p, &lexical(&absolute(p, dirfd, &path)?), follow)
-        .unwrap_or(path);
-    let target = special(p, &absolute(p, dirfd, &path)?);
-    match target {
-        Some(Err(e)) => return Err(e),
-        Some(Ok(Target::Dev(d))) => {
+    if flags & O_TMPFILE != 0 {
+        let abs = absolute(p, dirfd, &path)?;
+        return open_tmpfile(p, &abs, flags, mode, status, cloexec);
+    }
+    let writes = acc != O_RDONLY || flags & (O_CREAT | O_TRUNC) != 0;
+    let follow = flags & O_NOFOLLOW == 0 && flags & (O_CREAT | O_EXCL) != O_CREAT | O_EXCL;
+    let abs = absolute(p, dirfd, &path)?;
+    // Resolved first, so a device or /proc file is known by what it is, not
+    // by how the path spells it (a link to /dev/null, /dev/./null).
+    let r = match resolve(p, &abs, follow) {
+        Ok(Target::Dev(d)) => {
             if flags & O_DIRECTORY != 0 {
                 return Err(Errno::ENOTDIR);
             }
@@ -47,7 +50,7 @@ pub(super) fn do_open(
             let status = if path_only { O_PATH } else { status };
             return Ok(p.fds.insert(OpenFile::new(dev_kind(d), status), cloexec)? as u64);
         }
-        Some(Ok(Target::Fd(f))) => {
+        Ok(Target::Fd(f)) => {
             // A regular file is opened anew, as Linux does through the magic
             // link: its own offset, the flags asked for, O_TRUNC applied
             // (`cat /dev/fd/3` after a read starts at 0; `> /dev/stderr`
@@ -58,46 +61,26 @@ pub(super) fn do_open(
             }
             return Ok(p.fds.insert_from(0, f, cloexec)? as u64);
         }
-        Some(Ok(Target::Host(_))) | None => {}
-    }
-    let abs = lexical(&absolute(p, dirfd, &path)?);
-    if let Some(data) = crate::linux::procfs::synthesize(p, mem, &abs) {
-        if acc != O_RDONLY || flags & (O_CREAT | O_TRUNC) != 0 {
-            return Err(Errno::EACCES);
+        Ok(Target::Virt(gpath, node)) => {
+            let status = if path_only { O_PATH } else { status };
+            let kind = open_virtual(p, mem, gpath, node, flags, writes)?;
+            return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
         }
-        let fd = crate::linux::procfs::memory_file(&data)?;
-        let kind = FileKind::File { fd, path: abs };
-        return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
-    }
-    if abs == b"/proc/self/exe" {
-        let fd = rustix::fs::open(
-            p.exe_path.as_str(),
-            OFlags::RDONLY | OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map_err(|_| Errno::ENOENT)?;
-        let kind = FileKind::File { fd, path: abs };
-        return Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64);
-    }
-    if flags & O_TMPFILE != 0 {
-        let abs = absolute(p, dirfd, &path)?;
-        return open_tmpfile(p, &abs, flags, mode, status, cloexec);
-    }
-    // open("n/", O_CREAT) never makes a file n.
-    if flags & O_CREAT != 0 && flags & O_TMPFILE != O_TMPFILE && tail(&path).slash {
-        return Err(Errno::EISDIR);
-    }
-    let writes = acc != O_RDONLY || flags & (O_CREAT | O_TRUNC | O_TMPFILE) != 0;
-    let abs = absolute(p, dirfd, &path)?;
-    // "d/." and "d/.." are directories that exist, never written or created.
-    if writes && !path_only && tail(&path).dots != 0 {
-        walk_host(&roots(p), &abs, true)?;
-        return Err(Errno::EISDIR);
-    }
-    if writes && !path_only {
-        return open_for_writing(p, &abs, flags, mode, status, cloexec);
-    }
-    let r = walk_host(&roots(p), &abs, flags & O_NOFOLLOW == 0)?;
+        Ok(Target::Host(r)) if !writes || path_only => r,
+        Err(e) if !writes || path_only => return Err(e),
+        Ok(Target::Host(_)) | Err(_) => {
+            // open("n/", O_CREAT) never makes a file n.
+            if flags & O_CREAT != 0 && tail(&path).slash {
+                return Err(Errno::EISDIR);
+            }
+            // "d/." and "d/.." are directories that exist, never written or created.
+            if tail(&path).dots != 0 {
+                walk_host(&roots(p), &abs, true)?;
+                return Err(Errno::EISDIR);
+            }
+            return open_for_writing(p, &abs, flags, mode, status, cloexec);
+        }
+    };
     let ty = r.stat.st_mode & S_IFMT;
     if flags & O_DIRECTORY != 0 && ty != S_IFDIR {
         return Err(Errno::ENOTDIR);
@@ -134,6 +117,46 @@ pub(super) fn do_open(
         }
     };
     Ok(p.fds.insert(OpenFile::new(kind, status), cloexec)? as u64)
+}
+
+/// Opens a synthetic object (see `virt`): a generated file is made into a
+/// sealed in-memory file when opened, a directory is an empty one that keeps
+/// the listing's position.
+fn open_virtual(
+    p: &Process,
+    mem: &GuestMemory,
+    path: Vec<u8>,
+    node: Node,
+    flags: u32,
+    writes: bool,
+) -> Result<FileKind, Errno> {
+    let dir = flags & O_DIRECTORY != 0;
+    match node {
+        Node::File(_) | Node::Exe if dir => Err(Errno::ENOTDIR),
+        Node::File(_) | Node::Exe if writes => Err(Errno::EACCES),
+        Node::File(_) => {
+            let content = virt::content_path(p, &path);
+            let data = crate::linux::procfs::synthesize(p, mem, &content).ok_or(Errno::ENOENT)?;
+            let fd = crate::linux::procfs::memory_file(&data)?;
+            Ok(FileKind::File { fd, path })
+        }
+        Node::Exe => {
+            let fd = rustix::fs::open(
+                p.exe_path.as_str(),
+                OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|_| Errno::ENOENT)?;
+            Ok(FileKind::File { fd, path })
+        }
+        Node::Dir if writes => Err(Errno::EISDIR),
+        Node::Dir => Ok(FileKind::Dir {
+            fd: crate::linux::procfs::memory_file(&[])?,
+            path,
+        }),
+        // A link not followed (O_NOFOLLOW).
+        _ => Err(Errno::ELOOP),
+    }
 }
 
 /// A new open of the regular file behind the open description `f` with
@@ -652,6 +675,10 @@ pub(super) fn do_rename(
         rustix::fs::RenameFlags::empty()
     };
     rustix::fs::renameat_with(&od, on.as_slice(), &nd, nn.as_slice(), f)?;
+    // Directory descriptors and working directories below it are elsewhere now.
+    if is_dir_at(&nd, &nn).unwrap_or(true) {
+        note_dir_moved();
+    }
     Ok(0)
 }
 

@@ -71,6 +71,7 @@ pub(super) fn dev_stat(d: Dev) -> StatInfo {
         Dev::Null => 3,
         Dev::Zero => 5,
         Dev::Urandom => 9,
+        Dev::Random => 8,
     };
     StatInfo {
         dev: makedev(0, 5),
@@ -86,9 +87,15 @@ pub(super) fn dev_stat(d: Dev) -> StatInfo {
 /// Metadata of an open file.
 pub fn stat_of_file(f: &OpenFile) -> Result<StatInfo, Errno> {
     match &f.kind {
-        FileKind::File { fd, .. } | FileKind::Dir { fd, .. } | FileKind::PathOnly { fd, .. } => {
-            Ok(StatInfo::from(&rustix::fs::fstat(fd)?))
-        }
+        FileKind::File { fd, path } => Ok(virt::stat_open(fd, path, false).map_or_else(
+            || Ok(StatInfo::from(&rustix::fs::fstat(fd)?)),
+            Ok::<_, Errno>,
+        )?),
+        FileKind::Dir { fd, path } => Ok(virt::stat_open(fd, path, true).map_or_else(
+            || Ok(StatInfo::from(&rustix::fs::fstat(fd)?)),
+            Ok::<_, Errno>,
+        )?),
+        FileKind::PathOnly { fd, .. } => Ok(StatInfo::from(&rustix::fs::fstat(fd)?)),
         FileKind::Pipe(PipeEnd {
             node: Some(node), ..
         }) => Ok(StatInfo::from(&rustix::fs::fstat(&node.fd)?)),
@@ -116,11 +123,12 @@ pub fn stat_of_file(f: &OpenFile) -> Result<StatInfo, Errno> {
     }
 }
 
-pub(super) fn stat_of(t: &Target) -> Result<StatInfo, Errno> {
+pub(super) fn stat_of(p: &Process, t: &Target) -> Result<StatInfo, Errno> {
     match t {
         Target::Dev(d) => Ok(dev_stat(*d)),
         Target::Fd(f) => stat_of_file(&lock(f)),
         Target::Host(r) => Ok(StatInfo::from(&r.stat)),
+        Target::Virt(path, node) => virt::stat(p, path, node),
     }
 }
 
@@ -179,7 +187,7 @@ pub(super) fn stat_path(
     follow: bool,
 ) -> SysResult {
     let path = read_path(mem, path)?;
-    let st = stat_of(&lookup(p, AT_FDCWD, &path, follow)?)?;
+    let st = stat_of(p, &lookup(p, AT_FDCWD, &path, follow)?)?;
     mem.write(buf, &encode_stat(&st))?;
     Ok(0)
 }
@@ -208,7 +216,7 @@ pub(super) fn sys_newfstatat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    let st = stat_of(&lookup_at(p, mem, dirfd as i32, path, flags)?)?;
+    let st = stat_of(p, &lookup_at(p, mem, dirfd as i32, path, flags)?)?;
     mem.write(buf, &encode_stat(&st))?;
     Ok(0)
 }
@@ -223,7 +231,7 @@ pub(super) fn sys_statx(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
     {
         return Err(Errno::EINVAL);
     }
-    let st = stat_of(&lookup_at(p, mem, dirfd as i32, path, flags)?)?;
+    let st = stat_of(p, &lookup_at(p, mem, dirfd as i32, path, flags)?)?;
     mem.write(buf, &encode_statx(&st))?;
     Ok(0)
 }
@@ -241,7 +249,12 @@ pub(super) fn sys_getdents64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
     };
     let roots = roots(p);
     if is_ancestor(&roots, path) {
-        return ancestor_dents(&roots, path, fd, mem, a[1], u64::from(a[2] as u32));
+        let entries = ancestor_entries(&roots, path);
+        return emit_dents(&entries, fd, mem, a[1], u64::from(a[2] as u32));
+    }
+    if virt::stat_open(fd, path, true).is_some() {
+        let entries = virt_entries(p, path);
+        return emit_dents(&entries, fd, mem, a[1], u64::from(a[2] as u32));
     }
     // The whole buffer must be valid; the kernel fills only whole records
     // that fit, so passing it a bounded prefix is safe.
@@ -265,26 +278,23 @@ pub(super) fn sys_getdents64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
     Ok(rc as u64)
 }
 
-/// getdents64 of a directory above the roots: ".", ".." and only the names
-/// that lead to roots, with their host inode numbers and types (the types
-/// the guest's stat shows). The position is the host descriptor's offset,
-/// counted in entries, so lseek/rewinddir work.
-fn ancestor_dents(
-    roots: &[Root],
-    dir: &[u8],
-    fd: &OwnedFd,
-    mem: &mut GuestMemory,
-    buf: u64,
-    len: u64,
-) -> SysResult {
-    use rustix::fs::SeekFrom;
-    const DT_DIR: u8 = 4;
-    let parent = match dir.iter().rposition(|&b| b == b'/') {
+/// The parent of the canonical guest directory `dir`.
+fn parent_of(dir: &[u8]) -> Vec<u8> {
+    match dir.iter().rposition(|&b| b == b'/') {
         Some(0) | None => b"/".to_vec(),
         Some(i) => dir[..i].to_vec(),
-    };
-    let mut names: Vec<(Vec<u8>, Vec<u8>)> =
-        vec![(b".".to_vec(), dir.to_vec()), (b"..".to_vec(), parent)];
+    }
+}
+
+/// The entries of a directory above the roots: ".", ".." and only the
+/// names that lead to roots, with their host inode numbers and types (the
+/// types the guest's stat shows: roots as the host objects, links
+/// followed, directories on the way as directories).
+fn ancestor_entries(roots: &[Root], dir: &[u8]) -> Vec<(Vec<u8>, u64, u8)> {
+    let mut names: Vec<(Vec<u8>, Vec<u8>)> = vec![
+        (b".".to_vec(), dir.to_vec()),
+        (b"..".to_vec(), parent_of(dir)),
+    ];
     for n in names_toward_roots(roots, dir) {
         let full = join(dir, &n);
         // A root is shown as what it is on the host (a private /tmp is
@@ -296,39 +306,67 @@ fn ancestor_dents(
         };
         names.push((n, host));
     }
-    let start = rustix::fs::seek(fd, SeekFrom::Current(0))?;
-    let out = guest_buf_mut(mem, buf, len)?;
-    let mut used = 0usize;
-    let mut pos = start;
-    for (name, full) in names.iter().skip(start as usize) {
-        pos += 1;
-        // Each entry is shown as the guest's stat shows it: roots as the host
-        // objects (links followed), directories on the way as directories.
-        let host = PathBuf::from(std::ffi::OsStr::from_bytes(full));
+    let mut out = Vec::new();
+    for (name, full) in names {
+        let host = PathBuf::from(std::ffi::OsStr::from_bytes(&full));
         // Opened as walks open roots (a private /tmp comes into being).
         let Ok(st) = open_root(&host).and_then(|fd| Ok(rustix::fs::fstat(&fd)?)) else {
             continue;
         };
         let ty = match st.st_mode & S_IFMT {
-            S_IFREG => 8,
-            S_IFLNK => 10,
-            S_IFDIR => DT_DIR,
+            S_IFREG => virt::DT_REG,
+            S_IFLNK => virt::DT_LNK,
+            S_IFDIR => virt::DT_DIR,
             _ => 0,
         };
+        out.push((name, st.st_ino, ty));
+    }
+    out
+}
+
+/// The entries of a synthetic directory, with the inode numbers stat shows.
+fn virt_entries(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u64, u8)> {
+    let mut out = vec![
+        (b".".to_vec(), virt::ino_of(dir), virt::DT_DIR),
+        (b"..".to_vec(), virt::ino_of(&parent_of(dir)), virt::DT_DIR),
+    ];
+    for (name, ty) in virt::list(p, dir) {
+        let ino = virt::ino_of(&join(dir, &name));
+        out.push((name, ino, ty));
+    }
+    out
+}
+
+/// getdents64 of a directory whose entries are made here, not read from the
+/// host. The position is the descriptor's offset, counted in entries, so
+/// lseek/rewinddir work.
+fn emit_dents(
+    entries: &[(Vec<u8>, u64, u8)],
+    fd: &OwnedFd,
+    mem: &mut GuestMemory,
+    buf: u64,
+    len: u64,
+) -> SysResult {
+    use rustix::fs::SeekFrom;
+    let start = rustix::fs::seek(fd, SeekFrom::Current(0))?;
+    let out = guest_buf_mut(mem, buf, len)?;
+    let mut used = 0usize;
+    let mut pos = start;
+    for (name, ino, ty) in entries.iter().skip(start as usize) {
         let reclen = (19 + name.len() + 1).next_multiple_of(8);
         if used + reclen > out.len() {
             if used == 0 {
                 return Err(Errno::EINVAL);
             }
-            pos -= 1;
             break;
         }
+        pos += 1;
         let rec = &mut out[used..used + reclen];
         rec.fill(0);
-        rec[0..8].copy_from_slice(&st.st_ino.to_le_bytes());
+        rec[0..8].copy_from_slice(&ino.to_le_bytes());
         rec[8..16].copy_from_slice(&(pos as i64).to_le_bytes());
         rec[16..18].copy_from_slice(&(reclen as u16).to_le_bytes());
-        rec[18] = ty;
+        rec[18] = *ty;
         rec[19..19 + name.len()].copy_from_slice(name);
         used += reclen;
     }
@@ -361,21 +399,14 @@ pub(super) fn do_readlink(
             _ => return Err(Errno::ENOENT),
         }
     } else {
-        let abs = absolute(p, dirfd, &path)?;
-        if let Some(t) = crate::linux::procfs::link(p, &lexical(&abs)) {
-            t?
-        } else if let Some(t) = special(p, &abs) {
-            t?;
-            return Err(Errno::EINVAL);
-        } else {
+        match lookup(p, dirfd, &path, false)? {
+            Target::Virt(_, node) => virt::link_text(p, &node).ok_or(Errno::EINVAL)?,
+            Target::Host(r) if r.stat.st_mode & S_IFMT == S_IFLNK => {
+                rustix::fs::readlinkat(&*r.fd, "", Vec::new())?.into_bytes()
+            }
             // Directories above the roots exist (not links): EINVAL, which
             // realpath() needs to walk down to an allowed file.
-            match walk(&roots(p), &abs, false)? {
-                Some(r) if r.stat.st_mode & S_IFMT == S_IFLNK => {
-                    rustix::fs::readlinkat(&*r.fd, "", Vec::new())?.into_bytes()
-                }
-                _ => return Err(Errno::EINVAL),
-            }
+            _ => return Err(Errno::EINVAL),
         }
     };
     let n = target.len().min(size as usize);
@@ -405,9 +436,21 @@ pub(super) fn do_access(
         return Err(Errno::EINVAL);
     }
     let target = lookup_at(p, mem, dirfd, addr, flags)?;
-    let Target::Host(r) = target else {
+    let r = match target {
+        Target::Host(r) => r,
+        // Generated files and directories are read-only, and not programs.
+        Target::Virt(path, node) => {
+            let st = virt::stat(p, &path, &node)?;
+            let ty = st.mode & S_IFMT;
+            let allowed = if ty == S_IFLNK { 7 } else { (st.mode >> 6) & 7 };
+            return if (mode as u32) & !allowed == 0 {
+                Ok(0)
+            } else {
+                Err(Errno::EACCES)
+            };
+        }
         // Emulated devices and open stdio/pipes: usable as opened.
-        return Ok(0);
+        _ => return Ok(0),
     };
     if mode & W_OK != 0 && !in_write_roots(p, &r.path, &r.stat) {
         return Err(Errno::EACCES);
@@ -439,6 +482,13 @@ pub(super) fn sys_faccessat2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
 
 /// Implements getcwd(2).
 pub(super) fn sys_getcwd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    // Where the working directory is now, if it was renamed.
+    let now = cwd_path(p);
+    if now != p.cwd.as_bytes() {
+        if let Ok(now) = String::from_utf8(now) {
+            p.cwd = now;
+        }
+    }
     let cwd = p.cwd.as_bytes();
     let len = cwd.len() as u64 + 1;
     if a[1] < len {
@@ -450,8 +500,10 @@ pub(super) fn sys_getcwd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sy
     Ok(len)
 }
 
-pub(super) fn set_cwd(p: &mut Process, path: Vec<u8>) -> SysResult {
+/// Makes `path` the working directory; `dir` is the host directory it is, if any.
+pub(super) fn set_cwd(p: &mut Process, path: Vec<u8>, dir: Option<OwnedFd>) -> SysResult {
     p.cwd = String::from_utf8(path).map_err(|_| Errno::ENOENT)?;
+    p.cwd_dir = dir.map(std::sync::Arc::new);
     Ok(0)
 }
 
@@ -459,19 +511,25 @@ pub(super) fn set_cwd(p: &mut Process, path: Vec<u8>) -> SysResult {
 pub(super) fn sys_chdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let path = read_path(mem, a[0])?;
     match lookup(p, AT_FDCWD, &path, true)? {
-        Target::Host(r) if r.stat.st_mode & S_IFMT == S_IFDIR => set_cwd(p, r.path),
+        Target::Host(r) if r.stat.st_mode & S_IFMT == S_IFDIR => {
+            let dir = owned(r.fd)?;
+            set_cwd(p, r.path, Some(dir))
+        }
+        Target::Virt(path, Node::Dir) => set_cwd(p, path, None),
         _ => Err(Errno::ENOTDIR),
     }
 }
 
 /// Implements fchdir(2).
 pub(super) fn sys_fchdir(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    // Where the directory is now, if it was renamed since it was opened.
+    let path = base_dir(p, a[0] as i32)?;
     let file = p.fds.get(a[0] as i32)?;
-    let path = match &lock(&file).kind {
-        FileKind::Dir { path, .. } => path.clone(),
+    let dir = match &lock(&file).kind {
+        FileKind::Dir { fd, .. } => fd.try_clone().ok(),
         _ => return Err(Errno::ENOTDIR),
     };
-    set_cwd(p, path)
+    set_cwd(p, path, dir)
 }
 
 /// Implements umask(2).
@@ -519,6 +577,10 @@ pub(super) fn statfs_of(p: &Process, t: &Target) -> Result<[u8; STATFS_SIZE], Er
     };
     match t {
         Target::Dev(_) => Ok(encode_statfs(None, TMPFS_MAGIC)),
+        Target::Virt(path, _) if path.starts_with(b"/proc") => {
+            Ok(encode_statfs(None, PROC_SUPER_MAGIC))
+        }
+        Target::Virt(..) => Ok(encode_statfs(None, TMPFS_MAGIC)),
         Target::Host(r) => host(&r.fd, &r.path),
         Target::Fd(f) => {
             let f = lock(f);

@@ -28,6 +28,11 @@
 //! leads back into the namespace. Directories above the roots answer
 //! readlink with EINVAL, so realpath() works.
 //!
+//! Devices, the guest's /proc and its /etc files are synthetic names of the
+//! namespace (see `virt`): the walker checks each canonical path it builds
+//! against them before the host, so they are found however the path is
+//! spelled, and stat, list and open as on Linux.
+//!
 //! Ownership is shown as a user namespace would (see `attr`): the invoking
 //! host user is the guest's uid/gid 1000, every other owner 65534.
 
@@ -35,12 +40,14 @@ mod attr;
 mod change;
 mod fifo;
 mod meta;
+mod moved;
 mod overlay;
 mod path;
 #[cfg(test)]
 mod tests;
 mod tmp;
 mod unnamed;
+mod virt;
 
 use attr::*;
 use change::*;
@@ -48,6 +55,7 @@ pub use change::{make_socket_file, socket_file};
 pub use fifo::{interrupted_open, FifoWait};
 use meta::*;
 pub use meta::{encode_stat, encode_statx, stat_of_file, StatInfo};
+use moved::*;
 use overlay::*;
 pub use overlay::{COPY_MAX_BYTES, COPY_MAX_ENTRIES};
 use path::*;
@@ -55,6 +63,7 @@ pub use path::{check_path, exec_host_path, read_path};
 use tmp::*;
 pub use tmp::{charge_write, PrivateTmp};
 use unnamed::*;
+use virt::{Node, Step, Stepped};
 
 use super::fdtable::{lock, oflags::*, FileKind, FileRef, OpenFile, PipeEnd};
 use super::io::{guest_buf_mut, host_std};
@@ -109,7 +118,7 @@ pub(super) const OWN: &str =
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 2, name: "open", handler: sys_open, support: Support::Partial,
-        note: "files and directories under the allowed roots (writes under --allow-write roots only, else EACCES), their ancestors as directories listing only the way to the roots, a private /tmp and /dev/shm unless mapped, plus /dev/{null,zero,urandom}; /dev/std{in,out,err}, /dev/fd/N and /proc/self/fd/N open a regular file anew (own offset, O_TRUNC) and share a pipe's or socket's description; /proc/self/cwd leads to the cwd; fifos under --allow-write roots (and the private /tmp, /dev/shm) with Linux's open semantics, their data in-process (see fs/fifo.rs); O_TMPFILE in writable directories; other host fifos and devices EACCES, other paths ENOENT" },
+        note: "files and directories under the allowed roots (writes under --allow-write roots only, else EACCES), their ancestors as directories listing only the way to the roots, a private /tmp and /dev/shm unless mapped, plus /dev/{null,zero,random,urandom}, the guest's own /proc and /etc files and directories (see fs/virt.rs; all known by the resolved path, so through symlinks too); /dev/std{in,out,err}, /dev/fd/N and /proc/self/fd/N open a regular file anew (own offset, O_TRUNC) and share a pipe's or socket's description; /proc/self/cwd leads to the cwd; fifos under --allow-write roots (and the private /tmp, /dev/shm) with Linux's open semantics, their data in-process (see fs/fifo.rs); O_TMPFILE in writable directories; other host fifos and devices EACCES, other paths ENOENT" },
     SyscallEntry { nr: 4, name: "stat", handler: sys_stat, support: Support::Full, note: "" },
     SyscallEntry { nr: 5, name: "fstat", handler: sys_fstat, support: Support::Full, note: "" },
     SyscallEntry { nr: 6, name: "lstat", handler: sys_lstat, support: Support::Full, note: "" },

@@ -28,11 +28,11 @@ pub(super) struct Root {
 }
 
 impl Root {
-    fn is(&self, path: &[&[u8]]) -> bool {
+    pub(super) fn is(&self, path: &[&[u8]]) -> bool {
         self.comps.len() == path.len() && self.comps.iter().zip(path).all(|(a, b)| a == b)
     }
 
-    fn is_below(&self, path: &[&[u8]]) -> bool {
+    pub(super) fn is_below(&self, path: &[&[u8]]) -> bool {
         self.comps.len() > path.len() && self.comps.iter().zip(path).all(|(a, b)| a == b)
     }
 }
@@ -85,6 +85,8 @@ pub(super) struct Level {
     pub(super) stat: Option<Stat>,
     /// Host path when this level is exactly an allowed root.
     pub(super) root: Option<PathBuf>,
+    /// A synthetic directory (see `virt`): only synthetic names and roots below it.
+    pub(super) virt: bool,
 }
 
 /// How to open a resolved object again with real flags.
@@ -206,6 +208,8 @@ pub(super) enum Walked {
     Obj(Resolved),
     /// A directory above the roots, by its canonical guest path.
     Above(Vec<u8>),
+    /// A synthetic object (see `virt`), by its canonical guest path.
+    Virt(Vec<u8>, Node),
 }
 
 /// Resolves an absolute guest path inside the namespace of `roots`: a host
@@ -216,9 +220,9 @@ pub(super) fn walk(
     path: &[u8],
     follow_last: bool,
 ) -> Result<Option<Resolved>, Errno> {
-    match walk_inner(roots, path, follow_last, &mut 0)? {
+    match walk_inner(roots, path, follow_last, &mut 0, None)? {
         Walked::Obj(r) => Ok(Some(r)),
-        Walked::Above(_) => Ok(None),
+        Walked::Above(_) | Walked::Virt(..) => Ok(None),
     }
 }
 
@@ -227,12 +231,14 @@ pub(super) fn walk_inner(
     path: &[u8],
     follow_last: bool,
     links: &mut u32,
+    synthetic: Option<&Process>,
 ) -> Result<Walked, Errno> {
     let mut top = Level {
         name: Vec::new(),
         fd: None,
         stat: None,
         root: None,
+        virt: false,
     };
     if let Some(r) = roots.iter().find(|r| r.comps.is_empty()) {
         let fd = open_root(&r.host)?;
@@ -257,6 +263,22 @@ pub(super) fn walk_inner(
             continue;
         }
         let last = todo.is_empty();
+        // Synthetic names (devices, /proc, /etc) win over the host's.
+        if let Some(p) = synthetic {
+            let cand = join(&canonical(&stack), &comp);
+            if let Some(node) = virt::node(p, &cand) {
+                let how = Step {
+                    last,
+                    follow_last,
+                    links,
+                };
+                match virt::step(p, roots, &mut stack, &mut todo, &comp, node, how)? {
+                    Stepped::Done(path, node) => return Ok(Walked::Virt(path, node)),
+                    Stepped::Next => continue,
+                    Stepped::Host => {}
+                }
+            }
+        }
         let parent = stack.last().ok_or(Errno::ENOENT)?;
         // A mounted root wins over the root (or ancestor) it lies in.
         let mounted = if roots.iter().any(|r| r.mount) {
@@ -286,8 +308,12 @@ pub(super) fn walk_inner(
                         fd: None,
                         stat: None,
                         root: None,
+                        virt: false,
                     });
                     continue;
+                } else if parent.virt {
+                    // Nothing of the host's lies in a synthetic directory.
+                    return Err(Errno::ENOENT);
                 } else {
                     // Above the roots, guest paths are host paths. A host
                     // symlink here (/lib -> usr/lib with the root /usr/lib,
@@ -313,7 +339,7 @@ pub(super) fn walk_inner(
                     } else {
                         join(&canonical(&stack), &target)
                     };
-                    walk_inner(roots, &dest, true, links)?;
+                    walk_inner(roots, &dest, true, links, synthetic)?;
                     let fd = rustix::fs::open(
                         &host,
                         OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -347,10 +373,14 @@ pub(super) fn walk_inner(
             fd: Some(Rc::new(fd)),
             stat: Some(st),
             root,
+            virt: false,
         });
     }
     let path = canonical(&stack);
     let top = stack.pop().ok_or(Errno::ENOENT)?;
+    if top.virt {
+        return Ok(Walked::Virt(path, Node::Dir));
+    }
     let (Some(fd), Some(stat)) = (top.fd, top.stat) else {
         return Ok(Walked::Above(path));
     };
@@ -376,26 +406,29 @@ pub(super) fn walk_inner(
 /// directory above the roots (an ancestor, shown with its host metadata and
 /// listed with only the names that lead to roots).
 pub(super) fn walk_host(roots: &[Root], path: &[u8], follow_last: bool) -> Result<Resolved, Errno> {
-    match walk_inner(roots, path, follow_last, &mut 0)? {
+    match walk_inner(roots, path, follow_last, &mut 0, None)? {
         Walked::Obj(r) => Ok(r),
-        Walked::Above(path) => {
-            // Above the roots, guest paths are host paths.
-            let host = PathBuf::from(std::ffi::OsStr::from_bytes(&path));
-            let fd = rustix::fs::open(
-                &host,
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|_| Errno::ENOENT)?;
-            let stat = rustix::fs::fstat(&fd)?;
-            Ok(Resolved {
-                fd: Rc::new(fd),
-                stat,
-                path,
-                reach: Reach::Ancestor(host),
-            })
-        }
+        Walked::Virt(..) => Err(Errno::ENOENT),
+        Walked::Above(path) => ancestor(path),
     }
+}
+
+/// A directory above the roots, by its canonical guest path (which is its host path).
+pub(super) fn ancestor(path: Vec<u8>) -> Result<Resolved, Errno> {
+    let host = PathBuf::from(std::ffi::OsStr::from_bytes(&path));
+    let fd = rustix::fs::open(
+        &host,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|_| Errno::ENOENT)?;
+    let stat = rustix::fs::fstat(&fd)?;
+    Ok(Resolved {
+        fd: Rc::new(fd),
+        stat,
+        path,
+        reach: Reach::Ancestor(host),
+    })
 }
 
 /// The names directly under `dir` (a canonical guest path) that lead to a root.
@@ -455,35 +488,14 @@ pub(super) fn owned(fd: Rc<OwnedFd>) -> Result<OwnedFd, Errno> {
     Rc::try_unwrap(fd).or_else(|rc| rc.try_clone().map_err(Errno::from))
 }
 
-/// Applies `.` and `..` textually (only to recognise the emulated device paths).
-pub(super) fn lexical(path: &[u8]) -> Vec<u8> {
-    let mut out: Vec<&[u8]> = Vec::new();
-    for c in path.split(|&b| b == b'/') {
-        match c {
-            b"" | b"." => {}
-            b".." => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    let mut s = Vec::new();
-    for c in out {
-        s.push(b'/');
-        s.extend_from_slice(c);
-    }
-    if s.is_empty() {
-        s.push(b'/');
-    }
-    s
-}
-
 /// Devices emulated in-process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Dev {
     Null,
     Zero,
     Urandom,
+    /// Read as /dev/urandom; stats as itself.
+    Random,
 }
 
 /// What a guest path names.
@@ -494,44 +506,29 @@ pub(super) enum Target {
     Fd(FileRef),
     /// A host object inside the allowed roots.
     Host(Resolved),
+    /// A synthetic file, directory or link (see `virt`), by its canonical path.
+    Virt(Vec<u8>, Node),
 }
 
 pub(super) fn parse_fd(s: &[u8]) -> Option<i32> {
     std::str::from_utf8(s).ok()?.parse().ok()
 }
 
-/// The emulated paths: /dev/{null,zero,urandom,random,stdin,stdout,stderr,fd/N}, /proc/self/fd/N.
-pub(super) fn special(p: &Process, abs: &[u8]) -> Option<Result<Target, Errno>> {
-    let norm = lexical(abs);
-    let fd = match norm.as_slice() {
-        b"/dev/null" => return Some(Ok(Target::Dev(Dev::Null))),
-        b"/dev/zero" => return Some(Ok(Target::Dev(Dev::Zero))),
-        b"/dev/urandom" | b"/dev/random" => return Some(Ok(Target::Dev(Dev::Urandom))),
-        b"/dev/stdin" => 0,
-        b"/dev/stdout" => 1,
-        b"/dev/stderr" => 2,
-        n => {
-            let rest = n
-                .strip_prefix(b"/dev/fd/")
-                .or_else(|| n.strip_prefix(b"/proc/self/fd/"))?;
-            match parse_fd(rest) {
-                Some(fd) => fd,
-                None => return Some(Err(Errno::ENOENT)),
-            }
-        }
-    };
-    Some(p.fds.get(fd).map(Target::Fd).map_err(|_| Errno::ENOENT))
-}
-
 /// The guest directory a relative path starts from.
 pub(super) fn base_dir(p: &Process, dirfd: i32) -> Result<Vec<u8>, Errno> {
     if dirfd == AT_FDCWD {
-        return Ok(p.cwd.as_bytes().to_vec());
+        return Ok(cwd_path(p));
     }
     let file = p.fds.get(dirfd)?;
-    let f = lock(&file);
-    match &f.kind {
-        FileKind::Dir { path, .. } => Ok(path.clone()),
+    let mut f = lock(&file);
+    match &mut f.kind {
+        FileKind::Dir { fd, path } => {
+            // Renamed since it was opened: where it is now.
+            if let Some(now) = fresh_path(p, fd, path) {
+                *path = now;
+            }
+            Ok(path.clone())
+        }
         _ => Err(Errno::ENOTDIR),
     }
 }
@@ -584,21 +581,24 @@ pub(super) fn lookup(p: &Process, dirfd: i32, path: &[u8], follow: bool) -> Resu
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let mut abs = absolute(p, dirfd, path)?;
-    if let Some(cwd) = crate::linux::procfs::follow_cwd(p, &lexical(&abs), follow) {
-        abs = cwd;
-    }
-    if let Some(t) = special(p, &abs) {
-        return t;
-    }
-    Ok(Target::Host(walk_host(&roots(p), &abs, follow)?))
+    resolve(p, &absolute(p, dirfd, path)?, follow)
+}
+
+/// Looks the absolute guest path `abs` up, synthetic names included.
+pub(super) fn resolve(p: &Process, abs: &[u8], follow: bool) -> Result<Target, Errno> {
+    Ok(match walk_inner(&roots(p), abs, follow, &mut 0, Some(p))? {
+        Walked::Obj(r) => Target::Host(r),
+        Walked::Above(path) => Target::Host(ancestor(path)?),
+        Walked::Virt(_, Node::Dev(d)) => Target::Dev(d),
+        Walked::Virt(_, Node::Open(f)) => Target::Fd(f),
+        Walked::Virt(path, node) => Target::Virt(path, node),
+    })
 }
 
 /// The object `dirfd` itself (AT_EMPTY_PATH).
 pub(super) fn lookup_fd(p: &Process, dirfd: i32) -> Result<Target, Errno> {
     if dirfd == AT_FDCWD {
-        let cwd = p.cwd.clone();
-        return lookup(p, AT_FDCWD, cwd.as_bytes(), true);
+        return lookup(p, AT_FDCWD, &cwd_path(p), true);
     }
     Ok(Target::Fd(p.fds.get(dirfd)?))
 }

@@ -145,5 +145,7 @@ fn put_path(m: &mut GuestMemory, at: u64, s: &str) {
     m.write(at, z_path(s).as_bytes()).unwrap();
 }
 
+mod moved;
 mod read;
+mod synthetic;
 mod write;
