@@ -687,3 +687,12 @@ fn proc_self_fd_and_cwd_links_read_as_on_linux() {
 fn symlinks_in_created_and_removed_paths() {
     glibc_and_musl_in_a_dir("symlink_paths");
 }
+
+/// copy_file_range between /dev/shm files and between memfds: offsets
+/// taken from pointers or the files and advanced, 0 at the end, overlap in
+/// one file, EXDEV from a memfd to /dev/shm, and the EINVAL, EBADF, EISDIR,
+/// EFAULT and EOVERFLOW cases (it was ENOSYS).
+#[test]
+fn copy_file_range_as_on_linux() {
+    glibc_and_musl("copy_range");
+}

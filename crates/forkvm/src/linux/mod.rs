@@ -4,6 +4,7 @@
 //! [`GuestMemory`], so it can be tested without a VM.
 
 pub mod child;
+pub mod copy_range;
 pub mod errno;
 pub mod event;
 pub mod exec;
