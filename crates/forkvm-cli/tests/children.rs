@@ -860,3 +860,14 @@ fn lowered_resource_limits_are_enforced() {
 fn a_signal_blocked_by_the_call_it_arrived_in_stays_pending() {
     glibc_and_musl("mask_race");
 }
+
+/// pidfds: pidfd_open of itself and of children, poll and epoll readiness
+/// (readable once the child ended, hung up once reaped), waitid(P_PIDFD)
+/// blocking, WNOHANG and non-blocking (EAGAIN), pidfd_send_signal to a
+/// running, ended and reaped child, with a siginfo (SI_QUEUE reaches the
+/// handler, a claimed SI_USER is EPERM), pidfd_getfd, and the errors
+/// (they were ENOSYS).
+#[test]
+fn pidfds_follow_children_as_on_linux() {
+    glibc_and_musl("pidfd");
+}

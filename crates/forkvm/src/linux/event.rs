@@ -51,6 +51,8 @@ pub enum EventObj {
         /// Bit n-1 for signal n.
         mask: u64,
     },
+    /// pidfd_open(2): a process (see [`super::pidfd`]).
+    Pidfd(super::pidfd::PidFd),
 }
 
 /// A timerfd's state.
@@ -124,6 +126,7 @@ pub fn readiness(obj: &mut EventObj, now: Instant, pending: u64) -> i16 {
             }
         }
         EventObj::SignalFd { mask } => super::signalfd::readiness(*mask, pending),
+        EventObj::Pidfd(fd) => super::pidfd::readiness(fd),
         // Nested epoll readiness is not tracked.
         EventObj::Epoll(_) => 0,
     }
@@ -165,7 +168,9 @@ pub fn read(obj: &mut EventObj, buf: &mut [u8]) -> Result<usize, Errno> {
             std::mem::take(&mut t.expired)
         }
         // A signalfd is read with the process (`signalfd::read`): not vectored.
-        EventObj::Epoll(_) | EventObj::SignalFd { .. } => return Err(Errno::EINVAL),
+        EventObj::Epoll(_) | EventObj::SignalFd { .. } | EventObj::Pidfd(_) => {
+            return Err(Errno::EINVAL)
+        }
     };
     buf[..8].copy_from_slice(&v.to_le_bytes());
     Ok(8)

@@ -21,6 +21,7 @@ pub mod mem;
 pub mod names;
 pub mod net;
 pub mod net_recv;
+pub mod pidfd;
 pub mod poll;
 pub mod prctl;
 pub mod process;

@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 19] {
+fn families() -> [&'static [SyscallEntry]; 20] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -55,6 +55,7 @@ fn families() -> [&'static [SyscallEntry]; 19] {
         super::child::SYSCALLS,
         super::exec::SYSCALLS,
         super::copy_range::SYSCALLS,
+        super::pidfd::SYSCALLS,
     ]
 }
 
