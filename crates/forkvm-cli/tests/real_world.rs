@@ -696,3 +696,13 @@ fn symlinks_in_created_and_removed_paths() {
 fn copy_file_range_as_on_linux() {
     glibc_and_musl("copy_range");
 }
+
+/// inotify on a directory in /dev/shm and on a file: the events of the
+/// program's own create, write, close, chmod, ftruncate, rename (with its
+/// cookie), mkdir, rmdir and unlink, IN_IGNORED after inotify_rm_watch,
+/// poll and epoll readiness, a too-small read buffer, and the errors (they
+/// were ENOSYS).
+#[test]
+fn inotify_reports_the_programs_changes() {
+    glibc_and_musl("inotify");
+}

@@ -13,6 +13,7 @@ pub mod fdtable;
 pub mod fs;
 pub mod host_socket;
 pub mod inet;
+pub mod inotify;
 pub mod io;
 pub mod ioctl;
 pub mod locks;

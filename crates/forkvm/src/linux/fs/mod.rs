@@ -51,7 +51,7 @@ pub use meta::{encode_stat, encode_statx, stat_of_file, StatInfo};
 use overlay::*;
 pub use overlay::{COPY_MAX_BYTES, COPY_MAX_ENTRIES};
 use path::*;
-pub use path::{check_path, exec_host_path, read_path};
+pub use path::{check_path, exec_host_path, read_path, watch_target};
 use tmp::*;
 pub use tmp::{charge_write, PrivateTmp};
 use unnamed::*;
