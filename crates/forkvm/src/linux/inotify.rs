@@ -53,8 +53,9 @@ const ALL_INOTIFY_BITS: u32 = 0xfff // IN_ALL_EVENTS
 static INSTANCES: AtomicUsize = AtomicUsize::new(0);
 
 /// A host inotify instance (non-blocking; the guest's O_NONBLOCK is its
-/// file's), shared by every descriptor and fork that has it, as a dup and
-/// a fork share one on Linux.
+/// file's), shared by every descriptor dup'ed from it. A fork gets an
+/// instance of its own without watches (see `fdtable::fork_copy`): its
+/// files are copies, and a served request must not read another's events.
 #[derive(Debug)]
 pub struct Instance {
     fd: OwnedFd,
@@ -118,12 +119,8 @@ fn instance_of(p: &Process, fd: u64) -> Result<Inotify, Errno> {
     }
 }
 
-/// Implements inotify_init1(2).
-fn sys_inotify_init1(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    let flags = u64::from(a[0] as u32);
-    if flags & !(IN_NONBLOCK | IN_CLOEXEC) != 0 {
-        return Err(Errno::EINVAL);
-    }
+/// A new host instance without watches; EMFILE beyond [`MAX_INSTANCES`].
+pub fn new_instance() -> Result<Inotify, Errno> {
     if INSTANCES.fetch_add(1, Ordering::Relaxed) >= MAX_INSTANCES {
         INSTANCES.fetch_sub(1, Ordering::Relaxed);
         return Err(Errno::EMFILE);
@@ -136,10 +133,19 @@ fn sys_inotify_init1(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResul
         }
     };
     // From here the instance's drop gives the count back.
-    let inst = Arc::new(Instance {
+    Ok(Arc::new(Instance {
         fd,
         watches: Mutex::new(Vec::new()),
-    });
+    }))
+}
+
+/// Implements inotify_init1(2).
+fn sys_inotify_init1(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    let flags = u64::from(a[0] as u32);
+    if flags & !(IN_NONBLOCK | IN_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let inst = new_instance()?;
     let mut fl = oflags::O_RDONLY;
     if flags & IN_NONBLOCK != 0 {
         fl |= oflags::O_NONBLOCK;
@@ -200,7 +206,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 253, name: "inotify_init", handler: sys_inotify_init, support: Support::Partial,
         note: "as inotify_init1" },
     SyscallEntry { nr: 294, name: "inotify_init1", handler: sys_inotify_init1, support: Support::Partial,
-        note: "a host inotify instance (events are the host kernel's); at most 32 per forkvm process (EMFILE); a fork shares its parent's instance" },
+        note: "a host inotify instance (events are the host kernel's); at most 32 per forkvm process (EMFILE); a forked child's copy is a new instance without the parent's watches" },
     SyscallEntry { nr: 254, name: "inotify_add_watch", handler: sys_inotify_add_watch, support: Support::Partial,
         note: "a host watch on the object the guest path names; emulated devices and directories above the roots are EACCES; 8192 watches per instance (ENOSPC)" },
     SyscallEntry { nr: 255, name: "inotify_rm_watch", handler: sys_inotify_rm_watch, support: Support::Full,
@@ -273,5 +279,17 @@ mod tests {
         assert_eq!(call(&mut p, &mut m, read, &[fd, buf, 64]), Ok(16));
         assert_eq!(m.read_u32(buf + 4).unwrap(), IN_IGNORED);
         let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn a_fork_gets_an_instance_of_its_own() {
+        let (mut p, mut m) = test_setup(Policy::default());
+        let fd = call(&mut p, &mut m, sys_inotify_init1, &[0]).unwrap() as i32;
+        let inst = |t: &crate::linux::fdtable::FdTable| match &lock(&t.get(fd).unwrap()).kind {
+            FileKind::Event(EventObj::Inotify(i)) => i.clone(),
+            _ => panic!("not inotify"),
+        };
+        let copy = p.fds.fork_copy().unwrap();
+        assert!(!Arc::ptr_eq(&inst(&p.fds), &inst(&copy)));
     }
 }
