@@ -208,7 +208,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 294, name: "inotify_init1", handler: sys_inotify_init1, support: Support::Partial,
         note: "a host inotify instance (events are the host kernel's); at most 32 per forkvm process (EMFILE); a forked child's copy is a new instance without the parent's watches" },
     SyscallEntry { nr: 254, name: "inotify_add_watch", handler: sys_inotify_add_watch, support: Support::Partial,
-        note: "a host watch on the object the guest path names; emulated devices and directories above the roots are EACCES; 8192 watches per instance (ENOSPC)" },
+        note: "a host watch on the object the guest path names; emulated devices and directories above the roots are EACCES; 8192 watches per instance (ENOSPC); truncate(2) by path also reports the open and close-write of the file it truncates" },
     SyscallEntry { nr: 255, name: "inotify_rm_watch", handler: sys_inotify_rm_watch, support: Support::Full,
         note: "" },
 ];
