@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,6 +25,9 @@
 #endif
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
+#endif
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x1000
 #endif
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -180,5 +184,17 @@ int main(void) {
     q.si_value.sival_int = 42;
     say("queued signal", pidfd_send(fc, SIGUSR1, &q, 0));
     show("waitid handled", wait_fd(fc, WEXITED, &si), &si, c);
+
+    /* clone(CLONE_PIDFD): the pidfd where the parent's tid would go. */
+    int cfd = -1;
+    say("clone pidfd and settid", syscall(SYS_clone, CLONE_PIDFD | CLONE_PARENT_SETTID | SIGCHLD, 0, &cfd, 0, 0));
+    say("clone pidfd, bad pointer", syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, 0, (int *)8, 0, 0));
+    fflush(stdout);
+    long d = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, 0, &cfd, 0, 0);
+    if (d == 0)
+        _exit(5);
+    say("clone pidfd", cfd >= 0 ? 0 : -1);
+    say("clone pidfd cloexec", fcntl(cfd, F_GETFD));
+    show("waitid cloned", wait_fd(cfd, WEXITED, &si), &si, (pid_t)d);
     return 0;
 }

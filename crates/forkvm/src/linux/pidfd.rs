@@ -94,6 +94,42 @@ fn sys_pidfd_open(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
         .insert(OpenFile::new(FileKind::Event(obj), fl), true)? as u64)
 }
 
+/// A new close-on-exec pidfd for process `pid` of the run.
+fn open_for(p: &mut Process, pid: u64) -> Result<i32, Errno> {
+    let obj = EventObj::Pidfd(PidFd {
+        proc: handle_of(p, pid)?,
+        thread: false,
+    });
+    p.fds
+        .insert(OpenFile::new(FileKind::Event(obj), oflags::O_RDWR), true)
+}
+
+/// clone's and clone3's CLONE_PIDFD for a new process: `start` makes the
+/// child (see `child::fork`), then a pidfd for it is stored (an int) at
+/// `ptr`. EFAULT before any child exists when `ptr` cannot take it; a
+/// child whose pidfd cannot be made (EMFILE) is not started.
+pub(super) fn clone_with_pidfd(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    ptr: u64,
+    start: impl FnOnce(&mut Process, &mut GuestMemory) -> SysResult,
+) -> SysResult {
+    mem.slice_mut(ptr, 4)?;
+    let pid = start(p, mem)?;
+    match open_for(p, pid) {
+        Ok(fd) => {
+            mem.write_u32(ptr, fd as u32)?;
+            Ok(pid)
+        }
+        Err(e) => {
+            if let Some(super::thread::Sched::Fork(req)) = p.sched.take() {
+                req.family.abandon();
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Where pidfd_send_signal sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
