@@ -59,6 +59,7 @@ const ALLOWED: &[i64] = &[
     libc::SYS_fdatasync,
     libc::SYS_ftruncate,
     libc::SYS_fallocate,
+    libc::SYS_copy_file_range,
     libc::SYS_poll,
     libc::SYS_ppoll,
     // The guest's inotify instances are host ones (linux/inotify.rs).
