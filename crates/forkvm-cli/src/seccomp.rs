@@ -59,8 +59,13 @@ const ALLOWED: &[i64] = &[
     libc::SYS_fdatasync,
     libc::SYS_ftruncate,
     libc::SYS_fallocate,
+    libc::SYS_copy_file_range,
     libc::SYS_poll,
     libc::SYS_ppoll,
+    // The guest's inotify instances are host ones (linux/inotify.rs).
+    libc::SYS_inotify_init1,
+    libc::SYS_inotify_add_watch,
+    libc::SYS_inotify_rm_watch,
     // Changes under --allow-write and in the private /tmp.
     libc::SYS_mkdir,
     libc::SYS_mkdirat,

@@ -888,3 +888,47 @@ fn lowered_resource_limits_are_enforced() {
 fn a_signal_blocked_by_the_call_it_arrived_in_stays_pending() {
     glibc_and_musl("mask_race");
 }
+
+/// pidfds: pidfd_open of itself and of children, poll and epoll readiness
+/// (readable once the child ended, hung up once reaped), waitid(P_PIDFD)
+/// blocking, WNOHANG and non-blocking (EAGAIN), pidfd_send_signal to a
+/// running, ended and reaped child, with a siginfo (SI_QUEUE reaches the
+/// handler, a claimed SI_USER is EPERM), pidfd_getfd, and the errors
+/// (they were ENOSYS).
+#[test]
+fn pidfds_follow_children_as_on_linux() {
+    glibc_and_musl("pidfd");
+}
+
+/// python's asyncio with its PidfdChildWatcher (the default from 3.12):
+/// each child is a pidfd in the event loop's epoll, reaped when it turns
+/// readable; a captured output and status, and a child ended by a signal
+/// sent through Popen.send_signal (pidfd_open was ENOSYS).
+#[test]
+fn python_asyncio_waits_for_children_through_pidfds() {
+    if !installed("/usr/bin/python3") || !installed(BUSYBOX) {
+        return;
+    }
+    let script = r#"
+import asyncio, os, signal
+async def main():
+    p = await asyncio.create_subprocess_exec(
+        "/usr/bin/busybox", "sh", "-c", "echo $((6 * 7)); exit 3",
+        stdout=asyncio.subprocess.PIPE)
+    out, _ = await p.communicate()
+    print(out, p.returncode)
+    p = await asyncio.create_subprocess_exec("/usr/bin/busybox", "sleep", "30")
+    p.send_signal(signal.SIGTERM)
+    print(await p.wait())
+asyncio.set_child_watcher(asyncio.PidfdChildWatcher())
+asyncio.run(main())
+"#;
+    let mut flags: Vec<String> = LIBS.iter().map(|s| s.to_string()).collect();
+    flags.extend(["--allow-read".into(), BUSYBOX.into()]);
+    check(
+        &Case::new("/usr/bin/python3")
+            .args(["-S", "-W", "ignore", "-c", script])
+            .flags(flags)
+            .limit(Duration::from_secs(60)),
+    );
+}

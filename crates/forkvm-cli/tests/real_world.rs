@@ -727,3 +727,22 @@ fn python_sees_proc_and_etc_files_exist() {
         print(os.access('/proc/self/status', os.R_OK))";
     check(&Case::new("/usr/bin/python3").args(["-S", "-c", script]));
 }
+
+/// copy_file_range between /dev/shm files and between memfds: offsets
+/// taken from pointers or the files and advanced, 0 at the end, overlap in
+/// one file, EXDEV from a memfd to /dev/shm, and the EINVAL, EBADF, EISDIR,
+/// EFAULT and EOVERFLOW cases (it was ENOSYS).
+#[test]
+fn copy_file_range_as_on_linux() {
+    glibc_and_musl("copy_range");
+}
+
+/// inotify on a directory in /dev/shm and on a file: the events of the
+/// program's own create, write, close, chmod, ftruncate, rename (with its
+/// cookie), mkdir, rmdir and unlink, IN_IGNORED after inotify_rm_watch,
+/// poll and epoll readiness, a too-small read buffer, and the errors (they
+/// were ENOSYS).
+#[test]
+fn inotify_reports_the_programs_changes() {
+    glibc_and_musl("inotify");
+}

@@ -51,6 +51,10 @@ pub enum EventObj {
         /// Bit n-1 for signal n.
         mask: u64,
     },
+    /// pidfd_open(2): a process (see [`super::pidfd`]).
+    Pidfd(super::pidfd::PidFd),
+    /// inotify_init1(2): a host instance (see [`super::inotify`]).
+    Inotify(super::inotify::Inotify),
 }
 
 /// A timerfd's state.
@@ -124,6 +128,8 @@ pub fn readiness(obj: &mut EventObj, now: Instant, pending: u64) -> i16 {
             }
         }
         EventObj::SignalFd { mask } => super::signalfd::readiness(*mask, pending),
+        EventObj::Pidfd(fd) => super::pidfd::readiness(fd),
+        EventObj::Inotify(i) => super::inotify::readiness(i),
         // Nested epoll readiness is not tracked.
         EventObj::Epoll(_) => 0,
     }
@@ -142,6 +148,9 @@ fn next_change(obj: &EventObj, timers: Option<Instant>) -> Option<Instant> {
 
 /// read(2) on an event object: Ok(n) or EAGAIN when nothing is there yet.
 pub fn read(obj: &mut EventObj, buf: &mut [u8]) -> Result<usize, Errno> {
+    if let EventObj::Inotify(i) = obj {
+        return super::inotify::read(i, buf);
+    }
     if buf.len() < 8 {
         return Err(Errno::EINVAL);
     }
@@ -165,7 +174,10 @@ pub fn read(obj: &mut EventObj, buf: &mut [u8]) -> Result<usize, Errno> {
             std::mem::take(&mut t.expired)
         }
         // A signalfd is read with the process (`signalfd::read`): not vectored.
-        EventObj::Epoll(_) | EventObj::SignalFd { .. } => return Err(Errno::EINVAL),
+        EventObj::Epoll(_)
+        | EventObj::SignalFd { .. }
+        | EventObj::Pidfd(_)
+        | EventObj::Inotify(_) => return Err(Errno::EINVAL),
     };
     buf[..8].copy_from_slice(&v.to_le_bytes());
     Ok(8)

@@ -786,6 +786,10 @@ fn copy_file(
         FileKind::Null => FileKind::Null,
         FileKind::Zero => FileKind::Zero,
         FileKind::Urandom => FileKind::Urandom,
+        // A fork never shares the master's inotify queue (see `inotify`).
+        FileKind::Event(super::event::EventObj::Inotify(_)) => FileKind::Event(
+            super::event::EventObj::Inotify(super::inotify::new_instance()?),
+        ),
         FileKind::Event(e) => FileKind::Event(e.clone()),
         FileKind::Socket(s) => FileKind::Socket(s.fork_copy(socks)),
         FileKind::File { fd, path } => FileKind::File {

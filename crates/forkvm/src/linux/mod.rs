@@ -4,6 +4,7 @@
 //! [`GuestMemory`], so it can be tested without a VM.
 
 pub mod child;
+pub mod copy_range;
 pub mod errno;
 pub mod event;
 pub mod exec;
@@ -12,6 +13,7 @@ pub mod fdtable;
 pub mod fs;
 pub mod host_socket;
 pub mod inet;
+pub mod inotify;
 pub mod io;
 pub mod ioctl;
 pub mod locks;
@@ -20,6 +22,7 @@ pub mod mem;
 pub mod names;
 pub mod net;
 pub mod net_recv;
+pub mod pidfd;
 pub mod poll;
 pub mod prctl;
 pub mod process;

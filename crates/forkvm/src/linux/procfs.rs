@@ -205,6 +205,8 @@ pub fn fd_link(p: &Process, f: &OpenFile) -> Vec<u8> {
             EventObj::TimerFd(_) => "anon_inode:[timerfd]".into(),
             EventObj::Epoll(_) => "anon_inode:[eventpoll]".into(),
             EventObj::SignalFd { .. } => "anon_inode:[signalfd]".into(),
+            EventObj::Pidfd(_) => "anon_inode:[pidfd]".into(),
+            EventObj::Inotify(_) => "anon_inode:inotify".into(),
         },
         FileKind::Stdin | FileKind::Stdout | FileKind::Stderr => {
             let name = match f.kind {

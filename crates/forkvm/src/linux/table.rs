@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 18] {
+fn families() -> [&'static [SyscallEntry]; 21] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -54,6 +54,9 @@ fn families() -> [&'static [SyscallEntry]; 18] {
         super::xattr::SYSCALLS,
         super::child::SYSCALLS,
         super::exec::SYSCALLS,
+        super::copy_range::SYSCALLS,
+        super::pidfd::SYSCALLS,
+        super::inotify::SYSCALLS,
     ]
 }
 

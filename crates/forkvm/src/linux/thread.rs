@@ -32,6 +32,7 @@ const CLONE_VM: u64 = 0x100;
 const CLONE_FS: u64 = 0x200;
 const CLONE_FILES: u64 = 0x400;
 const CLONE_SIGHAND: u64 = 0x800;
+const CLONE_PIDFD: u64 = 0x1000;
 const CLONE_SETTLS: u64 = 0x8_0000;
 const CLONE_PARENT_SETTID: u64 = 0x10_0000;
 const CLONE_CHILD_CLEARTID: u64 = 0x20_0000;
@@ -509,7 +510,17 @@ pub(super) fn tls_and_clear_tid(flags: u64, tls: u64, ctid: u64) -> (Option<u64>
 /// Implements clone(2) for threads (CLONE_VM | CLONE_THREAD).
 fn sys_clone(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     // x86-64 order: flags, stack, parent_tid, child_tid, tls.
-    spawn(p, mem, a[0], a[1], a[2], a[3], a[4])
+    let [flags, stack, ptid, ctid, tls, _] = *a;
+    if flags & CLONE_PIDFD != 0 {
+        // clone stores the pidfd where the parent's tid would go.
+        if flags & (CLONE_THREAD | CLONE_PARENT_SETTID) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        return super::pidfd::clone_with_pidfd(p, mem, ptid, |p, mem| {
+            spawn(p, mem, flags & !CLONE_PIDFD, stack, ptid, ctid, tls)
+        });
+    }
+    spawn(p, mem, flags, stack, ptid, ctid, tls)
 }
 
 /// Implements clone3(2) for threads.
@@ -526,6 +537,23 @@ fn sys_clone3(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     } else {
         stack.checked_add(stack_size).ok_or(Errno::EINVAL)?
     };
+    if flags & CLONE_PIDFD != 0 {
+        if flags & CLONE_THREAD != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let ptr = q(1)?;
+        return super::pidfd::clone_with_pidfd(p, mem, ptr, |p, mem| {
+            spawn(
+                p,
+                mem,
+                flags & !CLONE_PIDFD,
+                top,
+                parent_tid,
+                child_tid,
+                tls,
+            )
+        });
+    }
     spawn(p, mem, flags, top, parent_tid, child_tid, tls)
 }
 
@@ -561,7 +589,7 @@ fn sys_gettid(p: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 24, name: "sched_yield", handler: sys_sched_yield, support: Support::Full, note: "" },
     SyscallEntry { nr: 56, name: "clone", handler: sys_clone, support: Support::Partial,
-        note: "threads (CLONE_VM|CLONE_THREAD) scheduled on one vCPU; without CLONE_THREAD a new process as fork, with CLONE_VM|CLONE_VFORK as vfork; CLONE_VM alone is ENOSYS" },
+        note: "threads (CLONE_VM|CLONE_THREAD) scheduled on one vCPU; without CLONE_THREAD a new process as fork, with CLONE_VM|CLONE_VFORK as vfork; CLONE_VM alone is ENOSYS; CLONE_PIDFD for a new process (the child inherits the pidfd, close-on-exec)" },
     SyscallEntry { nr: 60, name: "exit", handler: sys_exit_thread, support: Support::Full, note: "" },
     SyscallEntry { nr: 186, name: "gettid", handler: sys_gettid, support: Support::Full, note: "" },
     SyscallEntry { nr: 202, name: "futex", handler: sys_futex, support: Support::Partial,

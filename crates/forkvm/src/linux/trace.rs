@@ -144,6 +144,14 @@ fn signature(nr: u64) -> Option<&'static [Kind]> {
         332 => &[DirFd, Path, AtFlags, Hex, Hex],           // statx
         437 => &[DirFd, Path, Hex, Int],                    // openat2
         439 => &[DirFd, Path, Int, AtFlags],                // faccessat2
+        247 => &[Int, Int, Hex, Hex, Hex],                  // waitid
+        253 => &[],                                         // inotify_init
+        254 => &[DirFd, Path, Hex],                         // inotify_add_watch
+        255 | 424 => &[DirFd, Int, Hex, Hex],               // inotify_rm_watch, pidfd_send_signal
+        294 => &[Hex],                                      // inotify_init1
+        326 => &[DirFd, Hex, DirFd, Hex, Int, Hex],         // copy_file_range
+        434 => &[Int, Hex],                                 // pidfd_open
+        438 => &[DirFd, DirFd, Hex],                        // pidfd_getfd
         _ => return None,
     })
 }

@@ -133,8 +133,10 @@ pub struct Family {
     wait_started: Option<Instant>,
 }
 
+mod handle;
 mod stop;
 mod wait;
+pub use handle::{handle_of, Life, ProcHandle};
 pub use stop::stop_if_asked;
 use wait::{sys_wait4, sys_waitid};
 
@@ -872,7 +874,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 109, name: "setpgid", handler: sys_setpgid, support: Support::Full, note: "" },
     SyscallEntry { nr: 112, name: "setsid", handler: sys_setsid, support: Support::Full, note: "" },
     SyscallEntry { nr: 247, name: "waitid", handler: sys_waitid, support: Support::Partial,
-        note: "P_ALL, P_PID, P_PGID; WEXITED, WSTOPPED, WCONTINUED, WNOWAIT; rusage is zero" },
+        note: "P_ALL, P_PID, P_PGID, P_PIDFD (a non-blocking pidfd: EAGAIN); WEXITED, WSTOPPED, WCONTINUED, WNOWAIT; rusage is zero" },
 ];
 
 #[cfg(test)]

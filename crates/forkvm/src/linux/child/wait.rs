@@ -9,6 +9,12 @@ use crate::linux::thread::Sched;
 use crate::linux::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 
+/// waitid's id types.
+const P_ALL: u64 = 0;
+const P_PID: u64 = 1;
+const P_PGID: u64 = 2;
+const P_PIDFD: u64 = 3;
+
 /// Which children a wait selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Select {
@@ -149,7 +155,7 @@ fn wait4_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
 }
 
-/// Implements waitid(2) (P_ALL, P_PID, P_PGID; WEXITED).
+/// Implements waitid(2) (P_ALL, P_PID, P_PGID, P_PIDFD).
 pub(super) fn sys_waitid(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let r = waitid_once(p, mem, a);
     if !matches!(p.sched, Some(Sched::Retry(_))) {
@@ -165,13 +171,22 @@ fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     {
         return Err(Errno::EINVAL);
     }
+    let upid = id as i32;
+    // A non-blocking pidfd waits as with WNOHANG, and says EAGAIN.
+    let mut nonblocking = false;
     let sel = match idtype {
-        0 => Select::Any,
-        1 => Select::Pid(id),
-        2 if id == 0 => Select::Group(my_pgid(p)),
-        2 => Select::Group(id),
+        P_ALL => Select::Any,
+        P_PID if upid > 0 => Select::Pid(upid as u64),
+        P_PGID if upid == 0 => Select::Group(my_pgid(p)),
+        P_PGID if upid > 0 => Select::Group(upid as u64),
+        P_PIDFD if upid >= 0 => {
+            let (fd, nb) = crate::linux::pidfd::pidfd_of(p, upid)?;
+            nonblocking = nb;
+            Select::Pid(fd.proc.pid())
+        }
         _ => return Err(Errno::EINVAL),
     };
+    let no_hang = options & WNOHANG != 0 || nonblocking;
     let want = Want {
         ended: options & WEXITED != 0,
         stopped: options & WSTOPPED != 0,
@@ -199,9 +214,12 @@ fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             }
             Ok(0)
         }
-        None if options & WNOHANG != 0 => {
+        None if no_hang => {
             if infop != 0 {
                 mem.write(infop, &[0u8; 128])?;
+            }
+            if options & WNOHANG == 0 {
+                return Err(Errno::EAGAIN);
             }
             Ok(0)
         }

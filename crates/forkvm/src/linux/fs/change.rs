@@ -439,11 +439,13 @@ pub(super) fn open_for_writing(
         }
     })?;
     // The host's umask applied too: the mode must be the guest's (umask(0)
-    // and 0666 is 0666, not 0644).
-    if creates {
+    // and 0666 is 0666, not 0644). Only set when it differs, so a watcher
+    // sees no IN_ATTRIB the guest did not cause.
+    let mut st = rustix::fs::fstat(&fd)?;
+    if creates && st.st_mode & 0o7777 != mode.bits() {
         rustix::fs::fchmod(&fd, mode)?;
+        st = rustix::fs::fstat(&fd)?;
     }
-    let st = rustix::fs::fstat(&fd)?;
     let kind = match st.st_mode & S_IFMT {
         S_IFREG => FileKind::File { fd, path: guest },
         S_IFDIR => FileKind::Dir { fd, path: guest },
@@ -553,6 +555,13 @@ pub(super) fn do_mkdir(
     // mkdir keeps the sticky bit, as Linux does (a shared scratch directory).
     let mode = Mode::from_bits_truncate((mode as u32 & 0o1777) & !p.fds.umask);
     rustix::fs::mkdirat(&dir, name.as_slice(), mode)?;
+    // Usually the mode is right already: then nothing more (no open or
+    // IN_ATTRIB a watcher would see).
+    if rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| st.st_mode & 0o7777 == mode.bits())
+    {
+        return Ok(0);
+    }
     // The host's umask applied too (and never to the sticky bit): set the
     // guest's mode on the directory just made, opened without following a
     // link another process might have put there since.

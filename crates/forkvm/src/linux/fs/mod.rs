@@ -59,7 +59,7 @@ use moved::*;
 use overlay::*;
 pub use overlay::{COPY_MAX_BYTES, COPY_MAX_ENTRIES};
 use path::*;
-pub use path::{check_path, exec_host_path, read_path};
+pub use path::{check_path, exec_host_path, read_path, watch_target};
 use tmp::*;
 pub use tmp::{charge_write, PrivateTmp};
 use unnamed::*;

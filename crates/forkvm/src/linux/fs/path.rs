@@ -626,3 +626,24 @@ pub(super) fn lookup_at(
     }
     lookup(p, dirfd, &path, flags & AT_SYMLINK_NOFOLLOW == 0)
 }
+
+/// An O_PATH descriptor of the host object the guest path `path` (relative
+/// to the cwd) names, for an inotify watch (see `linux::inotify`): the
+/// symlink itself unless `follow`. EACCES for the emulated devices and for
+/// directories above the roots, whose host events would name host files the
+/// guest cannot see.
+pub fn watch_target(p: &Process, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
+    match lookup(p, AT_FDCWD, path, follow)? {
+        Target::Host(r) if matches!(r.reach, Reach::Ancestor(_)) => Err(Errno::EACCES),
+        Target::Host(r) => owned(r.fd),
+        Target::Fd(file) => match &lock(&file).kind {
+            FileKind::File { fd, .. }
+            | FileKind::Dir { fd, .. }
+            | FileKind::PathOnly { fd, .. } => Ok(fd.try_clone()?),
+            _ => Err(Errno::EACCES),
+        },
+        // The guest's own generated files and directories have no host
+        // object to watch (and nothing else changes them).
+        Target::Dev(_) | Target::Virt(..) => Err(Errno::EACCES),
+    }
+}

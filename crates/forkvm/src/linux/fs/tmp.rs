@@ -421,7 +421,7 @@ pub(super) fn copy_tree(from: &Path, to: &Path, depth: u32) -> Result<(), Errno>
 
 /// Copies the regular file `src` to the new file `dst` with read and
 /// write alone (std's copy would use calls outside the host seccomp list:
-/// fchmod, copy_file_range, sendfile).
+/// fchmod, sendfile).
 pub(super) fn copy_file(src: &Path, dst: &Path) -> Result<(), Errno> {
     use std::io::{Read, Write};
     use std::os::unix::fs::OpenOptionsExt;
