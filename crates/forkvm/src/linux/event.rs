@@ -1,4 +1,4 @@
-//! Event loops: eventfd, timerfd, epoll and select, so runtimes with an
+//! Event loops: eventfd, timerfd and epoll (select is with poll), so runtimes with an
 //! event loop (Go's netpoller, tokio, libuv) start and wait as they would
 //! on Linux.
 //!
@@ -455,15 +455,6 @@ fn ms_timeout(ms: u64) -> Option<Duration> {
     (ms >= 0).then(|| Duration::from_millis(ms as u64))
 }
 
-fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Duration, Errno> {
-    let s = mem.read_u64(addr)? as i64;
-    let ns = mem.read_u64(addr + 8)? as i64;
-    if s < 0 || !(0..1_000_000_000).contains(&ns) {
-        return Err(Errno::EINVAL);
-    }
-    Ok(Duration::new(s as u64, ns as u32))
-}
-
 /// Implements epoll_wait(2).
 fn sys_epoll_wait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     epoll_wait(p, mem, a[0], a[1], a[2], ms_timeout(a[3]))
@@ -482,7 +473,7 @@ fn sys_epoll_pwait2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
     let t = if a[3] == 0 {
         None
     } else {
-        Some(read_timespec(mem, a[3])?)
+        Some(super::poll::read_timespec(mem, a[3])?)
     };
     if let Some(mask) = super::signal::read_wait_mask(mem, a[4], a[5])? {
         super::signal::take_under_mask(p, mask)?;
@@ -543,8 +534,8 @@ fn sys_timerfd_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
     if flags & !(TFD_TIMER_ABSTIME | 2) != 0 {
         return Err(Errno::EINVAL);
     }
-    let interval = read_timespec(mem, new)?;
-    let value = read_timespec(mem, new + 16)?;
+    let interval = super::poll::read_timespec(mem, new)?;
+    let value = super::poll::read_timespec(mem, new + 16)?;
     let now = Instant::now();
     let clock = with_timer(p, fd, |t| Ok(t.clock))?;
     let first = if value.is_zero() {
@@ -589,111 +580,7 @@ fn sys_timerfd_gettime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
     Ok(0)
 }
 
-/// select(2)/pselect6(2) on top of poll: converts the fd sets.
-fn select(
-    p: &mut Process,
-    mem: &mut GuestMemory,
-    nfds: u64,
-    sets: [u64; 3],
-    timeout: Option<Duration>,
-) -> SysResult {
-    if nfds > 1024 {
-        return Err(Errno::EINVAL);
-    }
-    let bytes = nfds.div_ceil(64) * 8;
-    let mut inp = [
-        vec![0u8; bytes as usize],
-        vec![0u8; bytes as usize],
-        vec![0u8; bytes as usize],
-    ];
-    for (k, &addr) in sets.iter().enumerate() {
-        if addr != 0 {
-            inp[k].copy_from_slice(mem.read(addr, bytes)?);
-        }
-    }
-    let bit = |v: &[u8], fd: u64| v[(fd / 8) as usize] & (1 << (fd % 8)) != 0;
-    let now = Instant::now();
-    let mut out = [
-        vec![0u8; bytes as usize],
-        vec![0u8; bytes as usize],
-        vec![0u8; bytes as usize],
-    ];
-    let mut count = 0;
-    for fd in 0..nfds {
-        let want = [bit(&inp[0], fd), bit(&inp[1], fd), bit(&inp[2], fd)];
-        if !want.iter().any(|w| *w) {
-            continue;
-        }
-        let file = p.fds.get(fd as i32)?;
-        let r = super::poll::readiness_of(&mut lock(&file), now, p.sigqueue.bits());
-        // Linux's POLLIN_SET, POLLOUT_SET and POLLEX_SET: an error counts
-        // as readable and writable (a pipe whose reader is gone wakes a
-        // select on its write end), and only POLLPRI is exceptional.
-        let got = [
-            r & (0x1 | 0x40 | 0x10 | 0x8) != 0,
-            r & (0x4 | 0x100 | 0x8) != 0,
-            r & 0x2 != 0,
-        ];
-        for k in 0..3 {
-            if want[k] && got[k] {
-                out[k][(fd / 8) as usize] |= 1 << (fd % 8);
-                count += 1;
-            }
-        }
-    }
-    if count == 0 && timeout != Some(Duration::ZERO) {
-        if let thread::Waited::Retry = thread::wait(p, timeout, None) {
-            return Ok(0);
-        }
-    }
-    for (k, &addr) in sets.iter().enumerate() {
-        if addr != 0 {
-            mem.write(addr, &out[k])?;
-        }
-    }
-    Ok(count)
-}
-
-/// Implements select(2).
-fn sys_select(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let t = if a[4] == 0 {
-        None
-    } else {
-        let s = mem.read_u64(a[4])? as i64;
-        let us = mem.read_u64(a[4] + 8)? as i64;
-        if s < 0 || !(0..1_000_000).contains(&us) {
-            return Err(Errno::EINVAL);
-        }
-        Some(Duration::new(s as u64, us as u32 * 1000))
-    };
-    select(p, mem, a[0], [a[1], a[2], a[3]], t)
-}
-
-/// Implements pselect6(2): a signal its mask lets through ends the wait.
-fn sys_pselect6(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    let t = if a[4] == 0 {
-        None
-    } else {
-        Some(read_timespec(mem, a[4])?)
-    };
-    // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
-    if a[5] != 0 {
-        let (set, len) = (mem.read_u64(a[5])?, mem.read_u64(a[5] + 8)?);
-        if let Some(mask) = super::signal::read_wait_mask(mem, set, len)? {
-            super::signal::take_under_mask(p, mask)?;
-        }
-    }
-    select(p, mem, a[0], [a[1], a[2], a[3]], t)
-}
-
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
-    SyscallEntry {
-        nr: 23,
-        name: "select",
-        handler: sys_select,
-        support: Support::Full,
-        note: "",
-    },
     SyscallEntry {
         nr: 213,
         name: "epoll_create",
@@ -714,13 +601,6 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         handler: sys_epoll_ctl,
         support: Support::Full,
         note: "",
-    },
-    SyscallEntry {
-        nr: 270,
-        name: "pselect6",
-        handler: sys_pselect6,
-        support: Support::Partial,
-        note: "a signal the mask lets through ends the wait (EINTR, its handler under that mask)",
     },
     SyscallEntry {
         nr: 281,

@@ -1,14 +1,15 @@
 //! Readiness: what an open file is ready for (pipes, sockets, event objects,
-//! host stdio), and poll/ppoll on it. epoll and select ([`super::event`])
-//! ask the same [`readiness_of`].
+//! host stdio), and poll/ppoll and select/pselect6 on it. epoll
+//! ([`super::event`]) asks the same [`readiness_of`].
 
 use super::fdtable::{lock, FileKind, OpenFile};
 use super::io::{guest_buf, guest_buf_mut, host_std};
 use super::table::{Support, SyscallEntry};
+use super::thread;
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub(super) const POLLIN: i16 = 0x1;
 pub(super) const POLLOUT: i16 = 0x4;
@@ -211,9 +212,120 @@ pub(super) fn sys_ppoll(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
     do_poll(p, mem, fds, nfds, timeout)
 }
 
+/// select(2)/pselect6(2) on top of poll: converts the fd sets.
+fn select(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    nfds: u64,
+    sets: [u64; 3],
+    timeout: Option<Duration>,
+) -> SysResult {
+    if nfds > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    let bytes = nfds.div_ceil(64) * 8;
+    let mut inp = [
+        vec![0u8; bytes as usize],
+        vec![0u8; bytes as usize],
+        vec![0u8; bytes as usize],
+    ];
+    for (k, &addr) in sets.iter().enumerate() {
+        if addr != 0 {
+            inp[k].copy_from_slice(mem.read(addr, bytes)?);
+        }
+    }
+    let bit = |v: &[u8], fd: u64| v[(fd / 8) as usize] & (1 << (fd % 8)) != 0;
+    let now = Instant::now();
+    let mut out = [
+        vec![0u8; bytes as usize],
+        vec![0u8; bytes as usize],
+        vec![0u8; bytes as usize],
+    ];
+    let mut count = 0;
+    for fd in 0..nfds {
+        let want = [bit(&inp[0], fd), bit(&inp[1], fd), bit(&inp[2], fd)];
+        if !want.iter().any(|w| *w) {
+            continue;
+        }
+        let file = p.fds.get(fd as i32)?;
+        let r = readiness_of(&mut lock(&file), now, p.sigqueue.bits());
+        // Linux's POLLIN_SET, POLLOUT_SET and POLLEX_SET: an error counts
+        // as readable and writable (a pipe whose reader is gone wakes a
+        // select on its write end), and only POLLPRI is exceptional.
+        let got = [
+            r & (0x1 | 0x40 | 0x10 | 0x8) != 0,
+            r & (0x4 | 0x100 | 0x8) != 0,
+            r & 0x2 != 0,
+        ];
+        for k in 0..3 {
+            if want[k] && got[k] {
+                out[k][(fd / 8) as usize] |= 1 << (fd % 8);
+                count += 1;
+            }
+        }
+    }
+    if count == 0 && timeout != Some(Duration::ZERO) {
+        if let thread::Waited::Retry = thread::wait(p, timeout, None) {
+            return Ok(0);
+        }
+    }
+    for (k, &addr) in sets.iter().enumerate() {
+        if addr != 0 {
+            mem.write(addr, &out[k])?;
+        }
+    }
+    Ok(count)
+}
+
+/// Implements select(2).
+fn sys_select(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = if a[4] == 0 {
+        None
+    } else {
+        let s = mem.read_u64(a[4])? as i64;
+        let us = mem.read_u64(a[4] + 8)? as i64;
+        if s < 0 || !(0..1_000_000).contains(&us) {
+            return Err(Errno::EINVAL);
+        }
+        Some(Duration::new(s as u64, us as u32 * 1000))
+    };
+    select(p, mem, a[0], [a[1], a[2], a[3]], t)
+}
+
+/// Implements pselect6(2): a signal its mask lets through ends the wait.
+fn sys_pselect6(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = if a[4] == 0 {
+        None
+    } else {
+        Some(read_timespec(mem, a[4])?)
+    };
+    // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
+    if a[5] != 0 {
+        let (set, len) = (mem.read_u64(a[5])?, mem.read_u64(a[5] + 8)?);
+        if let Some(mask) = super::signal::read_wait_mask(mem, set, len)? {
+            super::signal::take_under_mask(p, mask)?;
+        }
+    }
+    select(p, mem, a[0], [a[1], a[2], a[3]], t)
+}
+
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 7, name: "poll", handler: sys_poll, support: Support::Partial,
         note: "waiting re-checks readiness every 1 ms (20 ms with one thread); other threads run meanwhile" },
     SyscallEntry { nr: 271, name: "ppoll", handler: sys_ppoll, support: Support::Partial,
         note: "as poll; a signal the mask lets through ends the wait (EINTR, its handler under that mask); the remaining time is not written back" },
+    SyscallEntry {
+        nr: 23,
+        name: "select",
+        handler: sys_select,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 270,
+        name: "pselect6",
+        handler: sys_pselect6,
+        support: Support::Partial,
+        note: "a signal the mask lets through ends the wait (EINTR, its handler under that mask)",
+    },
 ];
