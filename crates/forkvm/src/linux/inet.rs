@@ -2,8 +2,7 @@
 //! network: a listening socket is a queue of pending connections that the
 //! host pushes ([`connect`]), and a connection is a connected stream pair
 //! from [`super::unix_socket`] whose other end the host holds
-//! ([`HostConn`]): what the host pushes the guest reads, what the guest
-//! writes the host takes. Reads, writes, shutdown, close and readiness
+//! ([`HostConn`], in [`super::served`]). Reads, writes, shutdown, close and readiness
 //! (poll, epoll, select) are those of the stream pair; this file adds the
 //! names (bind, getsockname, getpeername), listen/accept and the TCP/IP
 //! socket options servers set. A connect to a socket the program itself
@@ -22,6 +21,10 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
+
+pub use super::served::{
+    connect_to_listener, connect_to_listener_on, listening_addr, listening_addrs, HostConn,
+};
 
 /// `AF_INET`.
 pub const AF_INET: u16 = 2;
@@ -47,10 +50,6 @@ const TCP_NODELAY: u64 = 1;
 const EADDRINUSE: Errno = Errno(98);
 /// Largest backlog recorded (SOMAXCONN).
 const SOMAXCONN: i32 = 4096;
-/// The send buffer of the host's end: what the host may push at once.
-const HOST_PUSH_BUF: u32 = 8 << 20;
-/// Most bytes the host takes from a connection at once.
-const TAKE_CHUNK: usize = 1 << 20;
 
 /// A listening socket's queue of connections (pushed by the host for
 /// virtual TCP, made by connect for AF_UNIX names).
@@ -651,22 +650,6 @@ pub(super) fn getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Op
     }))
 }
 
-/// The address the program listens on (its first listening virtual socket).
-pub fn listening_addr(p: &Process) -> Option<SocketAddr> {
-    for fd in p.fds.open_fds() {
-        let Ok(f) = p.fds.get(fd) else { continue };
-        let of = lock(&f);
-        if let FileKind::Socket(s) = &of.kind {
-            if let Some(i) = &s.inet {
-                if i.listener.is_some() {
-                    return i.local;
-                }
-            }
-        }
-    }
-    None
-}
-
 impl Socket {
     /// The host connection behind this socket, if an outbound connect made one.
     pub fn host_stream(&self) -> Option<&HostStream> {
@@ -677,138 +660,6 @@ impl Socket {
     pub fn host_stream_mut(&mut self) -> Option<&mut HostStream> {
         self.inet.as_mut()?.host.as_mut()
     }
-}
-
-/// Every address the program listens on (its listening virtual sockets, in fd order).
-pub fn listening_addrs(p: &Process) -> Vec<SocketAddr> {
-    let mut out = Vec::new();
-    for fd in p.fds.open_fds() {
-        let Ok(f) = p.fds.get(fd) else { continue };
-        let of = lock(&f);
-        if let FileKind::Socket(s) = &of.kind {
-            if let Some(i) = &s.inet {
-                if let (Some(_), Some(a)) = (&i.listener, i.local) {
-                    if !out.contains(&a) {
-                        out.push(a);
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The host's end of a virtual connection.
-pub struct HostConn {
-    end: Socket,
-    /// Bytes pushed but not yet taken by the guest's buffer.
-    backlog: VecDeque<u8>,
-    eof_pending: bool,
-}
-
-impl HostConn {
-    /// Queues bytes for the guest to read (pushed as its receive buffer takes them).
-    pub fn push(&mut self, data: &[u8]) {
-        self.backlog.extend(data);
-        self.flush();
-    }
-
-    /// Ends what the guest can read (EOF after the pushed bytes).
-    pub fn finish(&mut self) {
-        self.eof_pending = true;
-        self.flush();
-    }
-
-    /// Moves pushed bytes into the guest's receive queue; true if any moved.
-    pub fn flush(&mut self) -> bool {
-        let mut moved = false;
-        while !self.backlog.is_empty() {
-            let (a, _) = self.backlog.as_slices();
-            let n = a.len().min(TAKE_CHUNK);
-            match self.end.send(&a[..n], Vec::new()) {
-                Ok(k) if k > 0 => {
-                    self.backlog.drain(..k);
-                    moved = true;
-                }
-                _ => break,
-            }
-        }
-        if self.backlog.is_empty() && self.eof_pending {
-            let _ = self.end.shutdown(1);
-            self.eof_pending = false;
-        }
-        moved
-    }
-
-    /// Whether pushed bytes still wait for room in the guest's buffer.
-    pub fn pending_input(&self) -> bool {
-        !self.backlog.is_empty()
-    }
-
-    /// Takes what the guest wrote so far into `out`. Returns true once the
-    /// guest has closed its sending side (closed or shut down) and all was taken.
-    pub fn take(&mut self, out: &mut Vec<u8>) -> bool {
-        // Sized by what is queued: serving asks between every two exits,
-        // mostly when nothing is (a byte is enough to see EOF or EAGAIN).
-        let mut buf = vec![0u8; self.end.available().clamp(1, 64 * 1024)];
-        loop {
-            match self.end.recv(&mut buf, false) {
-                Ok(r) if r.copied == 0 => return true,
-                Ok(r) => out.extend_from_slice(&buf[..r.copied]),
-                Err(Errno::EAGAIN) => return false,
-                Err(_) => return true,
-            }
-        }
-    }
-
-    /// Whether the guest closed the connection (or shut both ways).
-    pub fn guest_gone(&self) -> bool {
-        self.end
-            .conn
-            .as_ref()
-            .is_some_and(|(pair, side)| lock(pair).closed[1 - *side])
-    }
-}
-
-/// Pushes a new connection from `peer` onto the program's listening socket;
-/// the host keeps the other end. ECONNREFUSED if nothing listens.
-pub fn connect_to_listener(p: &Process, peer: SocketAddr) -> Result<HostConn, Errno> {
-    connect_to_listener_on(p, peer, None)
-}
-
-/// The same, onto the listening socket bound to `port` when given (a server
-/// with several listeners), else the first.
-pub fn connect_to_listener_on(
-    p: &Process,
-    peer: SocketAddr,
-    port: Option<u16>,
-) -> Result<HostConn, Errno> {
-    let listeners = listening_addrs(p);
-    let port = port.filter(|want| listeners.iter().any(|a| a.port() == *want));
-    let Some((l, family, local)) = find_listener(p, |i| {
-        port.is_none_or(|want| i.local.map(|a| a.port()) == Some(want))
-    }) else {
-        return Err(Errno::ECONNREFUSED);
-    };
-    let mut listener = lock(&l);
-    // A program that does not accept: its queue is full, as on Linux
-    // (plus some slack: the host pushes one connection per request).
-    if listener.pending.len() >= listener.backlog.max(0) as usize + 16 {
-        return Err(Errno::ECONNREFUSED);
-    }
-    let (mut guest, mut host) = Socket::tcp_pair();
-    let mut gi = Inet::new(family);
-    gi.local = local;
-    gi.peer = Some(peer);
-    guest.inet = Some(Box::new(gi));
-    host.sndbuf = HOST_PUSH_BUF;
-    listener.pending.push_back(guest);
-    listener.arrivals += 1;
-    Ok(HostConn {
-        end: host,
-        backlog: VecDeque::new(),
-        eof_pending: false,
-    })
 }
 
 /// Whether sockets bound to `a` and `b` (same port; with IPV6_V6ONLY as

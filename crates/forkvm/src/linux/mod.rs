@@ -27,6 +27,7 @@ pub mod poll;
 pub mod prctl;
 pub mod process;
 pub mod procfs;
+mod served;
 pub mod signal;
 pub mod signalfd;
 pub mod sockopt;
