@@ -423,7 +423,7 @@ fn remap_shared(
     Ok(at)
 }
 
-/// Implements mprotect(2): checked and accepted; rights are not enforced.
+/// Implements mprotect(2): read and write rights are enforced (not PROT_EXEC).
 fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [addr, len, prot, ..] = *a;
     aligned(addr)?;
@@ -437,16 +437,16 @@ fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if prot != 0 && !mem.may_commit(mem.reserved_in(addr, end)) {
         return Err(Errno::ENOMEM);
     }
-    // The guest's own accesses keep the rights it was loaded with; system
-    // calls on its behalf follow the new ones.
-    mem.protect_user(
-        addr,
-        end,
-        Rights {
-            read: prot != 0,
-            write: prot & 2 != 0,
-        },
-    );
+    // Enforced on the host mapping behind guest RAM (`memory::host_prot`):
+    // the program's own accesses fault (SIGSEGV), system calls on its
+    // behalf fail with EFAULT. Refused past the bound on protected ranges.
+    let rights = Rights {
+        read: prot != 0,
+        write: prot & 2 != 0,
+    };
+    if !mem.protect_user(addr, end, rights) {
+        return Err(Errno::ENOMEM);
+    }
     Ok(0)
 }
 

@@ -639,6 +639,8 @@ impl Machine {
                 self.sync_fast_page()?;
             }
             self.vcpu.sync_slots(&self.mem)?;
+            // The program's memory rights, if the host lifted them.
+            self.mem.reprotect();
             let exit = match &self.exitless {
                 Some(x) => x.lend(&mut self.proc, &mut self.mem, self.output_watched, || {
                     self.vcpu.run()

@@ -52,6 +52,31 @@ impl UserMap {
         self.ranges.iter().map(|(&s, &(e, r))| (s, e, r)).collect()
     }
 
+    /// The ranges overlapping `start..end`, clipped to it, lowest first.
+    pub fn ranges_in(&self, start: u64, end: u64) -> Vec<(u64, u64, Rights)> {
+        let first = self
+            .ranges
+            .range(..=start)
+            .next_back()
+            .filter(|(_, (e, _))| *e > start)
+            .map(|(&s, _)| s)
+            .unwrap_or(start);
+        self.ranges
+            .range(first..end)
+            .map(|(&s, &(e, r))| (s.max(start), e.min(end), r))
+            .filter(|(s, e, _)| s < e)
+            .collect()
+    }
+
+    /// The rights at `addr`, if it is mapped.
+    pub fn rights_at(&self, addr: u64) -> Option<Rights> {
+        self.ranges
+            .range(..=addr)
+            .next_back()
+            .filter(|(_, (e, _))| *e > addr)
+            .map(|(_, &(_, r))| r)
+    }
+
     /// Bytes mapped accessible.
     pub fn committed(&self) -> u64 {
         self.committed
