@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +58,7 @@ static void expect_fault(const char *what, void (*f)(char *), char *arg, char *w
 static void read_byte(char *p) { printf("read %d\n", *(volatile char *)p); }
 static void write_byte(char *p) { *(volatile char *)p = 1; }
 static void call_code(char *p) { ((void (*)(void))p)(); }
+static void clock_into(char *p) { clock_gettime(CLOCK_MONOTONIC, (struct timespec *)p); }
 
 #pragma GCC diagnostic ignored "-Winfinite-recursion"
 static volatile int depth;
@@ -165,6 +168,11 @@ int main(void) {
     printf("write() from a PROT_NONE buffer: %zd %s\n", n, errno == EFAULT ? "EFAULT" : strerror(errno));
     close(fds[0]);
     close(fds[1]);
+    errno = 0;
+    n = getrandom(ro + page, 16, 0);
+    printf("getrandom() into a read-only buffer: %zd %s\n", n, errno == EFAULT ? "EFAULT" : strerror(errno));
+    /* The vDSO's clock_gettime is the program's own code: a fault, not EFAULT. */
+    expect_fault("clock_gettime into read-only", clock_into, ro + page, ro + page);
 
     /* A forked child has its parent's rights. */
     pid_t pid = fork();

@@ -4,6 +4,8 @@
 //! cannot edit entries later on PVM), so these calls are accounting in
 //! [`crate::memory::AddressSpace`] plus zeroing: freed pages are returned to
 //! the host with MADV_DONTNEED and read as zero when handed out again.
+//! Rights (mprotect, PROT_NONE, unmapped ranges) are enforced on the host
+//! mapping behind guest RAM (`memory::host_prot`).
 
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
@@ -489,11 +491,11 @@ fn sys_nop(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 9, name: "mmap", handler: sys_mmap, support: Support::Partial,
-        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); file mappings show later changes to the file (but a writable private one of at most 1 MiB is copied at mmap); an access past the end of the file is SIGBUS; protections are not enforced" },
+        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); file mappings show later changes to the file (but a writable private one of at most 1 MiB is copied at mmap); an access past the end of the file is SIGBUS; read and write rights are enforced as for mprotect, PROT_EXEC is not" },
     SyscallEntry { nr: 10, name: "mprotect", handler: sys_mprotect, support: Support::Partial,
-        note: "system calls honour the new rights; the program's own accesses keep the rights it was loaded with (PVM cannot change live page-table entries)" },
+        note: "read and write rights are enforced on the host mapping behind guest RAM: the program's accesses fault (SIGSEGV, SEGV_ACCERR, which a handler may fix and retry) and system calls fail with EFAULT; PROT_EXEC is not (executability is fixed by the page tables built at load); ENOMEM past 4,096 protected ranges in a process (16,384 in a forkvm process)" },
     SyscallEntry { nr: 11, name: "munmap", handler: sys_munmap, support: Support::Partial,
-        note: "pages are freed and zeroed but stay accessible" },
+        note: "pages are freed; the range faults afterwards (SIGSEGV, SEGV_MAPERR), except past the bound on protected ranges (see mprotect), where it stays accessible, zeroed" },
     SyscallEntry { nr: 12, name: "brk", handler: sys_brk, support: Support::Full, note: "" },
     SyscallEntry { nr: 25, name: "mremap", handler: sys_mremap, support: Support::Partial,
         note: "MREMAP_FIXED is refused" },

@@ -206,7 +206,9 @@ fn denied(mem: &crate::memory::GuestMemory, accesses: &[Access]) -> Option<(u64,
     let page = abi::PAGE_SIZE;
     let first_without = |a: &Access, write: bool| -> Option<(u64, bool)> {
         let end = a.at.saturating_add(a.len.max(1));
-        let mut at = a.at;
+        // Below user memory (forkvm's vDSO, dispatcher, data page) the
+        // host protects nothing.
+        let mut at = a.at.max(abi::USER_BASE);
         while at < end {
             match mem.user_rights_at(at) {
                 None => return Some((at, false)),

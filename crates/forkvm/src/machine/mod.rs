@@ -731,7 +731,7 @@ impl Machine {
                     write,
                     len,
                     data,
-                } if self.mem.in_used_chunk(addr) => {
+                } if self.mem.in_used_chunk(addr) && self.mem.allows(addr, len as u64, write) => {
                     // Memory a poller mapped while the vCPU ran, in a chunk
                     // without its slot yet: done here as the slot would
                     // (the guest's page tables allowed it); the slot is
@@ -764,8 +764,11 @@ impl Machine {
                         continue;
                     }
                     let frame = Frame::user(regs.rip, regs.rsp, regs.rflags);
-                    // #PF error code: user mode, and a write when it was one.
-                    let code = 0x4 | if write { 0x2 } else { 0 };
+                    // #PF error code: user mode, a write when it was one,
+                    // and present (SEGV_ACCERR) where the program mapped
+                    // the page without the right it needed.
+                    let mapped = self.mem.user_rights_at(addr).is_some();
+                    let code = 0x4 | u64::from(mapped) | if write { 0x2 } else { 0 };
                     if let Some(outcome) =
                         self.fault_at(abi::vector::PAGE_FAULT, code, addr, frame)?
                     {

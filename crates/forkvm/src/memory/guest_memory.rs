@@ -520,6 +520,15 @@ impl GuestMemory {
         self.user_map.as_ref()?.rights_at(addr)
     }
 
+    /// Whether the program may access `addr..addr+len` (for writing if
+    /// `write`) by its own rights; always where mappings are not tracked.
+    pub fn allows(&self, addr: u64, len: u64, write: bool) -> bool {
+        match &self.user_map {
+            Some(map) => map.covers(addr, len, write),
+            None => true,
+        }
+    }
+
     /// Whether the host enforces any of the program's rights now.
     pub fn enforces_rights(&self) -> bool {
         !self.prot.is_empty()
