@@ -65,9 +65,13 @@ fn read_file_into(p: &mut Process, fd: u64, buf: &mut [u8], off: u64) -> Result<
         .read_at_for_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?, buf, off)
 }
 
-/// Zeroes pages in place, keeping them mapped (no fault on the next touch).
+/// Zeroes pages in place, keeping them mapped (no fault on the next touch);
+/// pages the program protected are discarded instead (V8 frees pages with
+/// PROT_NONE and MADV_DONTNEED: writing them would lift every protection).
 fn zero_kept(mem: &mut GuestMemory, addr: u64, len: u64) {
-    if let Ok(b) = mem.kernel_slice_mut(addr, len) {
+    if mem.host_protected(addr, len) {
+        discard(mem, addr, len);
+    } else if let Ok(b) = mem.kernel_slice_mut(addr, len) {
         b.fill(0);
     }
 }

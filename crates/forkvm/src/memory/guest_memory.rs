@@ -529,6 +529,12 @@ impl GuestMemory {
         }
     }
 
+    /// Whether part of `addr..addr+len` is protected on the host now (a
+    /// host access there would lift every protection until the next entry).
+    pub fn host_protected(&self, addr: u64, len: u64) -> bool {
+        !self.lifted.get() && self.prot.overlaps(addr, addr.saturating_add(len))
+    }
+
     /// Whether the host enforces any of the program's rights now.
     pub fn enforces_rights(&self) -> bool {
         !self.prot.is_empty()
