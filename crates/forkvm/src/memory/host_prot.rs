@@ -252,6 +252,38 @@ mod tests {
     const N: Prot = libc::PROT_NONE;
 
     #[test]
+    fn protected_ranges_are_bounded_and_rights_can_always_come_back() {
+        let mut m = GuestMemory::new(64 << 20).unwrap();
+        m.track_mappings();
+        let area = abi::USER_BASE + (1 << 20);
+        let pages = 2 * MAX_PER_MEMORY as u64 + 16;
+        m.map_user(area, area + pages * P, RW_);
+        let mut refused = None;
+        for i in 0..pages / 2 {
+            let at = area + 2 * i * P;
+            if !m.protect_user(at, at + P, NONE_) {
+                refused = Some(i);
+                break;
+            }
+        }
+        assert!(refused.is_some(), "mprotect is refused past the bound");
+        let n = m.protections().len();
+        assert!(n <= MAX_PER_MEMORY, "{n}");
+        // Unmaps past the bound leave their ranges as they were (accessible).
+        for i in 0..4 {
+            let at = area + (pages - 1 - 2 * i) * P;
+            m.unmap_user(at, at + P);
+        }
+        assert_eq!(host_rights(&m, area + (pages - 7) * P), "rw");
+        assert_eq!(m.protections().len(), MAX_PER_MEMORY);
+        assert!(n < MAX_PER_MEMORY);
+        // Giving rights back works, and never adds a range.
+        assert!(m.protect_user(area, area + pages * P, RW_));
+        assert_eq!(m.protections().len(), 4, "the unmapped pages");
+        assert_eq!(host_rights(&m, area), "rw");
+    }
+
+    #[test]
     fn ranges_split_and_merge() {
         let mut p = Protections::default();
         p.set(0, 4 * P, N);

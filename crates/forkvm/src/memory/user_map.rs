@@ -17,7 +17,9 @@ pub struct Rights {
     pub write: bool,
 }
 
-/// Page-granular ranges: start → (end, rights); never overlapping.
+/// Page-granular ranges: start → (end, rights); never overlapping, so
+/// their ends are in order too (lookups walk back from the end of a range
+/// only as far as it reaches).
 #[derive(Debug, Clone, Default)]
 pub struct UserMap {
     ranges: BTreeMap<u64, (u64, Rights)>,
@@ -87,7 +89,9 @@ impl UserMap {
         let (start, end) = (down(start), up(end));
         self.ranges
             .range(..end)
-            .filter(|(_, (e, r))| *e > start && !r.read)
+            .rev()
+            .take_while(|(_, (e, _))| *e > start)
+            .filter(|(_, (_, r))| !r.read)
             .map(|(&s, &(e, _))| e.min(end) - s.max(start))
             .sum()
     }
@@ -98,7 +102,8 @@ impl UserMap {
         let hit: Vec<(u64, u64, Rights)> = self
             .ranges
             .range(..end)
-            .filter(|(_, (e, _))| *e > start)
+            .rev()
+            .take_while(|(_, (e, _))| *e > start)
             .map(|(&s, &(e, r))| (s, e, r))
             .collect();
         for (s, e, r) in hit {
@@ -121,7 +126,8 @@ impl UserMap {
         let hit: Vec<(u64, u64)> = self
             .ranges
             .range(..end)
-            .filter(|(_, (e, _))| *e > start)
+            .rev()
+            .take_while(|(_, (e, _))| *e > start)
             .map(|(&s, &(e, _))| (s.max(start), e.min(end)))
             .collect();
         for (s, e) in hit {
