@@ -120,10 +120,13 @@ impl Machine {
     }
 
     /// KVM could not get the host page behind a guest access (see
-    /// [`crate::hypervisor::Exit::HostFault`]). When the access was to a
-    /// page of a mapped file past the file's end, the program gets SIGBUS
-    /// there as on Linux (KVM does not say where: the faulting instruction
-    /// is decoded to find out); anything else stays the error it was.
+    /// [`crate::hypervisor::Exit::HostFault`]). KVM does not say where:
+    /// the faulting instruction is decoded to find out. When the access
+    /// was to a page of a mapped file past the file's end, the program
+    /// gets SIGBUS there as on Linux; when the program's rights refuse it
+    /// (the host mapping carries them, see `memory::host_prot`), SIGSEGV
+    /// with SEGV_ACCERR (SEGV_MAPERR where nothing is mapped) at the first
+    /// refused byte; anything else stays the error it was.
     pub(super) fn host_fault(&mut self) -> Result<Option<Outcome>, MachineError> {
         let unexplained = || {
             MachineError::Kvm(crate::hypervisor::KvmError::Ioctl {
@@ -244,6 +247,9 @@ fn accesses(
         fetch: true,
         push: false,
     }];
+    if regs.rip >= abi::USER_BASE && !mem.allows(regs.rip, 1, false) {
+        return out; // the fetch itself was refused
+    }
     let len = mem.size().saturating_sub(regs.rip).min(15);
     let Ok(bytes) = mem.kernel_read(regs.rip, len) else {
         return out;

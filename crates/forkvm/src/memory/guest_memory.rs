@@ -456,9 +456,19 @@ impl GuestMemory {
         self.lifted.set(true);
     }
 
-    /// Lifts the rights if `addr..addr+len` has protected pages.
-    fn open(&self, addr: u64, len: u64) {
-        if !self.lifted.get() && len > 0 && self.prot.overlaps(addr, addr.saturating_add(len)) {
+    /// Lifts the rights if `addr..addr+len` has protected pages (for a
+    /// read, pages the host cannot read).
+    fn open(&self, addr: u64, len: u64, write: bool) {
+        if self.lifted.get() || len == 0 {
+            return;
+        }
+        let end = addr.saturating_add(len);
+        let closed = if write {
+            self.prot.overlaps(addr, end)
+        } else {
+            self.prot.unreadable_in(addr, end)
+        };
+        if closed {
             self.lift();
         }
     }
@@ -809,7 +819,7 @@ impl GuestMemory {
     /// Host-only access to the guest kernel area and everything else.
     pub fn kernel_write(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
         let start = self.check(0, addr, data.len() as u64)?;
-        self.open(addr, data.len() as u64);
+        self.open(addr, data.len() as u64, true);
         self.whole_mut()[start..start + data.len()].copy_from_slice(data);
         Ok(())
     }
@@ -817,14 +827,14 @@ impl GuestMemory {
     /// Host-only mutable access to any guest memory (kernel area included).
     pub fn kernel_slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], Fault> {
         let start = self.check(0, addr, len)?;
-        self.open(addr, len);
+        self.open(addr, len, true);
         Ok(&mut self.whole_mut()[start..start + len as usize])
     }
 
     /// Host-only read of any guest memory (kernel area included).
     pub fn kernel_read(&self, addr: u64, len: u64) -> Result<&[u8], Fault> {
         let start = self.check(0, addr, len)?;
-        self.open(addr, len);
+        self.open(addr, len, false);
         Ok(&self.whole()[start..start + len as usize])
     }
 

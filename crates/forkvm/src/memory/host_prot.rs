@@ -103,6 +103,15 @@ impl Protections {
             .is_some_and(|(_, &(e, _))| e > start)
     }
 
+    /// Whether a range without read rights overlaps `start..end`.
+    pub(super) fn unreadable_in(&self, start: u64, end: u64) -> bool {
+        self.ranges
+            .range(..end)
+            .rev()
+            .take_while(|(_, &(e, _))| e > start)
+            .any(|(_, &(_, p))| p & libc::PROT_READ == 0)
+    }
+
     /// Whether all of `start..end` already has host rights `prot`.
     pub(super) fn is(&self, start: u64, end: u64, prot: Prot) -> bool {
         let hit = self.overlapping(start, end);
