@@ -199,8 +199,16 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         read: prot != 0,
         write: prot & 2 != 0,
     };
-    // Writable while the host fills it; then as asked.
-    mem.map_user(start, start + len, RW);
+    // Writable while the host fills it; then as asked. The host rights
+    // follow only at the end (a library segment mapped over a read-only
+    // reservation would otherwise be made read-write and read-only again),
+    // except where the host populates fresh anonymous memory, which needs
+    // them first.
+    if anonymous && rights.write {
+        mem.map_user(start, start + len, RW);
+    } else {
+        mem.map_user_deferred(start, start + len, RW);
+    }
     // Fresh anonymous memory reads as zero; freed pages were discarded when
     // freed, but a fixed mapping may replace live data.
     if flags & MAP_FIXED != 0 || !anonymous {

@@ -314,7 +314,15 @@ impl Machine {
         // From here on, system calls see only what the program has mapped.
         mem.track_mappings();
         mem.set_commit_limit(limit);
-        map_image(&mut mem, &image);
+        // The page tables already give the program's own segments their
+        // rights: the host need not (a fork would apply them at each start).
+        for r in image.regions() {
+            let rights = Rights {
+                read: true,
+                write: r.perm.write,
+            };
+            mem.map_user_in_page_tables(r.start, r.end, rights);
+        }
         mem.map_user(
             stack_top - stack_reserve,
             stack_top,

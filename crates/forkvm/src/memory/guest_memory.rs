@@ -330,6 +330,27 @@ impl GuestMemory {
         self.sync_host(start, end);
     }
 
+    /// Records that the program mapped `start..end` with rights the guest
+    /// page tables already give it (the program's own ELF segments, built
+    /// into them at load): the host mapping stays read-write there until a
+    /// later change of rights.
+    pub fn map_user_in_page_tables(&mut self, start: u64, end: u64, rights: super::Rights) {
+        self.chunks |= chunk_bits(self.size, start, end);
+        if let Some(m) = &mut self.user_map {
+            m.insert(start, end, rights);
+        }
+        self.settle();
+    }
+
+    /// Records that the program maps `start..end`, leaving the host rights
+    /// as they are until the caller's next [`Self::map_user`] of the range
+    /// (mmap: read-write while the host fills it, then as asked). Host
+    /// writes in between go through `kernel_*`, which lift protected pages,
+    /// so the caller must not use the user accessors there meanwhile.
+    pub fn map_user_deferred(&mut self, start: u64, end: u64, rights: super::Rights) {
+        self.map_user_in_page_tables(start, end, rights);
+    }
+
     /// Records that the program unmapped `start..end`: the guest can no
     /// longer reach it (PROT_NONE on the host), as on Linux.
     pub fn unmap_user(&mut self, start: u64, end: u64) {
