@@ -414,6 +414,17 @@ fn file_mappings_follow_the_file() {
     glibc_and_musl_in_a_dir("file_mappings");
 }
 
+/// Memory rights are enforced as on Linux: a write to a read-only page is
+/// a SIGSEGV (SEGV_ACCERR, at the address) whose handler can make the page
+/// writable and return; PROT_NONE and munmap'd memory fault; read() into a
+/// read-only buffer is EFAULT; a forked child has its parent's rights; a
+/// thread overflowing its stack hits its guard page. Before, mprotect was
+/// bookkeeping only: every one of these read or wrote the memory.
+#[test]
+fn memory_protection_is_enforced() {
+    glibc_and_musl("memory_protection");
+}
+
 /// flock and fcntl record locks exclude between the run's processes (they
 /// were all granted: four processes adding to a counter under flock lost
 /// about half the additions, and concurrent sqlite3 writers corrupted

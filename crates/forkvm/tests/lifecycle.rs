@@ -41,6 +41,42 @@ fn fork_calls_exported_functions() {
     ));
 }
 
+/// The master's memory rights hold in its forks, and a reset puts them
+/// back after a call changed them (a fault in a call ends the call).
+/// Before rights were enforced, every write here succeeded.
+#[test]
+fn memory_rights_hold_in_forks_and_reset_to_the_masters() {
+    const PROT_NONE: u64 = 0;
+    const PROT_READ: u64 = 1;
+    let m = master();
+    let mut f = m.fork().unwrap();
+    // main made the page read-only before it was ready.
+    assert!(f.vmcall("write_read_only_page", &[]).is_err());
+    f.reset().unwrap();
+    assert_eq!(f.vmcall("write_guarded", &[]).unwrap(), 1);
+    assert_eq!(
+        f.vmcall("protect_guarded", &[Arg::Int(PROT_READ)]).unwrap(),
+        0
+    );
+    assert_eq!(f.vmcall("read_guarded", &[]).unwrap(), 2);
+    assert!(f.vmcall("write_guarded", &[]).is_err());
+    f.reset().unwrap();
+    // Back to the master's: the guarded page writable and zero, the other read-only.
+    assert_eq!(f.vmcall("read_guarded", &[]).unwrap(), 1);
+    assert_eq!(
+        f.vmcall("protect_guarded", &[Arg::Int(PROT_NONE)]).unwrap(),
+        0
+    );
+    assert!(f.vmcall("read_guarded", &[]).is_err());
+    f.reset().unwrap();
+    assert_eq!(f.vmcall("write_guarded", &[]).unwrap(), 1);
+    assert!(f.vmcall("write_read_only_page", &[]).is_err());
+    // Another fork of the same master has the master's rights too.
+    let mut g = m.fork().unwrap();
+    assert_eq!(g.vmcall("read_guarded", &[]).unwrap(), 1);
+    assert!(g.vmcall("write_read_only_page", &[]).is_err());
+}
+
 #[test]
 fn reset_forgets_everything_a_call_left_behind() {
     let m = master();

@@ -153,11 +153,24 @@ FORKVM_EXPORT long spin(void)
 
 FORKVM_EXPORT long leave(long status) { _exit((int)status); }
 
+/* Two pages: the first made read-only by main before it is ready, the
+ * second read-write, which calls may protect. */
+static char *rights_pages;
+FORKVM_EXPORT long write_read_only_page(void) { rights_pages[0] = 1; return 1; }
+FORKVM_EXPORT long write_guarded(void) { rights_pages[4096] = 1; return 1; }
+FORKVM_EXPORT long read_guarded(void) { return *(volatile char *)(rights_pages + 4096) + 1; }
+FORKVM_EXPORT long protect_guarded(long prot)
+{
+    return mprotect(rights_pages + 4096, 4096, (int)prot);
+}
+
 int main(void)
 {
     heap = malloc(64);
     mapping = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (!heap || mapping == MAP_FAILED) return 1;
+    rights_pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!heap || mapping == MAP_FAILED || rights_pages == MAP_FAILED) return 1;
+    if (mprotect(rights_pages, 4096, PROT_READ)) return 1;
     heap[0] = 0;
     mapping[0] = 0;
     initial_brk = sbrk(0);

@@ -4,6 +4,8 @@
 //! cannot edit entries later on PVM), so these calls are accounting in
 //! [`crate::memory::AddressSpace`] plus zeroing: freed pages are returned to
 //! the host with MADV_DONTNEED and read as zero when handed out again.
+//! Rights (mprotect, PROT_NONE, unmapped ranges) are enforced on the host
+//! mapping behind guest RAM (`memory::host_prot`).
 
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
@@ -63,9 +65,13 @@ fn read_file_into(p: &mut Process, fd: u64, buf: &mut [u8], off: u64) -> Result<
         .read_at_for_mmap(i32::try_from(fd).map_err(|_| Errno::EBADF)?, buf, off)
 }
 
-/// Zeroes pages in place, keeping them mapped (no fault on the next touch).
+/// Zeroes pages in place, keeping them mapped (no fault on the next touch);
+/// pages the program protected are discarded instead (V8 frees pages with
+/// PROT_NONE and MADV_DONTNEED: writing them would lift every protection).
 fn zero_kept(mem: &mut GuestMemory, addr: u64, len: u64) {
-    if let Ok(b) = mem.kernel_slice_mut(addr, len) {
+    if mem.host_protected(addr, len) {
+        discard(mem, addr, len);
+    } else if let Ok(b) = mem.kernel_slice_mut(addr, len) {
         b.fill(0);
     }
 }
@@ -193,8 +199,16 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         read: prot != 0,
         write: prot & 2 != 0,
     };
-    // Writable while the host fills it; then as asked.
-    mem.map_user(start, start + len, RW);
+    // Writable while the host fills it; then as asked. The host rights
+    // follow only at the end (a library segment mapped over a read-only
+    // reservation would otherwise be made read-write and read-only again),
+    // except where the host populates fresh anonymous memory, which needs
+    // them first.
+    if anonymous && rights.write {
+        mem.map_user(start, start + len, RW);
+    } else {
+        mem.map_user_deferred(start, start + len, RW);
+    }
     // Fresh anonymous memory reads as zero; freed pages were discarded when
     // freed, but a fixed mapping may replace live data.
     if flags & MAP_FIXED != 0 || !anonymous {
@@ -423,7 +437,7 @@ fn remap_shared(
     Ok(at)
 }
 
-/// Implements mprotect(2): checked and accepted; rights are not enforced.
+/// Implements mprotect(2): read and write rights are enforced (not PROT_EXEC).
 fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [addr, len, prot, ..] = *a;
     aligned(addr)?;
@@ -437,16 +451,16 @@ fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if prot != 0 && !mem.may_commit(mem.reserved_in(addr, end)) {
         return Err(Errno::ENOMEM);
     }
-    // The guest's own accesses keep the rights it was loaded with; system
-    // calls on its behalf follow the new ones.
-    mem.protect_user(
-        addr,
-        end,
-        Rights {
-            read: prot != 0,
-            write: prot & 2 != 0,
-        },
-    );
+    // Enforced on the host mapping behind guest RAM (`memory::host_prot`):
+    // the program's own accesses fault (SIGSEGV), system calls on its
+    // behalf fail with EFAULT. Refused past the bound on protected ranges.
+    let rights = Rights {
+        read: prot != 0,
+        write: prot & 2 != 0,
+    };
+    if !mem.protect_user(addr, end, rights) {
+        return Err(Errno::ENOMEM);
+    }
     Ok(0)
 }
 
@@ -489,11 +503,11 @@ fn sys_nop(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 9, name: "mmap", handler: sys_mmap, support: Support::Partial,
-        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); file mappings show later changes to the file (but a writable private one of at most 1 MiB is copied at mmap); an access past the end of the file is SIGBUS; protections are not enforced" },
+        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); file mappings show later changes to the file (but a writable private one of at most 1 MiB is copied at mmap); an access past the end of the file is SIGBUS; read and write rights are enforced as for mprotect, PROT_EXEC is not" },
     SyscallEntry { nr: 10, name: "mprotect", handler: sys_mprotect, support: Support::Partial,
-        note: "system calls honour the new rights; the program's own accesses keep the rights it was loaded with (PVM cannot change live page-table entries)" },
+        note: "read and write rights are enforced on the host mapping behind guest RAM: the program's accesses fault (SIGSEGV, SEGV_ACCERR, which a handler may fix and retry) and system calls fail with EFAULT; PROT_EXEC is not (executability is fixed by the page tables built at load); ENOMEM past 4,096 protected ranges in a process (16,384 in a forkvm process)" },
     SyscallEntry { nr: 11, name: "munmap", handler: sys_munmap, support: Support::Partial,
-        note: "pages are freed and zeroed but stay accessible" },
+        note: "pages are freed; the range faults afterwards (SIGSEGV, SEGV_MAPERR), except past the bound on protected ranges (see mprotect), where it stays accessible, zeroed" },
     SyscallEntry { nr: 12, name: "brk", handler: sys_brk, support: Support::Full, note: "" },
     SyscallEntry { nr: 25, name: "mremap", handler: sys_mremap, support: Support::Partial,
         note: "MREMAP_FIXED is refused" },

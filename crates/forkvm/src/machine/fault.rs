@@ -120,10 +120,13 @@ impl Machine {
     }
 
     /// KVM could not get the host page behind a guest access (see
-    /// [`crate::hypervisor::Exit::HostFault`]). When the access was to a
-    /// page of a mapped file past the file's end, the program gets SIGBUS
-    /// there as on Linux (KVM does not say where: the faulting instruction
-    /// is decoded to find out); anything else stays the error it was.
+    /// [`crate::hypervisor::Exit::HostFault`]). KVM does not say where:
+    /// the faulting instruction is decoded to find out. When the access
+    /// was to a page of a mapped file past the file's end, the program
+    /// gets SIGBUS there as on Linux; when the program's rights refuse it
+    /// (the host mapping carries them, see `memory::host_prot`), SIGSEGV
+    /// with SEGV_ACCERR (SEGV_MAPERR where nothing is mapped) at the first
+    /// refused byte; anything else stays the error it was.
     pub(super) fn host_fault(&mut self) -> Result<Option<Outcome>, MachineError> {
         let unexplained = || {
             MachineError::Kvm(crate::hypervisor::KvmError::Ioctl {
@@ -132,7 +135,7 @@ impl Machine {
             })
         };
         let past = self.mem.past_end_of_file();
-        if past.is_empty() {
+        if past.is_empty() && !self.mem.enforces_rights() {
             return Err(unexplained());
         }
         let regs = self.vcpu.regs();
@@ -142,47 +145,118 @@ impl Machine {
             self.getrandom_fault(regs.rsp)?;
             return Ok(None);
         }
-        if regs.rip < abi::USER_BASE {
+        let sregs = self.vcpu.sregs()?;
+        // The program's code, or user-mode code of forkvm's that runs as
+        // part of it (the vDSO, the syscall dispatcher on PVM): a fault in
+        // the guest kernel proper is not the program's.
+        if regs.rip < abi::USER_BASE && sregs.cs.selector & 3 != 3 {
             return Err(unexplained());
         }
-        let sregs = self.vcpu.sregs()?;
         let bases = (sregs.fs.base, sregs.gs.base);
-        let Some(addr) = access_past_end(&self.mem, &regs, bases, &past) else {
+        let accesses = accesses(&self.mem, &regs, bases);
+        let frame = Frame::user(regs.rip, regs.rsp, regs.rflags);
+        if let Some(addr) = accesses.iter().find_map(|a| a.hit(&past)) {
+            // Taken in user mode on PVM: resuming goes through the kernel's iretq.
+            self.vcpu.enter_kernel_mode()?;
+            let info = CrashInfo::past_end_of_file(addr, regs);
+            // BUS_ADRERR; the context's error code says a user-mode page fault.
+            return self.signal_or_crash(info, 2, addr, abi::vector::PAGE_FAULT, 0x4, frame);
+        }
+        let Some((addr, write, mapped)) = denied(&self.mem, &accesses) else {
             return Err(unexplained());
         };
-        // Taken in user mode on PVM: resuming goes through the kernel's iretq.
         self.vcpu.enter_kernel_mode()?;
-        let frame = Frame::user(regs.rip, regs.rsp, regs.rflags);
-        let info = CrashInfo::past_end_of_file(addr, regs);
-        // BUS_ADRERR; the context's error code says a user-mode page fault.
-        self.signal_or_crash(info, 2, addr, abi::vector::PAGE_FAULT, 0x4, frame)
+        let fetch = addr == regs.rip && accesses.first().is_some_and(|a| a.fetch);
+        // A user-mode page fault's error code: present (ACCERR), write, fetch.
+        let error_code =
+            0x4 | u64::from(mapped) | if write { 0x2 } else { 0 } | if fetch { 0x10 } else { 0 };
+        let info = CrashInfo::from_exception(abi::vector::PAGE_FAULT, error_code, addr, regs);
+        // SEGV_ACCERR where the program mapped the page, SEGV_MAPERR where not.
+        let code = if mapped { 2 } else { 1 };
+        self.signal_or_crash(info, code, addr, abi::vector::PAGE_FAULT, error_code, frame)
     }
 }
 
-/// The address in `past` (pages of mapped files past their end) that the
-/// instruction at `regs.rip` accesses: the first byte of one of its memory
-/// operands there, or the instruction itself. `bases` are FS's and GS's.
-fn access_past_end(
+/// One memory access of a faulting instruction.
+#[derive(Debug, Clone, Copy)]
+struct Access {
+    at: u64,
+    len: u64,
+    /// The instruction fetch (at RIP).
+    fetch: bool,
+    /// A stack push the instruction makes (call, push), not an operand.
+    push: bool,
+}
+
+impl Access {
+    /// The first address of this access in one of `ranges`.
+    fn hit(&self, ranges: &[(u64, u64)]) -> Option<u64> {
+        let to = self.at.saturating_add(self.len.max(1));
+        ranges
+            .iter()
+            .find(|&&(s, e)| s < to && self.at < e)
+            .map(|&(s, _)| self.at.max(s))
+    }
+}
+
+/// The access of `accesses` that the program's rights do not allow, as
+/// (first address refused, whether it was a write, whether the program
+/// mapped that page): an access where nothing may be read first (the
+/// fetch at RIP, then the operands), then one where nothing may be
+/// written. An instruction that faulted where its operands may be read
+/// wrote, so a read-only operand is taken for the write.
+fn denied(mem: &crate::memory::GuestMemory, accesses: &[Access]) -> Option<(u64, bool, bool)> {
+    let page = abi::PAGE_SIZE;
+    let first_without = |a: &Access, write: bool| -> Option<(u64, bool)> {
+        let end = a.at.saturating_add(a.len.max(1));
+        // Below user memory (forkvm's vDSO, dispatcher, data page) the
+        // host protects nothing.
+        let mut at = a.at.max(abi::USER_BASE);
+        while at < end {
+            match mem.user_rights_at(at) {
+                None => return Some((at, false)),
+                Some(r) if !r.read || (write && !r.write) => return Some((at, true)),
+                _ => {}
+            }
+            at = (at & !(page - 1)).saturating_add(page);
+        }
+        None
+    };
+    for write in [false, true] {
+        for a in accesses.iter().filter(|a| !(write && a.fetch)) {
+            if let Some((at, mapped)) = first_without(a, write) {
+                return Some((at, write || a.push, mapped));
+            }
+        }
+    }
+    None
+}
+
+/// The memory accesses of the instruction at `regs.rip`: its fetch, its
+/// memory operands, and the push of a call or push. `bases` are FS's and
+/// GS's.
+fn accesses(
     mem: &crate::memory::GuestMemory,
     regs: &kvm_bindings::kvm_regs,
     bases: (u64, u64),
-    past: &[(u64, u64)],
-) -> Option<u64> {
-    use iced_x86::{Decoder, DecoderOptions, Register};
-    let hit = |from: u64, len: u64| {
-        let to = from.saturating_add(len.max(1));
-        past.iter()
-            .find(|&&(s, e)| s < to && from < e)
-            .map(|&(s, _)| from.max(s))
-    };
-    if let Some(at) = hit(regs.rip, 1) {
-        return Some(at); // running code from there
+) -> Vec<Access> {
+    use iced_x86::{Decoder, DecoderOptions, Mnemonic, OpKind, Register};
+    let mut out = vec![Access {
+        at: regs.rip,
+        len: 1,
+        fetch: true,
+        push: false,
+    }];
+    if regs.rip >= abi::USER_BASE && !mem.allows(regs.rip, 1, false) {
+        return out; // the fetch itself was refused
     }
     let len = mem.size().saturating_sub(regs.rip).min(15);
-    let bytes = mem.kernel_read(regs.rip, len).ok()?;
+    let Ok(bytes) = mem.kernel_read(regs.rip, len) else {
+        return out;
+    };
     let ins = Decoder::with_ip(64, bytes, regs.rip, DecoderOptions::NONE).decode();
     if ins.is_invalid() {
-        return None;
+        return out;
     }
     let gprs = [
         (Register::RAX, Register::EAX, regs.rax),
@@ -223,9 +297,44 @@ fn access_past_end(
         })
     };
     let size = ins.memory_size().size() as u64;
-    (0..ins.op_count())
-        .filter_map(|op| ins.try_virtual_address(op, 0, value))
-        .find_map(|at| hit(at, size))
+    out.extend(
+        (0..ins.op_count())
+            .filter(|&op| {
+                // Memory operands only (others have an "address" of 0).
+                matches!(
+                    ins.op_kind(op),
+                    OpKind::Memory
+                        | OpKind::MemorySegSI
+                        | OpKind::MemorySegESI
+                        | OpKind::MemorySegRSI
+                        | OpKind::MemorySegDI
+                        | OpKind::MemorySegEDI
+                        | OpKind::MemorySegRDI
+                        | OpKind::MemoryESDI
+                        | OpKind::MemoryESEDI
+                        | OpKind::MemoryESRDI
+                )
+            })
+            .filter_map(|op| ins.try_virtual_address(op, 0, value))
+            .map(|at| Access {
+                at,
+                len: size,
+                fetch: false,
+                push: false,
+            }),
+    );
+    if matches!(
+        ins.mnemonic(),
+        Mnemonic::Call | Mnemonic::Push | Mnemonic::Pushfq | Mnemonic::Enter
+    ) {
+        out.push(Access {
+            at: regs.rsp.wrapping_sub(8),
+            len: 8,
+            fetch: false,
+            push: true,
+        });
+    }
+    out
 }
 
 /// Whether `rip` is in getrandom's in-guest fill loop.

@@ -314,7 +314,15 @@ impl Machine {
         // From here on, system calls see only what the program has mapped.
         mem.track_mappings();
         mem.set_commit_limit(limit);
-        map_image(&mut mem, &image);
+        // The page tables already give the program's own segments their
+        // rights: the host need not (a fork would apply them at each start).
+        for r in image.regions() {
+            let rights = Rights {
+                read: true,
+                write: r.perm.write,
+            };
+            mem.map_user_in_page_tables(r.start, r.end, rights);
+        }
         mem.map_user(
             stack_top - stack_reserve,
             stack_top,
@@ -639,6 +647,8 @@ impl Machine {
                 self.sync_fast_page()?;
             }
             self.vcpu.sync_slots(&self.mem)?;
+            // The program's memory rights, if the host lifted them.
+            self.mem.reprotect();
             let exit = match &self.exitless {
                 Some(x) => x.lend(&mut self.proc, &mut self.mem, self.output_watched, || {
                     self.vcpu.run()
@@ -729,7 +739,7 @@ impl Machine {
                     write,
                     len,
                     data,
-                } if self.mem.in_used_chunk(addr) => {
+                } if self.mem.in_used_chunk(addr) && self.mem.allows(addr, len as u64, write) => {
                     // Memory a poller mapped while the vCPU ran, in a chunk
                     // without its slot yet: done here as the slot would
                     // (the guest's page tables allowed it); the slot is
@@ -762,8 +772,11 @@ impl Machine {
                         continue;
                     }
                     let frame = Frame::user(regs.rip, regs.rsp, regs.rflags);
-                    // #PF error code: user mode, and a write when it was one.
-                    let code = 0x4 | if write { 0x2 } else { 0 };
+                    // #PF error code: user mode, a write when it was one,
+                    // and present (SEGV_ACCERR) where the program mapped
+                    // the page without the right it needed.
+                    let mapped = self.mem.user_rights_at(addr).is_some();
+                    let code = 0x4 | u64::from(mapped) | if write { 0x2 } else { 0 };
                     if let Some(outcome) =
                         self.fault_at(abi::vector::PAGE_FAULT, code, addr, frame)?
                     {

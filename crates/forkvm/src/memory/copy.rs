@@ -87,6 +87,8 @@ impl GuestMemory {
         }
         self.private_files = src.private_files.clone();
         self.user_map = src.user_map.clone();
+        // The child has its parent's rights (from its first entry).
+        self.adopt_prot(src.prot.clone());
         self.commit_limit = src.commit_limit;
         self.chunks |= src.chunks;
         // A copy's mappings count against the budget its source is in
@@ -129,6 +131,10 @@ impl GuestMemory {
             return Err(map_err(size, std::io::Error::last_os_error()));
         }
         self.snapshot = None;
+        // All read-write again.
+        self.prot = Default::default();
+        self.lifted.set(false);
+        self.recount_prot();
         self.idle.clear();
         self.file_mapped.clear();
         self.shared.clear();

@@ -151,6 +151,16 @@ pub struct GuestMemory {
     /// Page moves ([`GuestMemory::move_pages`]) left: each splits the host
     /// mapping into more areas, of which a process may have only so many.
     pub(super) moves_left: u32,
+    /// Host rights below read-write that carry the program's (see
+    /// `memory::host_prot`), applied to the host mapping unless `lifted`.
+    pub(super) prot: super::host_prot::Protections,
+    /// How many ranges of `prot` are counted process-wide.
+    pub(super) prot_counted: usize,
+    /// The host mapping is read-write everywhere for now (`prot` not
+    /// applied): the host is reading or writing protected guest pages, or
+    /// the memory was just made; [`GuestMemory::reprotect`] applies `prot`
+    /// again before the guest runs.
+    pub(super) lifted: std::cell::Cell<bool>,
 }
 
 /// Page moves a memory may make before mremap copies instead. A move adds
@@ -243,6 +253,9 @@ impl GuestMemory {
             charged: 0,
             loan: 0,
             moves_left: MAX_MOVES,
+            prot: Default::default(),
+            prot_counted: 0,
+            lifted: std::cell::Cell::new(false),
         })
     }
 
@@ -314,14 +327,248 @@ impl GuestMemory {
             m.insert(start, end, rights);
         }
         self.settle();
+        self.sync_host(start, end);
     }
 
-    /// Records that the program unmapped `start..end`.
+    /// Records that the program mapped `start..end` with rights the guest
+    /// page tables already give it (the program's own ELF segments, built
+    /// into them at load): the host mapping stays read-write there until a
+    /// later change of rights.
+    pub fn map_user_in_page_tables(&mut self, start: u64, end: u64, rights: super::Rights) {
+        self.chunks |= chunk_bits(self.size, start, end);
+        if let Some(m) = &mut self.user_map {
+            m.insert(start, end, rights);
+        }
+        self.settle();
+    }
+
+    /// Records that the program maps `start..end`, leaving the host rights
+    /// as they are until the caller's next [`Self::map_user`] of the range
+    /// (mmap: read-write while the host fills it, then as asked). Host
+    /// writes in between go through `kernel_*`, which lift protected pages,
+    /// so the caller must not use the user accessors there meanwhile.
+    pub fn map_user_deferred(&mut self, start: u64, end: u64, rights: super::Rights) {
+        self.map_user_in_page_tables(start, end, rights);
+    }
+
+    /// Records that the program unmapped `start..end`: the guest can no
+    /// longer reach it (PROT_NONE on the host), as on Linux.
     pub fn unmap_user(&mut self, start: u64, end: u64) {
         if let Some(m) = &mut self.user_map {
             m.remove(start, end);
         }
         self.settle();
+        self.sync_host(start, end);
+    }
+
+    /// The user part of `start..end`, rounded out to pages; `None` when it
+    /// is empty or mappings are not tracked (nothing is enforced then).
+    fn host_range(&self, start: u64, end: u64) -> Option<(u64, u64)> {
+        self.user_map.as_ref()?;
+        let from = start.max(abi::USER_BASE) & !(abi::PAGE_SIZE - 1);
+        let to = end
+            .min(self.size)
+            .checked_next_multiple_of(abi::PAGE_SIZE)?
+            .min(self.size);
+        (to > from).then_some((from, to))
+    }
+
+    /// Makes the host rights of `start..end` those the program has there
+    /// (see `memory::host_prot`): read-write, read-only, or none where it
+    /// is PROT_NONE or unmapped.
+    fn sync_host(&mut self, start: u64, end: u64) {
+        let Some((from, to)) = self.host_range(start, end) else {
+            return;
+        };
+        let Some(map) = &self.user_map else { return };
+        let mut pieces: Vec<(u64, u64, super::host_prot::Prot)> = Vec::new();
+        let mut at = from;
+        for (s, e, r) in map.ranges_in(from, to) {
+            if s > at {
+                pieces.push((at, s, libc::PROT_NONE));
+            }
+            pieces.push((s, e, super::host_prot::prot_of(r)));
+            at = e;
+        }
+        if at < to {
+            pieces.push((at, to, libc::PROT_NONE));
+        }
+        for (s, e, p) in pieces {
+            self.set_host(s, e, p);
+        }
+    }
+
+    /// Gives `start..end` host rights `prot` (bookkeeping, and the host
+    /// mapping unless lifted). Past the bounds on protected ranges, taking
+    /// rights away is skipped (the program's accesses there are then not
+    /// caught, never wrongly refused) and giving rights back covers whole
+    /// ranges (which never adds one).
+    fn set_host(&mut self, start: u64, end: u64, prot: super::host_prot::Prot) {
+        use super::host_prot::{in_process, MAX_IN_PROCESS, MAX_PER_MEMORY, RW};
+        if self.prot.is(start, end, prot) {
+            return;
+        }
+        let (mut start, mut end) = (start, end);
+        let after = self.prot.len_after(start, end, prot);
+        let now = self.prot.len();
+        if after > now && (after > MAX_PER_MEMORY || in_process() + (after - now) > MAX_IN_PROCESS)
+        {
+            if prot != RW {
+                tracing::debug!(
+                    "{start:#x}..{end:#x} keeps its host rights: too many protected ranges"
+                );
+                return;
+            }
+            (start, end) = self.prot.widen(start, end);
+        }
+        self.prot.set(start, end, prot);
+        self.recount_prot();
+        if !self.lifted.get() && !self.host_protect(start, end, prot) {
+            // The host refused (its own limit on areas): the range stays
+            // read-write, so nothing the program may do faults.
+            self.prot.set(start, end, RW);
+            self.recount_prot();
+            self.host_protect(start, end, RW);
+        }
+    }
+
+    /// Brings the process-wide count of protected ranges up to date.
+    pub(super) fn recount_prot(&mut self) {
+        super::host_prot::recount(self.prot_counted, self.prot.len());
+        self.prot_counted = self.prot.len();
+    }
+
+    /// `mprotect`s the host range behind guest `start..end` (in the mapping).
+    fn host_protect(&self, start: u64, end: u64, prot: super::host_prot::Prot) -> bool {
+        if start >= end || end > self.size {
+            return false;
+        }
+        // SAFETY: `start..end` lies inside our own mapping (checked above);
+        // changing its rights affects no Rust reference: the host reads and
+        // writes guest memory only through `kernel_*` (which lift the
+        // rights first) or the user accessors, which the program's rights
+        // (never more than these) already allow.
+        let rc = unsafe {
+            libc::mprotect(
+                self.base.as_ptr().add(start as usize).cast(),
+                (end - start) as usize,
+                prot,
+            )
+        };
+        if rc != 0 {
+            tracing::debug!(
+                "mprotect of guest {start:#x}..{end:#x}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        rc == 0
+    }
+
+    /// Makes the whole host mapping read-write for the host's own access
+    /// (a fork's copy, a snapshot, a reset, gdb, a crash report), until
+    /// [`Self::reprotect`] before the guest runs again.
+    pub(super) fn lift(&self) {
+        if self.lifted.get() {
+            return;
+        }
+        for (s, e, _) in self.prot.iter() {
+            self.host_protect(s, e, super::host_prot::RW);
+        }
+        self.lifted.set(true);
+    }
+
+    /// Lifts the rights if `addr..addr+len` has protected pages (for a
+    /// read, pages the host cannot read).
+    fn open(&self, addr: u64, len: u64, write: bool) {
+        if self.lifted.get() || len == 0 {
+            return;
+        }
+        let end = addr.saturating_add(len);
+        let closed = if write {
+            self.prot.overlaps(addr, end)
+        } else {
+            self.prot.unreadable_in(addr, end)
+        };
+        if closed {
+            self.lift();
+        }
+    }
+
+    /// Applies the program's rights to the host mapping again after they
+    /// were lifted; called before every entry into the guest (cheap when
+    /// nothing was lifted).
+    pub fn reprotect(&mut self) {
+        if !self.lifted.get() {
+            return;
+        }
+        self.lifted.set(false);
+        let ranges: Vec<_> = self.prot.iter().collect();
+        for (s, e, p) in ranges {
+            if !self.host_protect(s, e, p) {
+                self.prot.set(s, e, super::host_prot::RW);
+                self.host_protect(s, e, super::host_prot::RW);
+            }
+        }
+        self.recount_prot();
+    }
+
+    /// Takes `prot` as this memory's host rights (a child's copy, a reset
+    /// to a snapshot): the host mapping is left read-write here (lifted)
+    /// and gets them at the next [`Self::reprotect`].
+    pub(super) fn adopt_prot(&mut self, prot: super::host_prot::Protections) {
+        self.lift();
+        self.prot = prot;
+        self.recount_prot();
+    }
+
+    /// Forgets the host rights of `start..end` after the host mapping
+    /// there was replaced (a fresh mapping is read-write).
+    pub(super) fn forget_prot(&mut self, start: u64, end: u64) {
+        if self.prot.overlaps(start, end) {
+            let (from, to) = (
+                start & !(abi::PAGE_SIZE - 1),
+                end.next_multiple_of(abi::PAGE_SIZE),
+            );
+            self.prot.set(from, to, super::host_prot::RW);
+            self.recount_prot();
+            if !self.lifted.get() {
+                // Other pages may be protected still: put back the rest.
+                self.sync_host(from, to);
+            }
+        }
+    }
+
+    /// The host rights (bookkeeping) of this memory.
+    pub fn protections(&self) -> &super::host_prot::Protections {
+        &self.prot
+    }
+
+    /// Whether the program's memory rights are currently in force on the
+    /// host for `addr`: what a guest access there that made KVM fail
+    /// lacked. `Some((read, write))` where the program mapped it, `None`
+    /// where it did not.
+    pub fn user_rights_at(&self, addr: u64) -> Option<super::Rights> {
+        self.user_map.as_ref()?.rights_at(addr)
+    }
+
+    /// Whether the program may access `addr..addr+len` (for writing if
+    /// `write`) by its own rights; always where mappings are not tracked.
+    pub fn allows(&self, addr: u64, len: u64, write: bool) -> bool {
+        match &self.user_map {
+            Some(map) => map.covers(addr, len, write),
+            None => true,
+        }
+    }
+
+    /// Whether part of `addr..addr+len` is protected on the host now (a
+    /// host access there would lift every protection until the next entry).
+    pub fn host_protected(&self, addr: u64, len: u64) -> bool {
+        !self.lifted.get() && self.prot.overlaps(addr, addr.saturating_add(len))
+    }
+
+    /// Whether the host enforces any of the program's rights now.
+    pub fn enforces_rights(&self) -> bool {
+        !self.prot.is_empty()
     }
 
     /// Whether the program may map `more` accessible bytes within its memory limit.
@@ -489,12 +736,25 @@ impl GuestMemory {
         self.commit_limit = limit;
     }
 
-    /// Records new rights for the mapped parts of `start..end`.
-    pub fn protect_user(&mut self, start: u64, end: u64, rights: super::Rights) {
+    /// Records new rights for the mapped parts of `start..end`, and
+    /// enforces them; false, with nothing changed, when this memory has
+    /// as many protected ranges as it may have (ENOMEM, as Linux past its
+    /// own limit on mappings).
+    pub fn protect_user(&mut self, start: u64, end: u64, rights: super::Rights) -> bool {
+        use super::host_prot::{in_process, MAX_IN_PROCESS, MAX_PER_MEMORY};
+        if rights.write && self.user_map.is_some() {
+            // Giving rights: always possible.
+        } else if self.user_map.is_some()
+            && (self.prot.len() + 2 > MAX_PER_MEMORY || in_process() + 2 > MAX_IN_PROCESS)
+        {
+            return false;
+        }
         if let Some(m) = &mut self.user_map {
             m.protect(start, end, rights);
         }
         self.settle();
+        self.sync_host(start, end);
+        true
     }
 
     fn whole(&self) -> &[u8] {
@@ -580,6 +840,7 @@ impl GuestMemory {
     /// Host-only access to the guest kernel area and everything else.
     pub fn kernel_write(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
         let start = self.check(0, addr, data.len() as u64)?;
+        self.open(addr, data.len() as u64, true);
         self.whole_mut()[start..start + data.len()].copy_from_slice(data);
         Ok(())
     }
@@ -587,12 +848,14 @@ impl GuestMemory {
     /// Host-only mutable access to any guest memory (kernel area included).
     pub fn kernel_slice_mut(&mut self, addr: u64, len: u64) -> Result<&mut [u8], Fault> {
         let start = self.check(0, addr, len)?;
+        self.open(addr, len, true);
         Ok(&mut self.whole_mut()[start..start + len as usize])
     }
 
     /// Host-only read of any guest memory (kernel area included).
     pub fn kernel_read(&self, addr: u64, len: u64) -> Result<&[u8], Fault> {
         let start = self.check(0, addr, len)?;
+        self.open(addr, len, false);
         Ok(&self.whole()[start..start + len as usize])
     }
 
@@ -672,6 +935,8 @@ impl GuestMemory {
                 offset as libc::off_t,
             )
         };
+        // The new host mapping is read-write: the program's rights go back.
+        self.forget_prot(addr, addr + len);
         // A failed MAP_FIXED may have unmapped the range: zeroes go back.
         self.file_mapped.insert(addr, addr + len);
         if ptr == libc::MAP_FAILED {
@@ -736,6 +1001,11 @@ impl GuestMemory {
         let files = |a: u64| self.file_mapped.range(..a + len).any(|(_, &e)| e > a);
         if files(from) || files(to) {
             return false;
+        }
+        // Moved host pages keep their host rights: lift them all (the
+        // program's go back on before it runs).
+        if self.prot.overlaps(from, from + len) || self.prot.overlaps(to, to + len) {
+            self.lift();
         }
         // SAFETY: both ranges lie inside our own anonymous private mapping
         // (checked above, no file mapped in either) and do not overlap;
@@ -816,6 +1086,7 @@ impl GuestMemory {
             if e > to {
                 self.file_mapped.insert(to, e);
             }
+            self.forget_prot(from, to);
         }
     }
 
@@ -863,6 +1134,7 @@ impl GuestMemory {
 impl Drop for GuestMemory {
     fn drop(&mut self) {
         self.leave_budget();
+        super::host_prot::recount(self.prot_counted, 0);
         if let Some(slot) = self.bus_slot.take() {
             super::bus_guard::unregister(slot);
         }

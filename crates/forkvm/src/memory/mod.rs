@@ -5,6 +5,7 @@ mod address_space;
 mod bus_guard;
 mod copy;
 mod guest_memory;
+mod host_prot;
 pub mod page_tables;
 mod pagemap;
 mod shared;
@@ -14,6 +15,7 @@ mod vfork;
 
 pub use address_space::AddressSpace;
 pub use guest_memory::{chunk_size, Budget, Fault, GuestMemory, MapError};
+pub use host_prot::Protections;
 pub use shared::{anonymous_backing, SharedRange};
 pub use snapshot::{ResetStats, Snapshot, KEEP_PRIVATE_PAGES};
 pub use user_map::{Rights, UserMap};

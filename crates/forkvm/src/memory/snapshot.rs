@@ -53,6 +53,8 @@ const SMALL_DISCARD: u64 = 16 * PAGE_SIZE;
 pub struct Snapshot {
     /// What the program had mapped at the snapshot.
     user_map: Option<super::UserMap>,
+    /// The host rights that enforce its memory rights.
+    prot: super::Protections,
     /// Its memory limit.
     commit_limit: u64,
     /// The chunks of guest RAM in use (see `GuestMemory::chunks_in_use`).
@@ -156,6 +158,7 @@ impl Snapshot {
         .map_err(&err)?;
         Ok(Arc::new(Self {
             user_map: mem.user_map.clone(),
+            prot: mem.prot.clone(),
             commit_limit: mem.commit_limit,
             chunks: mem.chunks_in_use(),
             private_files: mem.private_files.clone(),
@@ -252,6 +255,14 @@ impl GuestMemory {
             charged: 0,
             loan: 0,
             moves_left: super::guest_memory::MAX_MOVES,
+            // Read-write on the host until the first entry applies these.
+            prot: snap.prot.clone(),
+            prot_counted: 0,
+            lifted: std::cell::Cell::new(true),
+        })
+        .map(|mut m: GuestMemory| {
+            m.recount_prot();
+            m
         })
     }
 
@@ -274,6 +285,10 @@ impl GuestMemory {
         .map_err(map_err(self.size))?;
         self.snapshot = Some(snap.clone());
         self.user_map = snap.user_map.clone();
+        // A fresh view is read-write: the snapshot's rights go on before the guest runs.
+        self.prot = snap.prot.clone();
+        self.lifted.set(true);
+        self.recount_prot();
         self.settle();
         self.commit_limit = snap.commit_limit;
         self.chunks |= snap.chunks;
@@ -342,6 +357,10 @@ impl GuestMemory {
         self.user_map = snap.user_map.clone();
         self.private_files = snap.private_files.clone();
         self.settle();
+        if self.prot != snap.prot {
+            // The request changed rights: the master's go back on at the next entry.
+            self.adopt_prot(snap.prot.clone());
+        }
         let private = pagemap::scan(base, base + self.size, PAGE_IS_PRESENT, PAGE_IS_FILE)?;
         let pages: u64 = private.iter().map(|(s, e)| (e - s) / PAGE_SIZE).sum();
         if tracing::enabled!(tracing::Level::TRACE) {

@@ -17,7 +17,9 @@ pub struct Rights {
     pub write: bool,
 }
 
-/// Page-granular ranges: start → (end, rights); never overlapping.
+/// Page-granular ranges: start → (end, rights); never overlapping, so
+/// their ends are in order too (lookups walk back from the end of a range
+/// only as far as it reaches).
 #[derive(Debug, Clone, Default)]
 pub struct UserMap {
     ranges: BTreeMap<u64, (u64, Rights)>,
@@ -52,6 +54,31 @@ impl UserMap {
         self.ranges.iter().map(|(&s, &(e, r))| (s, e, r)).collect()
     }
 
+    /// The ranges overlapping `start..end`, clipped to it, lowest first.
+    pub fn ranges_in(&self, start: u64, end: u64) -> Vec<(u64, u64, Rights)> {
+        let first = self
+            .ranges
+            .range(..=start)
+            .next_back()
+            .filter(|(_, (e, _))| *e > start)
+            .map(|(&s, _)| s)
+            .unwrap_or(start);
+        self.ranges
+            .range(first..end)
+            .map(|(&s, &(e, r))| (s.max(start), e.min(end), r))
+            .filter(|(s, e, _)| s < e)
+            .collect()
+    }
+
+    /// The rights at `addr`, if it is mapped.
+    pub fn rights_at(&self, addr: u64) -> Option<Rights> {
+        self.ranges
+            .range(..=addr)
+            .next_back()
+            .filter(|(_, (e, _))| *e > addr)
+            .map(|(_, &(_, r))| r)
+    }
+
     /// Bytes mapped accessible.
     pub fn committed(&self) -> u64 {
         self.committed
@@ -62,7 +89,9 @@ impl UserMap {
         let (start, end) = (down(start), up(end));
         self.ranges
             .range(..end)
-            .filter(|(_, (e, r))| *e > start && !r.read)
+            .rev()
+            .take_while(|(_, (e, _))| *e > start)
+            .filter(|(_, (_, r))| !r.read)
             .map(|(&s, &(e, _))| e.min(end) - s.max(start))
             .sum()
     }
@@ -73,7 +102,8 @@ impl UserMap {
         let hit: Vec<(u64, u64, Rights)> = self
             .ranges
             .range(..end)
-            .filter(|(_, (e, _))| *e > start)
+            .rev()
+            .take_while(|(_, (e, _))| *e > start)
             .map(|(&s, &(e, r))| (s, e, r))
             .collect();
         for (s, e, r) in hit {
@@ -96,7 +126,8 @@ impl UserMap {
         let hit: Vec<(u64, u64)> = self
             .ranges
             .range(..end)
-            .filter(|(_, (e, _))| *e > start)
+            .rev()
+            .take_while(|(_, (e, _))| *e > start)
             .map(|(&s, &(e, _))| (s.max(start), e.min(end)))
             .collect();
         for (s, e) in hit {
