@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// wait4(2) and waitid(2): waits a SIGCHLD may announce the end of.
+const WAIT4: u64 = 61;
+const WAITID: u64 = 247;
+
 impl Machine {
     /// Serves one system call; `Some` when the program is done.
     pub(super) fn syscall(&mut self, ret: SyscallReturn) -> Result<Option<Outcome>, MachineError> {
@@ -99,6 +103,24 @@ impl Machine {
             .map_err(|f| MachineError::Internal(f.to_string()))?;
         }
         linux::signal::fire_timer(&mut self.proc);
+        if matches!(self.proc.sched, Some(Sched::Retry(_)))
+            && self.proc.pending_signal.is_some()
+            && matches!(regs.rax, WAIT4 | WAITID)
+        {
+            // The SIGCHLD that came is often the news of the very child
+            // waited for, which exited after the call looked: one more look
+            // before EINTR, as Linux's wait finds the zombie its wake-up
+            // announces (the handler runs after the call returns it). The
+            // wait returned EINTR now and then, its status unread.
+            let pending = self.proc.pending_signal.take();
+            self.proc.sched = None;
+            let again =
+                linux::dispatch_leaving_signals(&mut self.proc, &mut self.mem, regs.rax, &args);
+            if !matches!(self.proc.sched, Some(Sched::Retry(_))) {
+                result = again;
+            }
+            self.proc.pending_signal = pending;
+        }
         if matches!(self.proc.sched, Some(Sched::Retry(_))) && self.proc.pending_signal.is_some() {
             // A signal arrived while the thread waits: the wait ends with EINTR
             // and the handler runs, as on Linux.
