@@ -299,6 +299,16 @@ fn waits_return_the_child_their_signal_announces() {
     glibc_and_musl("wait_signal");
 }
 
+/// Every vfork child sees its parent's memory as it is at that vfork,
+/// round after round, while the parent changes a global, a stack array and
+/// a heap block whose pages come and go: forkvm brings the snapshot behind
+/// the last vfork child up to date for the next instead of capturing all
+/// of memory again, and a page it missed would show a child stale bytes.
+#[test]
+fn vfork_children_see_the_parent_as_it_is_now() {
+    glibc_and_musl("vfork_fresh");
+}
+
 /// A blocking send() or sendmsg() on a stream socket sends everything, as
 /// write() does (it returned one send buffer's worth, and a program that
 /// sends once lost the rest).

@@ -86,6 +86,7 @@ impl FromChild {
         // was refused with ENOMEM); the child's thread empties or drops the
         // memory itself, off the parent's path.
         child.leave_budget();
+        child.release_snapshot();
         let _ = back.send(child);
     }
 

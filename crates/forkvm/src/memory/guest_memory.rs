@@ -161,6 +161,10 @@ pub struct GuestMemory {
     /// the memory was just made; [`GuestMemory::reprotect`] applies `prot`
     /// again before the guest runs.
     pub(super) lifted: std::cell::Cell<bool>,
+    /// The snapshot the last vfork child's memory was a view of, kept to be
+    /// brought up to date for the next one instead of captured anew (see
+    /// `Snapshot::capture_reusing`).
+    pub(super) vfork_snapshot: std::cell::Cell<Option<std::sync::Arc<super::Snapshot>>>,
 }
 
 /// Page moves a memory may make before mremap copies instead. A move adds
@@ -256,6 +260,7 @@ impl GuestMemory {
             prot: Default::default(),
             prot_counted: 0,
             lifted: std::cell::Cell::new(false),
+            vfork_snapshot: std::cell::Cell::new(None),
         })
     }
 

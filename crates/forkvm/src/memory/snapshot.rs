@@ -68,8 +68,10 @@ pub struct Snapshot {
     view: NonNull<u8>,
 }
 
-// SAFETY: the view is a read-only mapping nobody writes after capture, so
-// sharing it between threads is sound; the fd is an ordinary owned fd.
+// SAFETY: the view is a read-only mapping of a memfd written only by
+// `capture` and by `refresh`, which needs the snapshot unshared (it takes
+// it out of its last `Arc`), so sharing it between threads is sound; the fd
+// is an ordinary owned fd.
 unsafe impl Send for Snapshot {}
 // SAFETY: as above: all access through `view` is reads of immutable memory.
 unsafe impl Sync for Snapshot {}
@@ -168,6 +170,150 @@ impl Snapshot {
         }))
     }
 
+    /// A snapshot of `mem` for a vfork child: `old` (an earlier one of the
+    /// same memory) brought up to date when nothing else holds it any more,
+    /// else a new capture. Bringing it up to date compares every page `mem`
+    /// holds with the image and writes only those that changed, so a
+    /// process that spawns again and again (python's subprocess, a shell)
+    /// pays for its memory once, not at every spawn.
+    pub fn capture_reusing(
+        mem: &GuestMemory,
+        old: Option<Arc<Self>>,
+    ) -> Result<Arc<Self>, MapError> {
+        let unshared = old
+            .and_then(|a| Arc::try_unwrap(a).ok())
+            .filter(|s| s.size == mem.size);
+        match unshared {
+            Some(mut snap) => match snap.refresh(mem) {
+                Ok(()) => Ok(Arc::new(snap)),
+                Err(e) => {
+                    tracing::debug!("a kept snapshot could not be brought up to date: {e}");
+                    Self::capture(mem)
+                }
+            },
+            None => Self::capture(mem),
+        }
+    }
+
+    /// Makes the image hold exactly what `mem` holds now (see
+    /// [`Self::capture_reusing`]).
+    fn refresh(&mut self, mem: &GuestMemory) -> Result<(), MapError> {
+        const ZERO: [u8; PAGE_SIZE as usize] = [0; PAGE_SIZE as usize];
+        let size = self.size;
+        let err = map_err(size);
+        let base = mem.base.as_ptr() as u64;
+        let mut ranges: Vec<(u64, u64)> = pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0)
+            .map_err(&err)?
+            .into_iter()
+            .map(|(s, e)| (s - base, (e - base).min(size)))
+            .collect();
+        ranges.extend(mem.file_mapped.iter().map(|(&s, &e)| (s, e.min(size))));
+        ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+        for (s, e) in ranges {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        let held = self.data_in(0, size).map_err(&err)?;
+        let punch = |from: u64, to: u64| -> Result<(), MapError> {
+            use rustix::fs::FallocateFlags;
+            rustix::fs::fallocate(
+                &self.fd,
+                FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+                from,
+                to - from,
+            )
+            .map_err(|e| err(e.into()))
+        };
+        // Data the image has where `mem` now has nothing: holes again.
+        let mut next = 0;
+        for &(s, e) in &held {
+            let mut at = s;
+            while next < merged.len() && merged[next].1 <= at {
+                next += 1;
+            }
+            let mut i = next;
+            while at < e {
+                match merged.get(i) {
+                    Some(&(ms, me)) if ms < e => {
+                        if at < ms {
+                            punch(at, ms)?;
+                        }
+                        at = at.max(me);
+                        i += 1;
+                    }
+                    _ => {
+                        punch(at, e)?;
+                        at = e;
+                    }
+                }
+            }
+        }
+        let whole = mem
+            .kernel_read(0, size)
+            .map_err(|_| err(std::io::Error::from_raw_os_error(libc::EFAULT)))?;
+        let past_end = mem.shared_past_end();
+        let write = |from: u64, to: u64| -> Result<(), MapError> {
+            let mut at = from;
+            while at < to {
+                let n = rustix::io::pwrite(&self.fd, &whole[at as usize..to as usize], at)
+                    .map_err(|e| err(e.into()))?;
+                if n == 0 {
+                    return Err(err(std::io::Error::from_raw_os_error(libc::EIO)));
+                }
+                at += n as u64;
+            }
+            Ok(())
+        };
+        // Pages that changed since: written, in runs. A page the image has
+        // no data for is compared with zeros (looking at it through the view
+        // would make the memfd allocate it).
+        let mut h = 0;
+        for (lo, hi) in merged {
+            let mut run = None;
+            for at in (lo..hi).step_by(PAGE_SIZE as usize) {
+                let len = PAGE_SIZE.min(hi - at);
+                while h < held.len() && held[h].1 <= at {
+                    h += 1;
+                }
+                let in_image = held.get(h).is_some_and(|&(s, _)| s <= at);
+                let same = if past_end.iter().any(|&(s, e)| (s..e).contains(&at)) {
+                    // No bytes on the host there: zero in the image.
+                    if in_image {
+                        punch(at, at + len)?;
+                    }
+                    true
+                } else {
+                    let now = &whole[at as usize..(at + len) as usize];
+                    if in_image {
+                        now == self.bytes(at, len)
+                    } else {
+                        now == &ZERO[..len as usize]
+                    }
+                };
+                match (same, run) {
+                    (false, None) => run = Some(at),
+                    (true, Some(from)) => {
+                        write(from, at)?;
+                        run = None;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(from) = run {
+                write(from, hi)?;
+            }
+        }
+        self.user_map = mem.user_map.clone();
+        self.prot = mem.prot.clone();
+        self.commit_limit = mem.commit_limit;
+        self.chunks = mem.chunks_in_use();
+        self.private_files = mem.private_files.clone();
+        Ok(())
+    }
+
     /// Size of the guest RAM it holds.
     pub fn size(&self) -> u64 {
         self.size
@@ -259,6 +405,7 @@ impl GuestMemory {
             prot: snap.prot.clone(),
             prot_counted: 0,
             lifted: std::cell::Cell::new(true),
+            vfork_snapshot: std::cell::Cell::new(None),
         })
         .map(|mut m: GuestMemory| {
             m.recount_prot();
@@ -298,6 +445,15 @@ impl GuestMemory {
         self.private_files = snap.private_files.clone();
         self.unguard_if_no_files();
         Ok(())
+    }
+
+    /// Lets go of the snapshot this memory is a view of, for a vfork
+    /// child's memory whose stores were taken and which is emptied next:
+    /// its parent may then bring that snapshot up to date in place for its
+    /// next child ([`Snapshot::capture_reusing`]), which changes what this
+    /// memory shows where it did not write; nothing reads it any more.
+    pub fn release_snapshot(&mut self) {
+        self.snapshot = None;
     }
 
     /// The snapshot this memory is a view of.
@@ -449,6 +605,41 @@ impl GuestMemory {
 mod tests {
     use super::*;
     use crate::abi::{HUGE_PAGE_SIZE, USER_BASE};
+
+    #[test]
+    fn a_kept_snapshot_is_brought_up_to_date_and_a_shared_one_is_left_alone() {
+        let size = 4 * HUGE_PAGE_SIZE;
+        let (changed, emptied, added) = (USER_BASE, USER_BASE + 0x10_0000, USER_BASE + 0x18_0000);
+        let mut m = GuestMemory::new(size).unwrap();
+        m.kernel_write(changed, b"one").unwrap();
+        m.kernel_write(emptied, b"gone").unwrap();
+        let first = Snapshot::capture(&m).unwrap();
+        let fd = first.fd.as_raw_fd();
+        m.kernel_write(changed, b"two").unwrap();
+        m.discard(emptied, PAGE_SIZE).unwrap();
+        m.kernel_write(added, b"new").unwrap();
+        // Held by nobody else: the same memfd, brought up to date.
+        let second = Snapshot::capture_reusing(&m, Some(first)).unwrap();
+        assert_eq!(second.fd.as_raw_fd(), fd);
+        assert_eq!(second.bytes(changed, 3), b"two");
+        assert_eq!(second.bytes(added, 3), b"new");
+        assert!(
+            second
+                .data_in(emptied, emptied + PAGE_SIZE)
+                .unwrap()
+                .is_empty(),
+            "a page the memory no longer has is a hole again"
+        );
+        assert_eq!(second.bytes(emptied, 4), [0; 4]);
+        // Held by a view: a new capture, and the old image stays as it was.
+        let view = GuestMemory::fork_of(&second).unwrap();
+        m.kernel_write(changed, b"3rd").unwrap();
+        let third = Snapshot::capture_reusing(&m, Some(second.clone())).unwrap();
+        assert!(!Arc::ptr_eq(&third, &second));
+        assert_eq!(second.bytes(changed, 3), b"two");
+        assert_eq!(view.kernel_read(changed, 3).unwrap(), b"two");
+        assert_eq!(third.bytes(changed, 3), b"3rd");
+    }
 
     fn present_pages(mem: &GuestMemory) -> u64 {
         let base = mem.host_base();

@@ -92,7 +92,8 @@ impl GuestMemory {
             }
             return Ok(VforkBase { snap, copied });
         }
-        let snap = Snapshot::capture(src)?;
+        let snap = Snapshot::capture_reusing(src, src.vfork_snapshot.take())?;
+        src.vfork_snapshot.set(Some(snap.clone()));
         self.leave_budget();
         // The snapshot brings the mappings, limit and chunks of `src`. Its
         // shared mappings stay private copies here: a view maps no files.
