@@ -711,6 +711,17 @@ fn directory_descriptors_and_cwd_follow_renames() {
     glibc_and_musl_in_a_dir("dir_moves");
 }
 
+/// Directory permissions hold for the guest's unprivileged uid as on Linux:
+/// creating, removing or renaming a name needs write and search permission
+/// on its directory, every lookup needs search permission on the way, and
+/// listing a directory or reading a file needs read permission (the host
+/// user, root here, was allowed all of it: python's rmtree and tempfile
+/// tests saw no EACCES).
+#[test]
+fn directory_permissions_hold_for_the_guest_user() {
+    glibc_and_musl_in_a_dir("dir_perms");
+}
+
 /// python's os.path.exists, isfile, isdir, listdir and access see the
 /// guest's /proc and /etc files and devices as Linux's (exists was False
 /// for /proc/self/status though open worked).

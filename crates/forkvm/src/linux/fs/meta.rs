@@ -512,6 +512,7 @@ pub(super) fn sys_chdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
     let path = read_path(mem, a[0])?;
     match lookup(p, AT_FDCWD, &path, true)? {
         Target::Host(r) if r.stat.st_mode & S_IFMT == S_IFDIR => {
+            may_search(&r.stat)?;
             let dir = owned(r.fd)?;
             set_cwd(p, r.path, Some(dir))
         }
@@ -526,7 +527,14 @@ pub(super) fn sys_fchdir(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysR
     let path = base_dir(p, a[0] as i32)?;
     let file = p.fds.get(a[0] as i32)?;
     let dir = match &lock(&file).kind {
-        FileKind::Dir { fd, .. } => fd.try_clone().ok(),
+        FileKind::Dir { fd, .. } => {
+            // A host directory (a synthetic one is a memory file).
+            let st = rustix::fs::fstat(fd)?;
+            if st.st_mode & S_IFMT == S_IFDIR {
+                may_search(&st)?;
+            }
+            fd.try_clone().ok()
+        }
         _ => return Err(Errno::ENOTDIR),
     };
     set_cwd(p, path, dir)
