@@ -767,6 +767,15 @@ fn python_posix_calls_as_on_linux() {
     check(&Case::new("/usr/bin/python3").args(["-S", "-c", script]));
 }
 
+/// A child closing every descriptor it finds in /proc/self/fd while it
+/// reads the listing (python's subprocess with close_fds and pass_fds)
+/// finds them all: the listing went by index, so each close skipped an
+/// entry (test_subprocess.test_pass_fds saw four descriptors passed).
+#[test]
+fn closing_descriptors_while_listing_proc_self_fd_skips_none() {
+    glibc_and_musl("fd_listing");
+}
+
 /// copy_file_range between /dev/shm files and between memfds: offsets
 /// taken from pointers or the files and advanced, 0 at the end, overlap in
 /// one file, EXDEV from a memfd to /dev/shm, and the EINVAL, EBADF, EISDIR,

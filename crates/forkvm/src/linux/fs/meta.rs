@@ -352,7 +352,10 @@ fn emit_dents(
     let out = guest_buf_mut(mem, buf, len)?;
     let mut used = 0usize;
     let mut pos = start;
-    for (name, ino, ty) in entries.iter().skip(start as usize) {
+    for (off, (name, ino, ty)) in dent_offsets(entries) {
+        if off <= start {
+            continue;
+        }
         let reclen = (19 + name.len() + 1).next_multiple_of(8);
         if used + reclen > out.len() {
             if used == 0 {
@@ -360,7 +363,7 @@ fn emit_dents(
             }
             break;
         }
-        pos += 1;
+        pos = off;
         let rec = &mut out[used..used + reclen];
         rec.fill(0);
         rec[0..8].copy_from_slice(&ino.to_le_bytes());
@@ -372,6 +375,42 @@ fn emit_dents(
     }
     rustix::fs::seek(fd, SeekFrom::Start(pos))?;
     Ok(used as u64)
+}
+
+/// A listing entry: name, inode number, d_type.
+type Dent = (Vec<u8>, u64, u8);
+
+/// The entries of a synthetic listing in order, each with the directory
+/// offset just past it. A listing of numbers (descriptors, threads) is
+/// placed by number, as Linux's /proc does: "." 1, ".." 2, n at n + 3, so a
+/// listing that goes on after some of them closed (a child closing every
+/// descriptor it finds, while it reads /proc/self/fd) skips none of the
+/// rest. Other listings are placed by index.
+fn dent_offsets(entries: &[Dent]) -> Vec<(u64, &Dent)> {
+    let number = |n: &[u8]| -> Option<u64> {
+        if n.is_empty() || !n.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(n).ok()?.parse::<u64>().ok()
+    };
+    let numeric = entries
+        .iter()
+        .all(|(n, ..)| n == b"." || n == b".." || number(n).is_some());
+    let mut out: Vec<(u64, &Dent)> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let off = match (numeric, e.0.as_slice()) {
+                (true, b".") => 1,
+                (true, b"..") => 2,
+                (true, n) => number(n).unwrap_or(0).saturating_add(3),
+                (false, _) => i as u64 + 1,
+            };
+            (off, e)
+        })
+        .collect();
+    out.sort_by_key(|&(off, _)| off);
+    out
 }
 
 pub(super) fn do_readlink(

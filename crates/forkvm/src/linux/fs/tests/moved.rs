@@ -23,7 +23,13 @@ fn renamed_directories_are_followed() {
     // Mode 0600: the guest reads it again below (a mode-0 file it may not).
     put_path(&mut m, PATH, "/tmp/d/f");
     let flags = u64::from(O_CREAT | O_WRONLY);
-    call(&mut p, &mut m, sys_openat, &[AT_FDCWD as u64, PATH, flags, 0o600]).unwrap();
+    call(
+        &mut p,
+        &mut m,
+        sys_openat,
+        &[AT_FDCWD as u64, PATH, flags, 0o600],
+    )
+    .unwrap();
     let d = open(&mut p, &mut m, "/tmp/d", O_RDONLY | O_DIRECTORY).unwrap();
     assert_eq!(rename(&mut p, &mut m, "/tmp/d", "/tmp/e"), Ok(0));
     put_path(&mut m, PATH, &format!("/proc/self/fd/{d}"));
