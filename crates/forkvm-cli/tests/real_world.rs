@@ -776,6 +776,23 @@ fn closing_descriptors_while_listing_proc_self_fd_skips_none() {
     glibc_and_musl("fd_listing");
 }
 
+/// /proc/self/status shows the signal masks (SigBlk, SigIgn, SigCgt) as
+/// Linux does: python's test_subprocess skipped test_restore_signals
+/// without SigIgn.
+#[test]
+fn proc_status_shows_the_signal_masks() {
+    let script = "import signal\n\
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n\
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])\n\
+        want = ('SigPnd', 'ShdPnd', 'SigBlk', 'SigIgn', 'SigCgt')\n\
+        # Real-time signals the test harness may ignore are left out.\n\
+        for l in open('/proc/self/status'):\n\
+        \x20   k, _, v = l.partition(':')\n\
+        \x20   if k in want:\n\
+        \x20       print(k, hex(int(v, 16) & 0x7fffffff))";
+    check(&Case::new("/usr/bin/python3").args(["-S", "-c", script]));
+}
+
 /// copy_file_range between /dev/shm files and between memfds: offsets
 /// taken from pointers or the files and advanced, 0 at the end, overlap in
 /// one file, EXDEV from a memfd to /dev/shm, and the EINVAL, EBADF, EISDIR,
