@@ -744,7 +744,8 @@ fn python_sees_proc_and_etc_files_exist() {
 /// /dev/fd/N fallback EACCES), posix_spawn setting only the scheduling
 /// parameter (sched_setparam took its unused third register for a pointer:
 /// EFAULT), sched_getscheduler of the parent (ESRCH), sched_rr_get_interval
-/// (ENOSYS) and msync of an unaligned address (accepted; EINVAL on Linux).
+/// (ENOSYS), msync of an unaligned address (accepted; EINVAL on Linux) and
+/// pidfd_send_signal with a /proc/<pid> descriptor (EBADF; test_signal).
 #[test]
 fn python_posix_calls_as_on_linux() {
     let script = "import os, sys, mmap\n\
@@ -763,7 +764,13 @@ fn python_posix_calls_as_on_linux() {
         try:\n\
         \x20   m.flush(1, 6)\n\
         except OSError as e:\n\
-        \x20   print('flush unaligned', e.errno)";
+        \x20   print('flush unaligned', e.errno)\n\
+        import signal\n\
+        d = os.open(f'/proc/{os.getpid()}', os.O_DIRECTORY)\n\
+        try:\n\
+        \x20   signal.pidfd_send_signal(d, signal.SIGINT)\n\
+        except KeyboardInterrupt:\n\
+        \x20   print('pidfd_send_signal with a /proc/<pid> descriptor')";
     check(&Case::new("/usr/bin/python3").args(["-S", "-c", script]));
 }
 
