@@ -46,6 +46,18 @@ fn sys_getresuid(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
     Ok(0)
 }
 
+/// Implements sethostname(2) and setdomainname(2) as for an unprivileged
+/// user: EINVAL for a name longer than 64 bytes, EFAULT for a bad one,
+/// else EPERM (it needs CAP_SYS_ADMIN).
+fn sys_setname(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [name, len, ..] = *a;
+    if len > 64 {
+        return Err(Errno::EINVAL);
+    }
+    mem.read(name, len)?;
+    Err(Errno::EPERM)
+}
+
 /// Implements uname(2).
 fn sys_uname(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let mut buf = [0u8; 65 * 6];
@@ -598,6 +610,20 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "",
     },
     SyscallEntry {
+        nr: 170,
+        name: "sethostname",
+        handler: sys_setname,
+        support: Support::Full,
+        note: "as for an unprivileged user: EPERM",
+    },
+    SyscallEntry {
+        nr: 171,
+        name: "setdomainname",
+        handler: sys_setname,
+        support: Support::Full,
+        note: "as for an unprivileged user: EPERM",
+    },
+    SyscallEntry {
         nr: 63,
         name: "uname",
         handler: sys_uname,
@@ -814,6 +840,18 @@ mod tests {
             Err(Errno::ECHILD)
         );
         assert_eq!(call(sys_enosys, [0; 6]), Err(Errno::ENOSYS));
+    }
+
+    #[test]
+    fn sethostname_is_refused_as_for_an_unprivileged_user() {
+        let (mut p, mut m, buf) = setup();
+        m.write(buf, b"new").unwrap();
+        let a = [buf, 3, 0, 0, 0, 0];
+        assert_eq!(sys_setname(&mut p, &mut m, &a), Err(Errno::EPERM));
+        let a = [buf, 65, 0, 0, 0, 0];
+        assert_eq!(sys_setname(&mut p, &mut m, &a), Err(Errno::EINVAL));
+        let a = [0, 3, 0, 0, 0, 0];
+        assert_eq!(sys_setname(&mut p, &mut m, &a), Err(Errno::EFAULT));
     }
 
     #[test]
