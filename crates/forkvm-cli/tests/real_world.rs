@@ -800,6 +800,14 @@ fn proc_status_shows_the_signal_masks() {
     check(&Case::new("/usr/bin/python3").args(["-S", "-c", script]));
 }
 
+/// A working directory whose name is not UTF-8 works as on Linux: chdir,
+/// getcwd, relative paths, and exec keeps it (chdir was ENOENT: the cwd was
+/// kept as text; python's test_posixpath.test_nonascii_abspath).
+#[test]
+fn a_working_directory_may_have_any_bytes_in_its_name() {
+    glibc_and_musl_in_a_dir("odd_cwd");
+}
+
 /// copy_file_range between /dev/shm files and between memfds: offsets
 /// taken from pointers or the files and advanced, 0 at the end, overlap in
 /// one file, EXDEV from a memfd to /dev/shm, and the EINVAL, EBADF, EISDIR,

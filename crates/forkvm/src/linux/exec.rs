@@ -70,7 +70,7 @@ fn absolute(p: &Process, path: &[u8]) -> Vec<u8> {
     if path.starts_with(b"/") {
         return path.to_vec();
     }
-    let mut abs = p.cwd.as_bytes().to_vec();
+    let mut abs = p.cwd.clone();
     if !abs.ends_with(b"/") {
         abs.push(b'/');
     }

@@ -523,12 +523,10 @@ pub(super) fn sys_faccessat2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
 pub(super) fn sys_getcwd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     // Where the working directory is now, if it was renamed.
     let now = cwd_path(p);
-    if now != p.cwd.as_bytes() {
-        if let Ok(now) = String::from_utf8(now) {
-            p.cwd = now;
-        }
+    if now != p.cwd {
+        p.cwd = now;
     }
-    let cwd = p.cwd.as_bytes();
+    let cwd = p.cwd.as_slice();
     let len = cwd.len() as u64 + 1;
     if a[1] < len {
         return Err(Errno::ERANGE);
@@ -541,7 +539,8 @@ pub(super) fn sys_getcwd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sy
 
 /// Makes `path` the working directory; `dir` is the host directory it is, if any.
 pub(super) fn set_cwd(p: &mut Process, path: Vec<u8>, dir: Option<OwnedFd>) -> SysResult {
-    p.cwd = String::from_utf8(path).map_err(|_| Errno::ENOENT)?;
+    // Any bytes but NUL, as on Linux (not only UTF-8).
+    p.cwd = path;
     p.cwd_dir = dir.map(std::sync::Arc::new);
     Ok(0)
 }
