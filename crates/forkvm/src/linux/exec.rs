@@ -70,7 +70,7 @@ fn absolute(p: &Process, path: &[u8]) -> Vec<u8> {
     if path.starts_with(b"/") {
         return path.to_vec();
     }
-    let mut abs = p.cwd.as_bytes().to_vec();
+    let mut abs = p.cwd.clone();
     if !abs.ends_with(b"/") {
         abs.push(b'/');
     }
@@ -199,23 +199,28 @@ fn sys_execve(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     exec(p, mem, path, a[1], a[2])
 }
 
-/// Implements execveat(2) (AT_FDCWD or an absolute path; AT_EMPTY_PATH is refused).
+/// Implements execveat(2): a path relative to a directory descriptor, or
+/// with AT_EMPTY_PATH the file a descriptor refers to (fexecve), named
+/// /dev/fd/N as Linux names it to a script's interpreter.
 fn sys_execveat(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [dirfd, path, argv, envp, flags, _] = *a;
     if flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0 {
         return Err(Errno::EINVAL);
     }
+    let dirfd = dirfd as i32;
     let path = read_path(mem, path)?;
-    if path.is_empty() {
-        return Err(if flags & AT_EMPTY_PATH != 0 {
-            Errno::ENOSYS
-        } else {
-            Errno::ENOENT
-        });
-    }
-    if !path.starts_with(b"/") && dirfd as i32 != AT_FDCWD {
-        return Err(Errno::ENOSYS);
-    }
+    let path = if path.is_empty() {
+        if flags & AT_EMPTY_PATH == 0 {
+            return Err(Errno::ENOENT);
+        }
+        if dirfd == AT_FDCWD {
+            return Err(Errno::EACCES);
+        }
+        p.fds.get(dirfd)?;
+        format!("/dev/fd/{dirfd}").into_bytes()
+    } else {
+        super::fs::absolute_at(p, dirfd, &path)?
+    };
     exec(p, mem, path, argv, envp)
 }
 
@@ -223,7 +228,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 59, name: "execve", handler: sys_execve, support: Support::Partial,
         note: "ELF (static, dynamic) and #! scripts inside --allow-read, in the same VM slot; not under forkvm serve" },
     SyscallEntry { nr: 322, name: "execveat", handler: sys_execveat, support: Support::Partial,
-        note: "as execve, with AT_FDCWD or an absolute path (no AT_EMPTY_PATH)" },
+        note: "as execve; AT_EMPTY_PATH runs the file a descriptor refers to (fexecve)" },
 ];
 
 #[cfg(test)]

@@ -496,7 +496,28 @@ fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(0)
 }
 
-/// Implements msync(2) and mlock-family calls: nothing to do.
+/// Implements msync(2): shared mappings write through already, so only the
+/// arguments are checked as Linux does (EINVAL for an unaligned address or
+/// unknown or contradictory flags, ENOMEM past guest memory).
+fn sys_msync(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    const MS_ASYNC: u64 = 1;
+    const MS_INVALIDATE: u64 = 2;
+    const MS_SYNC: u64 = 4;
+    let [addr, len, flags, ..] = *a;
+    aligned(addr)?;
+    if flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
+        || flags & (MS_ASYNC | MS_SYNC) == MS_ASYNC | MS_SYNC
+    {
+        return Err(Errno::EINVAL);
+    }
+    let end = addr.checked_add(page_up(len)?).ok_or(Errno::ENOMEM)?;
+    if end > mem.size() {
+        return Err(Errno::ENOMEM);
+    }
+    Ok(0)
+}
+
+/// Implements mlock-family calls: nothing to do.
 fn sys_nop(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
     Ok(0)
 }
@@ -511,7 +532,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 12, name: "brk", handler: sys_brk, support: Support::Full, note: "" },
     SyscallEntry { nr: 25, name: "mremap", handler: sys_mremap, support: Support::Partial,
         note: "MREMAP_FIXED is refused" },
-    SyscallEntry { nr: 26, name: "msync", handler: sys_nop, support: Support::Full, note: "" },
+    SyscallEntry { nr: 26, name: "msync", handler: sys_msync, support: Support::Full, note: "" },
     SyscallEntry { nr: 28, name: "madvise", handler: sys_madvise, support: Support::Partial,
         note: "MADV_DONTNEED zeroes anonymous memory, reads a private file mapping's file again and leaves shared pages alone; MADV_FREE and other advice are accepted and ignored" },
     SyscallEntry { nr: 149, name: "mlock", handler: sys_nop, support: Support::Full, note: "" },
@@ -524,6 +545,20 @@ mod tests {
     use crate::linux::{test_call, test_process};
 
     const RW_PRIVATE_ANON: [u64; 2] = [3, 0x22]; // PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS
+
+    #[test]
+    fn msync_checks_its_arguments_as_linux() {
+        let (mut p, mut m, _) = test_process();
+        let [prot, flags] = RW_PRIVATE_ANON;
+        let at =
+            test_call(&mut p, &mut m, sys_mmap, &[0, 4096, prot, flags, u64::MAX]).expect("mmap");
+        let mut msync = |a: &[u64]| test_call(&mut p, &mut m, sys_msync, a);
+        assert_eq!(msync(&[at, 4096, 4]), Ok(0));
+        // Python's mmap.flush(1, 6) is an OSError on Linux.
+        assert_eq!(msync(&[at + 1, 6, 4]), Err(Errno::EINVAL));
+        assert_eq!(msync(&[at, 4096, 5]), Err(Errno::EINVAL));
+        assert_eq!(msync(&[at, 4096, 8]), Err(Errno::EINVAL));
+    }
 
     #[test]
     fn a_free_hint_is_honoured_and_a_taken_one_is_not() {

@@ -96,7 +96,7 @@ pub struct Process {
     /// brk and mmap bookkeeping of the guest address space.
     pub mm: AddressSpace,
     /// Guest working directory (absolute, no trailing slash except "/").
-    pub cwd: String,
+    pub cwd: Vec<u8>,
     /// The host directory the working directory is, when it is one (see
     /// `fs/moved.rs`: `cwd` is found again from it after a rename).
     pub cwd_dir: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
@@ -202,7 +202,7 @@ impl Process {
             notes: trace::Notes::default(),
             fds: fdtable::FdTable::with_stdio(),
             mm,
-            cwd,
+            cwd: cwd.into_bytes(),
             cwd_dir: None,
             exe_path,
             fs_base: 0,

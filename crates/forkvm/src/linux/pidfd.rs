@@ -60,6 +60,26 @@ pub fn pidfd_of(p: &Process, fd: i32) -> Result<(PidFd, bool), Errno> {
     }
 }
 
+/// A descriptor of a /proc/<pid> directory, which pidfd_send_signal takes
+/// as the process's pidfd on Linux (python's test_signal sends with one).
+/// The process is the one with that pid when the signal is sent.
+fn proc_dir_pidfd(p: &Process, fd: i32) -> Option<PidFd> {
+    let file = p.fds.get(fd).ok()?;
+    let f = lock(&file);
+    let FileKind::Dir { path, .. } = &f.kind else {
+        return None;
+    };
+    let digits = path.strip_prefix(b"/proc/")?;
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let pid: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(PidFd {
+        proc: handle_of(p, pid).ok()?,
+        thread: false,
+    })
+}
+
 /// Whether `tid` is one of the caller's threads other than its main one.
 fn is_other_thread(p: &Process, tid: u64) -> bool {
     tid != pid_of(p) && (tid == p.tid || p.threads.others.iter().any(|t| t.tid == tid))
@@ -146,7 +166,10 @@ fn sys_pidfd_send_signal(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sy
     if flags & !known != 0 || flags & flags.wrapping_sub(1) != 0 {
         return Err(Errno::EINVAL);
     }
-    let (fd, _) = pidfd_of(p, pidfd as i32)?;
+    let fd = match pidfd_of(p, pidfd as i32) {
+        Ok((fd, _)) => fd,
+        Err(e) => proc_dir_pidfd(p, pidfd as i32).ok_or(e)?,
+    };
     let scope = match flags {
         PIDFD_SIGNAL_THREAD => Scope::Thread,
         PIDFD_SIGNAL_THREAD_GROUP => Scope::Process,
@@ -216,7 +239,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 434, name: "pidfd_open", handler: sys_pidfd_open, support: Support::Partial,
         note: "processes of the run (the caller's other threads are EINVAL, even with PIDFD_THREAD); readable when the process ended, POLLHUP too once reaped; waitid(P_PIDFD) waits for it" },
     SyscallEntry { nr: 424, name: "pidfd_send_signal", handler: sys_pidfd_send_signal, support: Support::Partial,
-        note: "as kill, rt_sigqueueinfo and tgkill; PIDFD_SIGNAL_PROCESS_GROUP sends SI_USER whatever the siginfo says" },
+        note: "as kill, rt_sigqueueinfo and tgkill, with a pidfd or a /proc/<pid> descriptor; PIDFD_SIGNAL_PROCESS_GROUP sends SI_USER whatever the siginfo says" },
     SyscallEntry { nr: 438, name: "pidfd_getfd", handler: sys_pidfd_getfd, support: Support::Partial,
         note: "the caller's own descriptors; another process's are EPERM" },
 ];

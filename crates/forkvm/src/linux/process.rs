@@ -46,6 +46,18 @@ fn sys_getresuid(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
     Ok(0)
 }
 
+/// Implements sethostname(2) and setdomainname(2) as for an unprivileged
+/// user: EINVAL for a name longer than 64 bytes, EFAULT for a bad one,
+/// else EPERM (it needs CAP_SYS_ADMIN).
+fn sys_setname(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [name, len, ..] = *a;
+    if len > 64 {
+        return Err(Errno::EINVAL);
+    }
+    mem.read(name, len)?;
+    Err(Errno::EPERM)
+}
+
 /// Implements uname(2).
 fn sys_uname(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let mut buf = [0u8; 65 * 6];
@@ -362,33 +374,74 @@ fn sys_sched_setaffinity(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sy
     Ok(0)
 }
 
+/// The process a sched_* call names: EINVAL for a negative pid, ESRCH for
+/// one the guest cannot see.
+fn sched_target(p: &Process, pid: u64) -> Result<(), Errno> {
+    if (pid as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let pid = u64::from(pid as u32);
+    if is_own_task(p, pid) || super::child::pid_visible(p, pid) {
+        Ok(())
+    } else {
+        Err(Errno::ESRCH)
+    }
+}
+
 /// Implements sched_getscheduler(2): SCHED_OTHER.
 fn sys_sched_getscheduler(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    if !is_own_task(p, a[0]) {
-        return Err(Errno::ESRCH);
-    }
+    sched_target(p, a[0])?;
     Ok(0)
 }
 
 /// Implements sched_getparam(2): priority 0.
 fn sys_sched_getparam(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if !is_own_task(p, a[0]) {
-        return Err(Errno::ESRCH);
-    }
+    sched_target(p, a[0])?;
     mem.write_u32(a[1], 0)?;
     Ok(0)
 }
 
-/// Implements sched_setparam(2) and sched_setscheduler(2): only normal scheduling at priority 0.
-fn sys_sched_set(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if !is_own_task(p, a[0]) {
-        return Err(Errno::ESRCH);
+const SCHED_OTHER: u64 = 0;
+const SCHED_FIFO: u64 = 1;
+const SCHED_RR: u64 = 2;
+const SCHED_BATCH: u64 = 3;
+const SCHED_IDLE: u64 = 5;
+const SCHED_RESET_ON_FORK: u64 = 0x4000_0000;
+
+/// Sets the normal policies at priority 0 (all there is here): EINVAL for
+/// another priority or an unknown policy, EPERM for the real-time ones, as
+/// for an unprivileged user.
+fn sched_set(p: &Process, mem: &GuestMemory, pid: u64, policy: u64, param: u64) -> SysResult {
+    if param == 0 || (pid as i32) < 0 {
+        return Err(Errno::EINVAL);
     }
-    // setparam: (pid, param); setscheduler: (pid, policy, param).
-    let param = if a[2] != 0 { a[2] } else { a[1] };
-    if mem.read_u32(param)? != 0 {
-        return Err(Errno::EPERM);
+    let prio = mem.read_u32(param)? as i32;
+    sched_target(p, pid)?;
+    match policy & !SCHED_RESET_ON_FORK {
+        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE if prio == 0 => Ok(0),
+        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE => Err(Errno::EINVAL),
+        SCHED_FIFO | SCHED_RR if (1..=99).contains(&prio) => Err(Errno::EPERM),
+        _ => Err(Errno::EINVAL),
     }
+}
+
+/// Implements sched_setparam(2): (pid, param), the current policy kept.
+fn sys_sched_setparam(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    sched_set(p, mem, a[0], SCHED_OTHER, a[1])
+}
+
+/// Implements sched_setscheduler(2): (pid, policy, param).
+fn sys_sched_setscheduler(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    sched_set(p, mem, a[0], a[1] as u32 as u64, a[2])
+}
+
+/// Implements sched_rr_get_interval(2): the round-robin quantum Linux
+/// reports for a normal task is its time slice; 100 ms here.
+fn sys_sched_rr_get_interval(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    sched_target(p, a[0])?;
+    let mut ts = [0u8; 16];
+    ts[8..].copy_from_slice(&100_000_000i64.to_le_bytes());
+    mem.write(a[1], &ts)?;
     Ok(0)
 }
 
@@ -503,9 +556,9 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry {
         nr: 142,
         name: "sched_setparam",
-        handler: sys_sched_set,
+        handler: sys_sched_setparam,
         support: Support::Partial,
-        note: "priority 0 only (EPERM otherwise)",
+        note: "priority 0 only (EINVAL otherwise)",
     },
     SyscallEntry {
         nr: 143,
@@ -517,9 +570,16 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry {
         nr: 144,
         name: "sched_setscheduler",
-        handler: sys_sched_set,
+        handler: sys_sched_setscheduler,
         support: Support::Partial,
-        note: "normal policies at priority 0 only",
+        note: "normal policies at priority 0 only; real-time ones EPERM",
+    },
+    SyscallEntry {
+        nr: 148,
+        name: "sched_rr_get_interval",
+        handler: sys_sched_rr_get_interval,
+        support: Support::Full,
+        note: "",
     },
     SyscallEntry {
         nr: 145,
@@ -548,6 +608,20 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         handler: sys_sched_setaffinity,
         support: Support::Full,
         note: "",
+    },
+    SyscallEntry {
+        nr: 170,
+        name: "sethostname",
+        handler: sys_setname,
+        support: Support::Full,
+        note: "as for an unprivileged user: EPERM",
+    },
+    SyscallEntry {
+        nr: 171,
+        name: "setdomainname",
+        handler: sys_setname,
+        support: Support::Full,
+        note: "as for an unprivileged user: EPERM",
     },
     SyscallEntry {
         nr: 63,
@@ -769,6 +843,18 @@ mod tests {
     }
 
     #[test]
+    fn sethostname_is_refused_as_for_an_unprivileged_user() {
+        let (mut p, mut m, buf) = setup();
+        m.write(buf, b"new").unwrap();
+        let a = [buf, 3, 0, 0, 0, 0];
+        assert_eq!(sys_setname(&mut p, &mut m, &a), Err(Errno::EPERM));
+        let a = [buf, 65, 0, 0, 0, 0];
+        assert_eq!(sys_setname(&mut p, &mut m, &a), Err(Errno::EINVAL));
+        let a = [0, 3, 0, 0, 0, 0];
+        assert_eq!(sys_setname(&mut p, &mut m, &a), Err(Errno::EFAULT));
+    }
+
+    #[test]
     fn affinity_and_params_check_their_pointers() {
         let (mut p, mut m, buf) = setup();
         m.write(buf, &[1]).unwrap();
@@ -797,9 +883,20 @@ mod tests {
         );
         m.write_u32(buf, 10).unwrap();
         assert_eq!(
-            sys_sched_set(&mut p, &mut m, &[0, 1, buf, 0, 0, 0]),
+            sys_sched_setscheduler(&mut p, &mut m, &[0, 1, buf, 0, 0, 0]),
             Err(Errno::EPERM),
             "no real-time"
+        );
+        // sched_setparam has two arguments: whatever is in the third is no
+        // pointer (posix_spawn's child passed garbage there: EFAULT).
+        m.write_u32(buf, 0).unwrap();
+        assert_eq!(
+            sys_sched_setparam(&mut p, &mut m, &[0, buf, 0xdead_0000, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(
+            sys_sched_setparam(&mut p, &mut m, &[u64::MAX, buf, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
         );
         assert_eq!(p.comm[..4], *b"prog", "comm starts as the program name");
     }

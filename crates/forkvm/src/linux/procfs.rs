@@ -95,6 +95,22 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
                 mem.committed() >> 10,
                 p.threads.count(),
             );
+            // The signal masks (python's subprocess tests read SigIgn).
+            let (mut ign, mut cgt) = (0u64, 0u64);
+            for (i, a) in p.sigactions.iter().enumerate() {
+                match a.handler {
+                    0 => {}
+                    1 => ign |= 1 << i,
+                    _ => cgt |= 1 << i,
+                }
+            }
+            let _ = write!(
+                s,
+                "SigPnd:\t{:016x}\nShdPnd:\t{:016x}\nSigBlk:\t{:016x}\nSigIgn:\t{ign:016x}\nSigCgt:\t{cgt:016x}\n",
+                0,
+                p.sigqueue.bits(),
+                p.sigmask,
+            );
         }
         b"self/stat" => {
             // Linux's 52 fields; what is not tracked is 0. libuv reads the

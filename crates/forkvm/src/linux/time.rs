@@ -118,6 +118,36 @@ fn guest_clock(id: ClockId) -> Timespec {
     }
 }
 
+/// Implements clock_settime(2) as for an unprivileged user: the time is
+/// read and checked (EFAULT, EINVAL), then setting CLOCK_REALTIME needs
+/// CAP_SYS_TIME (EPERM) and the other clocks cannot be set (EINVAL).
+fn sys_clock_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    clock_of(p, a[0])?;
+    read_timespec(mem, a[1])?;
+    const CLOCK_REALTIME: u32 = 0;
+    if a[0] as u32 == CLOCK_REALTIME {
+        Err(Errno::EPERM)
+    } else {
+        Err(Errno::EINVAL)
+    }
+}
+
+/// Implements settimeofday(2) as for an unprivileged user: EPERM, after the
+/// pointers and the time are checked (EFAULT, EINVAL).
+fn sys_settimeofday(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] != 0 {
+        let sec = mem.read_u64(a[0])? as i64;
+        let usec = mem.read_u64(a[0] + 8)? as i64;
+        if sec < 0 || !(0..1_000_000).contains(&usec) {
+            return Err(Errno::EINVAL);
+        }
+    }
+    if a[1] != 0 {
+        mem.read(a[1], 8)?;
+    }
+    Err(Errno::EPERM)
+}
+
 /// Implements clock_getres(2).
 fn sys_clock_getres(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let id = clock_of(p, a[0])?;
@@ -778,6 +808,10 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 201, name: "time", handler: sys_time, support: Support::Full, note: "" },
     SyscallEntry { nr: 228, name: "clock_gettime", handler: sys_clock_gettime, support: Support::Partial,
         note: "CPU-time clocks (also by pid or tid, for this process and its threads) report the vCPU thread's CPU time" },
+    SyscallEntry { nr: 227, name: "clock_settime", handler: sys_clock_settime, support: Support::Full,
+        note: "as for an unprivileged user: EPERM for CLOCK_REALTIME, EINVAL for the others" },
+    SyscallEntry { nr: 164, name: "settimeofday", handler: sys_settimeofday, support: Support::Full,
+        note: "as for an unprivileged user: EPERM" },
     SyscallEntry { nr: 229, name: "clock_getres", handler: sys_clock_getres, support: Support::Full, note: "" },
     SyscallEntry { nr: 230, name: "clock_nanosleep", handler: sys_clock_nanosleep, support: Support::Partial,
         note: "REALTIME, MONOTONIC and BOOTTIME clocks" },
@@ -786,6 +820,28 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// python's test_time saw ENOSYS; an unprivileged user gets EPERM for
+    /// the settable clock and EINVAL for the others.
+    #[test]
+    fn clock_settime_answers_as_for_an_unprivileged_user() {
+        let (mut p, mut m, buf) = crate::linux::test_process();
+        m.write(buf, &[0u8; 16]).unwrap();
+        let call = |p: &mut Process, m: &mut GuestMemory, a: &[u64]| {
+            crate::linux::test_call(p, m, sys_clock_settime, a)
+        };
+        assert_eq!(call(&mut p, &mut m, &[0, buf]), Err(Errno::EPERM));
+        assert_eq!(call(&mut p, &mut m, &[1, buf]), Err(Errno::EINVAL));
+        assert_eq!(call(&mut p, &mut m, &[0, 0]), Err(Errno::EFAULT));
+        assert_eq!(call(&mut p, &mut m, &[99, buf]), Err(Errno::EINVAL));
+        m.write(buf + 8, &(NSEC_PER_SEC as u64).to_le_bytes())
+            .unwrap();
+        assert_eq!(call(&mut p, &mut m, &[0, buf]), Err(Errno::EINVAL));
+        assert_eq!(
+            crate::linux::test_call(&mut p, &mut m, sys_settimeofday, &[0, 0]),
+            Err(Errno::EPERM)
+        );
+    }
 
     #[test]
     fn posix_timers_arm_fire_and_delete() {

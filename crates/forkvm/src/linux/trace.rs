@@ -424,10 +424,10 @@ fn path_arg(p: &Process, mem: &GuestMemory, nr: u64, args: &Args) -> Option<Stri
     if !relative_to_cwd || path.is_empty() {
         return None;
     }
-    Some(if p.cwd == "/" {
+    Some(if p.cwd == b"/" {
         format!("/{path}")
     } else {
-        format!("{}/{path}", p.cwd)
+        format!("{}/{path}", String::from_utf8_lossy(&p.cwd))
     })
 }
 

@@ -218,7 +218,7 @@ impl Machine {
         let mut config = family.tree.config.clone();
         config.argv = argv;
         config.env = env;
-        config.cwd = self.proc.cwd.clone();
+        config.cwd = String::from_utf8_lossy(&self.proc.cwd).into_owned();
         config.timeout = family.tree.remaining();
         let mut new = match Machine::from_file(&program, config) {
             Ok(m) => m,
@@ -254,6 +254,8 @@ impl Machine {
         std::mem::swap(&mut new.proc.fds, &mut old.fds);
         std::mem::swap(&mut new.proc.tmp, &mut old.tmp);
         std::mem::swap(&mut new.proc.notes, &mut old.notes);
+        // The cwd as bytes (the config's is text).
+        new.proc.cwd = old.cwd.clone();
         new.proc.family = old.family.take();
         new.proc.tid = family.pid;
         new.proc.sigmask = old.sigmask;

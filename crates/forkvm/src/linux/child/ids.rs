@@ -33,6 +33,16 @@ fn ids_of(p: &Process, pid: u64) -> Result<(u64, u64), Errno> {
     }
 }
 
+/// Whether `pid` names a process the guest can see: its own, one of its
+/// family's live ones, or its parent.
+pub(in crate::linux) fn pid_visible(p: &Process, pid: u64) -> bool {
+    let ppid = p
+        .family
+        .as_ref()
+        .map_or(crate::linux::process::PPID, Family::ppid);
+    pid == ppid || ids_of(p, pid).is_ok()
+}
+
 /// Implements getpgid(2).
 pub(in crate::linux) fn sys_getpgid(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     ids_of(p, a[0]).map(|(g, _)| g)

@@ -139,7 +139,7 @@ mod stop;
 mod wait;
 
 pub use handle::{handle_of, Life, ProcHandle};
-pub(super) use ids::{sys_getpgid, sys_getpgrp, sys_getpid, sys_getppid, sys_getsid};
+pub(super) use ids::{pid_visible, sys_getpgid, sys_getpgrp, sys_getpid, sys_getppid, sys_getsid};
 use ids::{sys_setpgid, sys_setsid};
 pub use stop::stop_if_asked;
 use wait::{sys_wait4, sys_waitid};

@@ -95,6 +95,10 @@ pub(super) fn do_open(
         };
         (kind, O_PATH)
     } else {
+        // Reading or listing needs read permission.
+        if matches!(ty, S_IFDIR | S_IFREG | S_IFIFO) {
+            may_read(&r.stat)?;
+        }
         match ty {
             S_IFDIR => (
                 FileKind::Dir {
@@ -288,6 +292,8 @@ fn writable_parent_of(
     if parent.stat.st_mode & S_IFMT != S_IFDIR {
         return Err(Errno::ENOTDIR);
     }
+    // The name is looked up in it: search permission.
+    may_search(&parent.stat)?;
     let fd = reopen(&parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
     let mut guest = parent.path.clone();
     if guest != b"/" {
@@ -423,13 +429,21 @@ pub(super) fn open_for_writing(
     if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
         if let Some(st) = &existing {
             let exclusive = flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL;
-            if st.st_mode & S_IFMT == S_IFREG && !exclusive && !guest_may(st, 2) {
+            let want = if flags & O_ACCMODE == O_RDWR { 6 } else { 2 };
+            if st.st_mode & S_IFMT == S_IFREG && !exclusive && !guest_may(st, want) {
                 return Err(Errno::EACCES);
             }
         }
     }
     // Whether O_CREAT makes the file: its mode is then set exactly (below).
     let creates = flags & O_CREAT != 0 && existing.is_none();
+    if creates {
+        may_change(&dir, &name, NameChange::Create)?;
+    } else if let Some(st) = &existing {
+        if st.st_mode & S_IFMT == S_IFREG && flags & O_ACCMODE == O_RDONLY {
+            may_read(st)?;
+        }
+    }
     let mode = Mode::from_bits_truncate((mode as u32 & 0o777) & !p.fds.umask);
     let fd = rustix::fs::openat(&dir, name.as_slice(), of, mode).map_err(|e| {
         if e == rustix::io::Errno::LOOP {
@@ -552,6 +566,7 @@ pub(super) fn do_mkdir(
     mode: u64,
 ) -> SysResult {
     let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
+    may_change(&dir, &name, NameChange::Create)?;
     // mkdir keeps the sticky bit, as Linux does (a shared scratch directory).
     let mode = Mode::from_bits_truncate((mode as u32 & 0o1777) & !p.fds.umask);
     rustix::fs::mkdirat(&dir, name.as_slice(), mode)?;
@@ -620,6 +635,7 @@ pub(super) fn do_unlink(
             Errno::ENOTDIR
         });
     }
+    may_change(&dir, &name, NameChange::Remove)?;
     let f = if rmdir {
         rustix::fs::AtFlags::REMOVEDIR
     } else {
@@ -671,6 +687,8 @@ pub(super) fn do_rename(
     }
     let abs = absolute(p, newdir, &newpath)?;
     let (nd, nn, guest) = writable_parent(p, &abs)?;
+    may_change(&od, &on, NameChange::Remove)?;
+    may_change(&nd, &nn, NameChange::Replace)?;
     // A directory moved into a private tree must keep it shallow.
     if is_scratch_path(p, &guest) {
         let depth = subtree_path_len(&od, &on, PRIVATE_PATH_MAX)?;
@@ -737,6 +755,7 @@ fn do_link(
     }
     refuse_slash_for_non_dir(p, newdir, &newpath)?;
     let (nd, nn) = create_target(p, newdir, &newpath)?;
+    may_change(&nd, &nn, NameChange::Create)?;
     obj.link_to(&nd, &nn)?;
     Ok(0)
 }
@@ -760,6 +779,7 @@ fn do_symlink(p: &mut Process, mem: &GuestMemory, target: u64, dirfd: i32, addr:
     let path = read_path(mem, addr)?;
     refuse_slash_for_non_dir(p, dirfd, &path)?;
     let (dir, name) = create_target(p, dirfd, &path)?;
+    may_change(&dir, &name, NameChange::Create)?;
     rustix::fs::symlinkat(target.as_slice(), &dir, name.as_slice())?;
     Ok(0)
 }
@@ -797,6 +817,7 @@ fn do_mknod(
         _ => return Err(Errno::EINVAL),
     };
     let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
+    may_change(&dir, &name, NameChange::Create)?;
     // No set-user-ID or set-group-ID bit on a host file (see `attr::chmod_obj`).
     let perm = Mode::from_bits_truncate((mode & 0o1777) & !p.fds.umask);
     rustix::fs::mknodat(&dir, name.as_slice(), kind, perm, dev)?;
@@ -814,6 +835,7 @@ pub fn make_socket_file(p: &Process, path: &[u8]) -> Result<(u64, u64), Errno> {
         return Err(Errno::ENOENT);
     }
     let (dir, name) = create_target(p, AT_FDCWD, path).map_err(in_use)?;
+    may_change(&dir, &name, NameChange::Create)?;
     let perm = Mode::from_bits_truncate(0o777 & !p.fds.umask);
     rustix::fs::mknodat(&dir, name.as_slice(), rustix::fs::FileType::Socket, perm, 0)
         .map_err(|e| in_use(e.into()))?;

@@ -352,7 +352,10 @@ fn emit_dents(
     let out = guest_buf_mut(mem, buf, len)?;
     let mut used = 0usize;
     let mut pos = start;
-    for (name, ino, ty) in entries.iter().skip(start as usize) {
+    for (off, (name, ino, ty)) in dent_offsets(entries) {
+        if off <= start {
+            continue;
+        }
         let reclen = (19 + name.len() + 1).next_multiple_of(8);
         if used + reclen > out.len() {
             if used == 0 {
@@ -360,7 +363,7 @@ fn emit_dents(
             }
             break;
         }
-        pos += 1;
+        pos = off;
         let rec = &mut out[used..used + reclen];
         rec.fill(0);
         rec[0..8].copy_from_slice(&ino.to_le_bytes());
@@ -372,6 +375,42 @@ fn emit_dents(
     }
     rustix::fs::seek(fd, SeekFrom::Start(pos))?;
     Ok(used as u64)
+}
+
+/// A listing entry: name, inode number, d_type.
+type Dent = (Vec<u8>, u64, u8);
+
+/// The entries of a synthetic listing in order, each with the directory
+/// offset just past it. A listing of numbers (descriptors, threads) is
+/// placed by number, as Linux's /proc does: "." 1, ".." 2, n at n + 3, so a
+/// listing that goes on after some of them closed (a child closing every
+/// descriptor it finds, while it reads /proc/self/fd) skips none of the
+/// rest. Other listings are placed by index.
+fn dent_offsets(entries: &[Dent]) -> Vec<(u64, &Dent)> {
+    let number = |n: &[u8]| -> Option<u64> {
+        if n.is_empty() || !n.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(n).ok()?.parse::<u64>().ok()
+    };
+    let numeric = entries
+        .iter()
+        .all(|(n, ..)| n == b"." || n == b".." || number(n).is_some());
+    let mut out: Vec<(u64, &Dent)> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let off = match (numeric, e.0.as_slice()) {
+                (true, b".") => 1,
+                (true, b"..") => 2,
+                (true, n) => number(n).unwrap_or(0).saturating_add(3),
+                (false, _) => i as u64 + 1,
+            };
+            (off, e)
+        })
+        .collect();
+    out.sort_by_key(|&(off, _)| off);
+    out
 }
 
 pub(super) fn do_readlink(
@@ -484,12 +523,10 @@ pub(super) fn sys_faccessat2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
 pub(super) fn sys_getcwd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     // Where the working directory is now, if it was renamed.
     let now = cwd_path(p);
-    if now != p.cwd.as_bytes() {
-        if let Ok(now) = String::from_utf8(now) {
-            p.cwd = now;
-        }
+    if now != p.cwd {
+        p.cwd = now;
     }
-    let cwd = p.cwd.as_bytes();
+    let cwd = p.cwd.as_slice();
     let len = cwd.len() as u64 + 1;
     if a[1] < len {
         return Err(Errno::ERANGE);
@@ -502,7 +539,8 @@ pub(super) fn sys_getcwd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sy
 
 /// Makes `path` the working directory; `dir` is the host directory it is, if any.
 pub(super) fn set_cwd(p: &mut Process, path: Vec<u8>, dir: Option<OwnedFd>) -> SysResult {
-    p.cwd = String::from_utf8(path).map_err(|_| Errno::ENOENT)?;
+    // Any bytes but NUL, as on Linux (not only UTF-8).
+    p.cwd = path;
     p.cwd_dir = dir.map(std::sync::Arc::new);
     Ok(0)
 }
@@ -512,6 +550,7 @@ pub(super) fn sys_chdir(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
     let path = read_path(mem, a[0])?;
     match lookup(p, AT_FDCWD, &path, true)? {
         Target::Host(r) if r.stat.st_mode & S_IFMT == S_IFDIR => {
+            may_search(&r.stat)?;
             let dir = owned(r.fd)?;
             set_cwd(p, r.path, Some(dir))
         }
@@ -526,7 +565,14 @@ pub(super) fn sys_fchdir(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysR
     let path = base_dir(p, a[0] as i32)?;
     let file = p.fds.get(a[0] as i32)?;
     let dir = match &lock(&file).kind {
-        FileKind::Dir { fd, .. } => fd.try_clone().ok(),
+        FileKind::Dir { fd, .. } => {
+            // A host directory (a synthetic one is a memory file).
+            let st = rustix::fs::fstat(fd)?;
+            if st.st_mode & S_IFMT == S_IFDIR {
+                may_search(&st)?;
+            }
+            fd.try_clone().ok()
+        }
         _ => return Err(Errno::ENOTDIR),
     };
     set_cwd(p, path, dir)

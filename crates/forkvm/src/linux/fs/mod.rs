@@ -43,6 +43,7 @@ mod meta;
 mod moved;
 mod overlay;
 mod path;
+mod perm;
 #[cfg(test)]
 mod tests;
 mod tmp;
@@ -59,7 +60,8 @@ use moved::*;
 use overlay::*;
 pub use overlay::{COPY_MAX_BYTES, COPY_MAX_ENTRIES};
 use path::*;
-pub use path::{check_path, exec_host_path, read_path, watch_target};
+pub use path::{absolute_at, check_path, exec_host_path, read_path, watch_target};
+use perm::*;
 use tmp::*;
 pub use tmp::{charge_write, PrivateTmp};
 use unnamed::*;

@@ -75,7 +75,7 @@ pub(super) fn fresh_path(p: &Process, dir: &OwnedFd, text: &[u8]) -> Option<Vec<
 
 /// The working directory's current guest path.
 pub(super) fn cwd_path(p: &Process) -> Vec<u8> {
-    let text = p.cwd.as_bytes();
+    let text = p.cwd.as_slice();
     match &p.cwd_dir {
         Some(dir) => fresh_path(p, dir, text).unwrap_or_else(|| text.to_vec()),
         None => text.to_vec(),

@@ -256,6 +256,11 @@ pub(super) fn walk_inner(
         if comp == b"." {
             continue;
         }
+        // Looking a name up (`..` too) needs search permission on the
+        // host directory it is in.
+        if let Some(st) = stack.last().and_then(|l| l.stat.as_ref()) {
+            may_search(st)?;
+        }
         if comp == b".." {
             if stack.len() > 1 {
                 stack.pop();
@@ -552,22 +557,37 @@ pub(super) fn absolute(p: &Process, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, 
 /// on the host, and checked to still be it. A guest path is not a host path:
 /// taken as one, a script in the private /tmp ran the host's file of the same
 /// name. EACCES for anything but a regular file with an execute bit.
+/// An open file named as /dev/fd/N or /proc/self/fd/N (fexecve) is the
+/// host file behind the descriptor.
 pub fn exec_host_path(p: &Process, abs: &[u8]) -> Result<String, Errno> {
-    let r = match lookup(p, AT_FDCWD, abs, true)? {
-        Target::Host(r) => r,
+    let (fd, stat) = match lookup(p, AT_FDCWD, abs, true)? {
+        Target::Host(r) => (r.fd, r.stat),
+        Target::Fd(f) => match &lock(&f).kind {
+            FileKind::File { fd, path } if !is_memfd(path) && !path.starts_with(b"/proc/") => {
+                (Rc::new(fd.try_clone()?), rustix::fs::fstat(fd)?)
+            }
+            _ => return Err(Errno::EACCES),
+        },
         _ => return Err(Errno::EACCES),
     };
-    if r.stat.st_mode & S_IFMT != S_IFREG || r.stat.st_mode & 0o111 == 0 {
+    // Executing needs a regular file the guest's uid may execute.
+    if stat.st_mode & S_IFMT != S_IFREG || !guest_may(&stat, 1) {
         return Err(Errno::EACCES);
     }
-    let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&*r.fd));
+    let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&*fd));
     let host = rustix::fs::readlink(link.as_str(), Vec::new())?;
     let host = host.into_string().map_err(|_| Errno::ENOENT)?;
     let st = rustix::fs::stat(host.as_str())?;
-    if st.st_dev != r.stat.st_dev || st.st_ino != r.stat.st_ino {
+    if st.st_dev != stat.st_dev || st.st_ino != stat.st_ino {
         return Err(Errno::ENOENT);
     }
     Ok(host)
+}
+
+/// The guest path `path` names relative to the directory `dirfd` (AT_FDCWD:
+/// the cwd), made absolute: for execveat.
+pub fn absolute_at(p: &Process, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno> {
+    absolute(p, dirfd, path)
 }
 
 /// Looks a (non-empty) guest path up.

@@ -20,7 +20,16 @@ fn renamed_directories_are_followed() {
     let (mut p, mut m) = setup(vec![]);
     put_path(&mut m, PATH, "/tmp/d");
     assert_eq!(call(&mut p, &mut m, sys_mkdir, &[PATH, 0o700]), Ok(0));
-    open(&mut p, &mut m, "/tmp/d/f", O_CREAT | O_WRONLY).unwrap();
+    // Mode 0600: the guest reads it again below (a mode-0 file it may not).
+    put_path(&mut m, PATH, "/tmp/d/f");
+    let flags = u64::from(O_CREAT | O_WRONLY);
+    call(
+        &mut p,
+        &mut m,
+        sys_openat,
+        &[AT_FDCWD as u64, PATH, flags, 0o600],
+    )
+    .unwrap();
     let d = open(&mut p, &mut m, "/tmp/d", O_RDONLY | O_DIRECTORY).unwrap();
     assert_eq!(rename(&mut p, &mut m, "/tmp/d", "/tmp/e"), Ok(0));
     put_path(&mut m, PATH, &format!("/proc/self/fd/{d}"));

@@ -167,7 +167,7 @@ fn directories_getdents_and_cwd() {
     // chdir into a subdirectory through a symlink: cwd is canonical.
     m.write(PATH, b"sub_link/deeper\0").unwrap();
     assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
-    assert_eq!(p.cwd, t.s("allowed/sub/deeper"));
+    assert_eq!(p.cwd, t.s("allowed/sub/deeper").into_bytes());
     m.write(PATH, b"../inner.txt\0").unwrap();
     assert!(call(&mut p, &mut m, sys_open, &[PATH, 0]).is_ok());
     m.write(PATH, b"../../../secret.txt\0").unwrap();
@@ -183,7 +183,7 @@ fn directories_getdents_and_cwd() {
     // "/" is an ancestor of the root: a directory one can stand in.
     m.write(PATH, b"/\0").unwrap();
     assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
-    assert_eq!(p.cwd, "/");
+    assert_eq!(p.cwd, b"/");
     let back = format!("{}\0", t.s("allowed/sub/deeper"));
     m.write(PATH, back.as_bytes()).unwrap();
     assert_eq!(call(&mut p, &mut m, sys_chdir, &[PATH]), Ok(0));
@@ -528,7 +528,7 @@ fn devices_and_stdio_paths() {
 fn statx_and_newfstatat_on_files() {
     let t = Tree::new();
     let (mut p, mut m) = setup(vec![t.allowed()]);
-    p.cwd = t.s("allowed");
+    p.cwd = t.s("allowed").into_bytes();
     m.write(PATH, b"rel_in\0").unwrap();
     assert_eq!(
         call(

@@ -149,7 +149,7 @@ fn proc_directories_stat_and_list() {
         Ok(0)
     );
     assert_eq!(call(&mut p, &mut m, sys_fchdir, &[d]), Ok(0));
-    assert_eq!(p.cwd, "/proc/2");
+    assert_eq!(p.cwd, b"/proc/2");
     assert_eq!(
         stat(&mut p, &mut m, "fd/../status", true).unwrap().mode,
         S_IFREG | 0o444
