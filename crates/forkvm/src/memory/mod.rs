@@ -2,6 +2,7 @@
 //! builds before the first run, and the guest address-space bookkeeping.
 
 mod address_space;
+mod budget;
 mod bus_guard;
 mod copy;
 mod guest_memory;
@@ -14,7 +15,8 @@ mod user_map;
 mod vfork;
 
 pub use address_space::AddressSpace;
-pub use guest_memory::{chunk_size, Budget, Fault, GuestMemory, MapError};
+pub use budget::Budget;
+pub use guest_memory::{chunk_size, Fault, GuestMemory, MapError};
 pub use host_prot::Protections;
 pub use shared::{anonymous_backing, SharedRange};
 pub use snapshot::{ResetStats, Snapshot, KEEP_PRIVATE_PAGES};
