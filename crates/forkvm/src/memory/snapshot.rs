@@ -96,6 +96,37 @@ fn mmap(
     NonNull::new(ptr.cast()).ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))
 }
 
+/// The offsets where `mem` may hold bytes for an image: its populated pages
+/// and its directly mapped files (part of the image even where never
+/// touched), in order, merged.
+fn image_ranges(mem: &GuestMemory) -> std::io::Result<Vec<(u64, u64)>> {
+    let (base, size) = (mem.base.as_ptr() as u64, mem.size);
+    let mut ranges: Vec<(u64, u64)> = pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0)?
+        .into_iter()
+        .map(|(s, e)| (s - base, (e - base).min(size)))
+        .chain(mem.file_mapped.iter().map(|(&s, &e)| (s, e.min(size))))
+        .collect();
+    ranges.sort_unstable();
+    let mut merged = Vec::with_capacity(ranges.len());
+    for (s, e) in ranges {
+        pagemap::push_range(&mut merged, s, e);
+    }
+    Ok(merged)
+}
+
+/// Writes `whole[from..to]` into the image at offset `from`.
+fn write_run(fd: &OwnedFd, whole: &[u8], from: u64, to: u64) -> std::io::Result<()> {
+    let mut at = from;
+    while at < to {
+        let n = rustix::io::pwrite(fd, &whole[at as usize..to as usize], at)?;
+        if n == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        at += n as u64;
+    }
+    Ok(())
+}
+
 impl Snapshot {
     /// Copies the populated pages of `mem` into a new memfd.
     pub fn capture(mem: &GuestMemory) -> Result<Arc<Self>, MapError> {
@@ -104,10 +135,7 @@ impl Snapshot {
         let fd = rustix::fs::memfd_create("forkvm-snapshot", rustix::fs::MemfdFlags::CLOEXEC)
             .map_err(|e| err(e.into()))?;
         rustix::fs::ftruncate(&fd, size).map_err(|e| err(e.into()))?;
-        let base = mem.base.as_ptr() as u64;
-        let mut ranges = pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0).map_err(&err)?;
-        // Directly mapped files are part of the image even where never touched.
-        ranges.extend(mem.file_mapped.iter().map(|(&s, &e)| (base + s, base + e)));
+        let ranges = image_ranges(mem).map_err(&err)?;
         let whole = mem
             .kernel_read(0, size)
             .map_err(|_| err(std::io::Error::from_raw_os_error(libc::EFAULT)))?;
@@ -116,20 +144,8 @@ impl Snapshot {
         let past_end = mem.shared_past_end();
         // Runs of pages that hold something go in one write each (a vfork
         // child's copy of a 100 MiB heap: 25,600 writes a page at a time).
-        let write = |from: u64, to: u64| -> Result<(), MapError> {
-            let mut at = from;
-            while at < to {
-                let n = rustix::io::pwrite(&fd, &whole[at as usize..to as usize], at)
-                    .map_err(|e| err(e.into()))?;
-                if n == 0 {
-                    return Err(err(std::io::Error::from_raw_os_error(libc::EIO)));
-                }
-                at += n as u64;
-            }
-            Ok(())
-        };
-        for (s, e) in ranges {
-            let (lo, hi) = (s - base, e - base);
+        let write = |from: u64, to: u64| write_run(&fd, whole, from, to).map_err(&err);
+        for (lo, hi) in ranges {
             let mut run = None;
             for at in (lo..hi).step_by(PAGE_SIZE as usize) {
                 // Pages that are all zero are skipped: the memfd reads as
@@ -201,21 +217,7 @@ impl Snapshot {
         const ZERO: [u8; PAGE_SIZE as usize] = [0; PAGE_SIZE as usize];
         let size = self.size;
         let err = map_err(size);
-        let base = mem.base.as_ptr() as u64;
-        let mut ranges: Vec<(u64, u64)> = pagemap::scan(base, base + size, PAGE_IS_PRESENT, 0)
-            .map_err(&err)?
-            .into_iter()
-            .map(|(s, e)| (s - base, (e - base).min(size)))
-            .collect();
-        ranges.extend(mem.file_mapped.iter().map(|(&s, &e)| (s, e.min(size))));
-        ranges.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
-        for (s, e) in ranges {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
+        let merged = image_ranges(mem).map_err(&err)?;
         let held = self.data_in(0, size).map_err(&err)?;
         let punch = |from: u64, to: u64| -> Result<(), MapError> {
             use rustix::fs::FallocateFlags;
@@ -255,18 +257,7 @@ impl Snapshot {
             .kernel_read(0, size)
             .map_err(|_| err(std::io::Error::from_raw_os_error(libc::EFAULT)))?;
         let past_end = mem.shared_past_end();
-        let write = |from: u64, to: u64| -> Result<(), MapError> {
-            let mut at = from;
-            while at < to {
-                let n = rustix::io::pwrite(&self.fd, &whole[at as usize..to as usize], at)
-                    .map_err(|e| err(e.into()))?;
-                if n == 0 {
-                    return Err(err(std::io::Error::from_raw_os_error(libc::EIO)));
-                }
-                at += n as u64;
-            }
-            Ok(())
-        };
+        let write = |from: u64, to: u64| write_run(&self.fd, whole, from, to).map_err(&err);
         // Pages that changed since: written, in runs. A page the image has
         // no data for is compared with zeros (looking at it through the view
         // would make the memfd allocate it).
