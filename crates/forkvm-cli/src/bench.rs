@@ -120,19 +120,37 @@ fn python_rows(me: &std::path::Path, n: usize) -> anyhow::Result<Option<(Stats, 
     Ok(Some((vm, native)))
 }
 
+/// The heap of `guest_fork_heap`'s parent: large enough that copying it is
+/// most of the fork.
+const FORK_HEAP_MIB: u32 = 32;
+
 /// The guest's own measure of fork + _exit + waitpid, one mean of 20 rounds
-/// per `forkvm run tests/guests/out/forkloop.musl` (None when not built).
-fn guest_fork_rows(me: &std::path::Path, samples: usize) -> anyhow::Result<Option<Stats>> {
+/// per `forkvm run tests/guests/out/forkloop.musl 20 HEAP` (None when not
+/// built); with `native`, the same program run as a host process instead.
+/// `heap_mib`: memory the parent fills first, which each fork must give the
+/// child.
+fn guest_fork_rows(
+    me: &std::path::Path,
+    samples: usize,
+    heap_mib: u32,
+    native: bool,
+) -> anyhow::Result<Option<Stats>> {
     let prog = std::path::Path::new("tests/guests/out/forkloop.musl");
     if !prog.exists() {
         return Ok(None);
     }
     let mut v = Vec::with_capacity(samples);
     for _ in 0..samples {
-        let out = Command::new(me)
-            .arg("run")
-            .arg(prog)
+        let mut cmd = if native {
+            Command::new(prog)
+        } else {
+            let mut c = Command::new(me);
+            c.arg("run").arg(prog);
+            c
+        };
+        let out = cmd
             .arg("20")
+            .arg(heap_mib.to_string())
             .stderr(Stdio::null())
             .output()
             .context("spawning forkloop")?;
@@ -290,6 +308,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     // faults dominate (issue 9's `python3 -c pass`), when Debian's is here.
     let python = python_rows(&me, (n / 10).max(5))?;
 
+    let mut fork_heap_native = None;
     let mut rows = vec![
         Row {
             name: "vm_construct",
@@ -400,7 +419,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             floor: native.median,
         });
     }
-    if let Some(s) = guest_fork_rows(&me, (n / 10).max(5))? {
+    if let Some(s) = guest_fork_rows(&me, (n / 10).max(5), 0, false)? {
         rows.push(Row {
             name: "guest_fork_wait",
             what: "fork + _exit + waitpid inside `forkvm run` (forkloop.musl)".into(),
@@ -408,6 +427,22 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             floor_name: "native_fork",
             floor: native_fork.median,
         });
+    }
+    let heap_samples = (n / 20).max(3);
+    if let (Some(s), Some(native)) = (
+        guest_fork_rows(&me, heap_samples, FORK_HEAP_MIB, false)?,
+        guest_fork_rows(&me, heap_samples, FORK_HEAP_MIB, true)?,
+    ) {
+        rows.push(Row {
+            name: "guest_fork_heap",
+            what: format!(
+                "fork + _exit + waitpid of a parent with a {FORK_HEAP_MIB} MiB heap (forkloop.musl 20 {FORK_HEAP_MIB})"
+            ),
+            s,
+            floor_name: "native_fork_heap",
+            floor: native.median,
+        });
+        fork_heap_native = Some(native);
     }
     let mut floor_rows = vec![
         ("vcpu_ioctl", "vCPU ioctl (KVM_GET_REGS)", &ioctl),
@@ -460,6 +495,13 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             &native_fork,
         ),
     ];
+    if let Some(native) = &fork_heap_native {
+        floor_rows.push((
+            "native_fork_heap",
+            "forkloop.musl with the same heap, run natively",
+            native,
+        ));
+    }
     if let Some((_, native)) = &python {
         floor_rows.push((
             "native_python",

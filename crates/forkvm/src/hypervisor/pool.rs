@@ -36,6 +36,10 @@ pub struct VmPool {
 /// Idle VMs kept per memory size; more are destroyed.
 pub const MAX_IDLE: usize = 256;
 
+/// Of those, VMs whose memory keeps a finished child's pages (host memory
+/// held for the next fork's copy); more are destroyed.
+pub const MAX_STALE: usize = 4;
+
 impl VmPool {
     /// The process-wide pool.
     pub fn global() -> &'static VmPool {
@@ -43,16 +47,44 @@ impl VmPool {
         POOL.get_or_init(VmPool::default)
     }
 
-    /// An idle VM whose memory has `size` bytes.
+    /// An idle VM whose memory has `size` bytes, emptied.
     pub fn take(&self, size: u64) -> Option<Slot> {
-        self.idle.lock().ok()?.get_mut(&size)?.pop()
+        loop {
+            let mut slot = self.idle.lock().ok()?.get_mut(&size)?.pop()?;
+            // A finished child's pages are for a fork's copy only.
+            if !slot.mem.is_stale() || slot.mem.empty_all().is_ok() {
+                return Some(slot);
+            }
+        }
+    }
+
+    /// An idle VM whose memory has `size` bytes for a fork's copy
+    /// (`GuestMemory::copy_from`), which overwrites or zeroes every page: one
+    /// that still holds a finished child's pages if there is one.
+    pub fn take_for_copy(&self, size: u64) -> Option<Slot> {
+        let mut idle = self.idle.lock().ok()?;
+        let v = idle.get_mut(&size)?;
+        match v.iter().rposition(|s| s.mem.is_stale()) {
+            Some(i) => Some(v.swap_remove(i)),
+            None => v.pop(),
+        }
+    }
+
+    /// Whether a VM whose memory has `size` bytes may go back with its pages
+    /// kept (`GuestMemory::empty_keeping_pages`): at most [`MAX_STALE`] do.
+    pub fn may_keep_pages(&self, size: u64) -> bool {
+        self.idle.lock().is_ok_and(|i| {
+            i.get(&size)
+                .is_none_or(|v| v.iter().filter(|s| s.mem.is_stale()).count() < MAX_STALE)
+        })
     }
 
     /// Returns a VM for reuse.
     pub fn give(&self, slot: Slot) {
         if let Ok(mut idle) = self.idle.lock() {
             let v = idle.entry(slot.mem.size()).or_default();
-            if v.len() < MAX_IDLE {
+            let stale = v.iter().filter(|s| s.mem.is_stale()).count();
+            if v.len() < MAX_IDLE && (!slot.mem.is_stale() || stale < MAX_STALE) {
                 v.push(slot);
             }
         }
@@ -64,5 +96,56 @@ impl VmPool {
             .lock()
             .map(|i| i.get(&size).map_or(0, Vec::len))
             .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi;
+
+    /// A pooled VM whose memory holds `secret` in its pages, emptied with
+    /// them kept (as a finished child's is).
+    fn stale_slot(size: u64, secret: u8) -> Slot {
+        let mem = GuestMemory::new(size).unwrap();
+        let mut slot = Slot::create(mem, abi::PAGE_TABLES_ADDR).unwrap();
+        slot.mem
+            .kernel_slice_mut(0x40_0000, 0x1000)
+            .unwrap()
+            .fill(secret);
+        slot.mem.empty_keeping_pages().unwrap();
+        assert!(slot.mem.is_stale());
+        slot
+    }
+
+    #[test]
+    fn only_a_forks_copy_gets_memory_a_finished_child_left() {
+        let size = 4 * abi::HUGE_PAGE_SIZE;
+        let pool = VmPool::default();
+        pool.give(stale_slot(size, 0x5a));
+        // Anything else gets the memory emptied.
+        let slot = pool.take(size).unwrap();
+        assert!(!slot.mem.is_stale());
+        assert!(slot
+            .mem
+            .kernel_read(0x40_0000, 0x1000)
+            .unwrap()
+            .iter()
+            .all(|&b| b == 0));
+        // A fork's copy gets it as it is (and overwrites or zeroes it).
+        pool.give(slot);
+        pool.give(stale_slot(size, 0x77));
+        let slot = pool.take_for_copy(size).unwrap();
+        assert!(slot.mem.is_stale());
+        // At most MAX_STALE such memories are kept.
+        for _ in 0..MAX_STALE + 1 {
+            pool.give(stale_slot(size, 1));
+        }
+        assert!(!pool.may_keep_pages(size));
+        let kept = (0..MAX_STALE + 2)
+            .filter_map(|_| pool.take_for_copy(size))
+            .filter(|s| s.mem.is_stale())
+            .count();
+        assert_eq!(kept, MAX_STALE);
     }
 }

@@ -132,7 +132,12 @@ impl Machine {
             true => mem.vfork_copy_from(src).map(Some),
             false => mem.copy_from(src, borrow).map(|()| None),
         };
-        let (mut slot, base) = match VmPool::global().take(self.mem.size()) {
+        let pool = VmPool::global();
+        let taken = match req.shares_memory {
+            true => pool.take(self.mem.size()),
+            false => pool.take_for_copy(self.mem.size()),
+        };
+        let (mut slot, base) = match taken {
             Some(mut slot) => {
                 let base = copy(&mut slot.mem, &self.mem)?;
                 (slot, base)
@@ -277,12 +282,32 @@ impl Machine {
         let old = std::mem::replace(self, new);
         // A vfork child's parent goes on once the new program replaced the
         // old one, with the old one's stores. Its VM goes before its memory.
-        if let Some(to_parent) = to_parent {
-            let Machine { vcpu, mem, .. } = old;
-            drop(vcpu);
-            drop(to_parent.hand_over(mem));
+        let Machine { vcpu, mem, .. } = old;
+        match to_parent {
+            Some(to_parent) => {
+                drop(vcpu);
+                drop(to_parent.hand_over(mem));
+            }
+            // The old program's VM goes to the pool, its pages kept for the
+            // next fork's copy: a shell forks and execs again and again.
+            None => recycle(vcpu, mem),
         }
         Ok(true)
+    }
+}
+
+/// Gives a finished process's VM back to the pool for the next fork. Its
+/// memory keeps its pages, which the next fork's copy overwrites instead of
+/// having the host allocate new ones (for a few VMs at most; the rest are
+/// emptied).
+fn recycle(mut vcpu: crate::hypervisor::Vcpu, mut mem: GuestMemory) {
+    let pool = VmPool::global();
+    let emptied = match pool.may_keep_pages(mem.size()) {
+        true => mem.empty_keeping_pages(),
+        false => mem.empty_all(),
+    };
+    if vcpu.restore_kernel_mode().is_ok() && emptied.is_ok() {
+        pool.give(Slot { vcpu, mem });
     }
 }
 
@@ -325,11 +350,6 @@ fn run_child(mut m: Machine, family: Family) {
         vcpu, mem, proc, ..
     } = m;
     drop(proc);
-    let recycle = |mut vcpu: crate::hypervisor::Vcpu, mut mem: GuestMemory| {
-        if vcpu.restore_kernel_mode().is_ok() && mem.empty_all().is_ok() {
-            VmPool::global().give(Slot { vcpu, mem });
-        }
-    };
     match to_parent {
         // A vfork child's parent goes on once it took the stores, and finds
         // the status there already: glibc's posix_spawn reaps a child whose

@@ -55,11 +55,15 @@ impl GuestMemory {
                 self.remap(snap)?;
                 PAGE_IS_FILE
             }
+            // Pages a finished process left are overwritten below, or
+            // zeroed after: no allocation for what both hold.
+            None if self.stale => 0,
             None => {
                 self.empty_all()?;
                 0
             }
         };
+        let stale = self.stale;
         // Shared mappings are the same pages in both: mapped first, and
         // only where that fails copied below (reading a page of one past
         // its file's end would fault, so those are left out).
@@ -72,8 +76,13 @@ impl GuestMemory {
         let fault = |_| map_err(size, std::io::Error::from_raw_os_error(libc::EFAULT));
         // Emptied memory reads as zeros: a page is copied when the
         // source's is not all zeros. A view already holds the snapshot's
-        // bytes: a page is copied when it differs from them.
-        let fresh = unwanted == 0;
+        // bytes, a stale memory what was left in it: a page is copied when
+        // it differs from them.
+        let fresh = unwanted == 0 && !stale;
+        // Of a stale memory, what holds the source's bytes once the loop is
+        // done (the source's ranges, less pages left out); the rest is
+        // zeroed after.
+        let mut done: Vec<(u64, u64)> = Vec::new();
         let wanted = |dst: &GuestMemory, page: u64| -> Result<bool, MapError> {
             if past_end.iter().any(|&(s, e)| (s..e).contains(&page)) {
                 return Ok(false);
@@ -91,6 +100,16 @@ impl GuestMemory {
                 continue;
             }
             for (from, to) in self.outside_shared(off, off + len) {
+                if stale {
+                    let mut at = from;
+                    for &(s, e) in &past_end {
+                        if s < to && e > at {
+                            done.push((at, s.max(at)));
+                            at = e.min(to);
+                        }
+                    }
+                    done.push((at, to));
+                }
                 // Runs of pages to copy, each copied at once; into emptied
                 // memory after the host allocated the whole run in one call,
                 // not with a read fault (the zero page) and then a write
@@ -114,6 +133,12 @@ impl GuestMemory {
                         .copy_from_slice(bytes);
                 }
             }
+        }
+        if stale {
+            // Shared ranges are the source's pages (mapped above).
+            done.extend(self.shared.iter().map(|(&s, r)| (s, r.end)));
+            self.zero_outside(done);
+            self.stale = false;
         }
         self.private_files = src.private_files.clone();
         self.user_map = src.user_map.clone();
@@ -159,6 +184,107 @@ impl GuestMemory {
         };
     }
 
+    /// Zeroes (returns to the host) every page of this memory outside
+    /// `keep` (offsets; any order, overlaps allowed).
+    fn zero_outside(&mut self, mut keep: Vec<(u64, u64)>) {
+        keep.sort_unstable();
+        let mut at = 0;
+        let mut gaps = Vec::new();
+        for (s, e) in keep {
+            if s > at {
+                gaps.push((at, s));
+            }
+            at = at.max(e);
+        }
+        if at < self.size {
+            gaps.push((at, self.size));
+        }
+        for (s, e) in gaps {
+            let (s, e) = (
+                s.next_multiple_of(PAGE_SIZE),
+                e.min(self.size) & !(PAGE_SIZE - 1),
+            );
+            if s < e {
+                // SAFETY: `s..e` lies inside our own private anonymous
+                // mapping (clamped to its size above); MADV_DONTNEED makes
+                // those pages read as zeros and holds no reference.
+                unsafe {
+                    libc::madvise(
+                        self.base.as_ptr().add(s as usize).cast(),
+                        (e - s) as usize,
+                        libc::MADV_DONTNEED,
+                    )
+                };
+            }
+        }
+    }
+
+    /// Empties this memory for the next fork's copy, as
+    /// [`GuestMemory::empty_all`] does, but keeps the host pages of its
+    /// private anonymous memory: allocating a page is most of what a fork
+    /// costs, and a process that forks again and again (a shell, a server
+    /// forking per connection) gets a finished child's memory back, mostly
+    /// holding the same bytes. The memory is `stale` until
+    /// [`GuestMemory::copy_from`] overwrites or zeroes every page; the pool
+    /// empties a stale memory fully before giving it to anything else.
+    /// Ranges mapping files (each replaced by anonymous memory, which splits
+    /// the host mapping) count against the moves left: when those run
+    /// short, or the memory is a view of a snapshot, it is emptied fully.
+    pub fn empty_keeping_pages(&mut self) -> Result<(), MapError> {
+        let mut files: Vec<(u64, u64)> = self.file_mapped.iter().map(|(&s, &e)| (s, e)).collect();
+        files.extend(self.shared.iter().map(|(&s, r)| (s, r.end)));
+        files.extend(self.private_files.iter().map(|(&s, r)| (s, r.end)));
+        let splits = u32::try_from(files.len()).unwrap_or(u32::MAX);
+        if self.snapshot.is_some() || splits.saturating_mul(2) >= self.moves_left {
+            return self.empty_all();
+        }
+        for (s, e) in files {
+            let (s, e) = (
+                s & !(PAGE_SIZE - 1),
+                e.min(self.size).next_multiple_of(PAGE_SIZE),
+            );
+            if s >= e || e > self.size {
+                continue;
+            }
+            // SAFETY: `s..e` lies inside our own mapping (clamped above);
+            // MAP_FIXED replaces what is mapped there with zero-filled
+            // anonymous memory, and no reference into it outlives `&mut self`.
+            let ptr = unsafe {
+                libc::mmap(
+                    self.base.as_ptr().add(s as usize).cast(),
+                    (e - s) as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                    -1,
+                    0,
+                )
+            };
+            if ptr == libc::MAP_FAILED {
+                return self.empty_all();
+            }
+        }
+        // All read-write again, keeping the pages.
+        self.lift();
+        self.prot = Default::default();
+        self.lifted.set(false);
+        self.recount_prot();
+        self.idle.clear();
+        self.file_mapped.clear();
+        self.shared.clear();
+        self.private_files.clear();
+        self.unguard_if_no_files();
+        self.moves_left -= splits;
+        self.leave_budget();
+        self.stale = true;
+        Ok(())
+    }
+
+    /// Whether this memory still holds a finished process's bytes (see
+    /// [`GuestMemory::empty_keeping_pages`]).
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+
     /// Returns every page to the host: the memory reads as zeros again
     /// (same host addresses), and it is nobody's view of a snapshot.
     pub fn empty_all(&mut self) -> Result<(), MapError> {
@@ -180,6 +306,7 @@ impl GuestMemory {
             return Err(map_err(size, std::io::Error::last_os_error()));
         }
         self.snapshot = None;
+        self.stale = false;
         // All read-write again.
         self.prot = Default::default();
         self.lifted.set(false);
@@ -256,6 +383,51 @@ mod tests {
                 "page {page:#x}"
             );
         }
+    }
+
+    #[test]
+    fn a_copy_into_a_finished_processs_memory_keeps_nothing_of_it() {
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let size = 4 * crate::abi::HUGE_PAGE_SIZE;
+        let p = PAGE_SIZE;
+        // The finished process: a secret everywhere, a file mapped directly,
+        // a shared mapping.
+        let mut old = GuestMemory::new(size).unwrap();
+        old.kernel_slice_mut(0x20_0000, size - 0x20_0000)
+            .unwrap()
+            .fill(0xab);
+        let mut file = super::super::temp_file();
+        file.write_all(&vec![0xcd; 4 * p as usize]).unwrap();
+        assert!(old.map_file(0x40_0000, 4 * p, file.as_fd(), 0));
+        let mut shared = super::super::temp_file();
+        shared.write_all(&vec![0xef; 2 * p as usize]).unwrap();
+        let shared = std::sync::Arc::new(std::os::fd::OwnedFd::from(shared));
+        assert!(old.map_shared(0x50_0000, 2 * p, shared, 0, false));
+        old.empty_keeping_pages().unwrap();
+        assert!(old.is_stale());
+        // The next fork's source: a few written pages, one shared mapping
+        // of its own, zeros elsewhere.
+        let mut src = GuestMemory::new(size).unwrap();
+        src.kernel_slice_mut(0x20_0000, 3 * p).unwrap().fill(0x11);
+        src.kernel_slice_mut(0x40_1000, p).unwrap().fill(0x22);
+        src.kernel_slice_mut(size - p, p).unwrap().fill(0x33);
+        let mut theirs = super::super::temp_file();
+        theirs.write_all(&vec![0x44; p as usize]).unwrap();
+        let theirs = std::sync::Arc::new(std::os::fd::OwnedFd::from(theirs));
+        assert!(src.map_shared(0x60_0000, p, theirs, 0, false));
+        old.copy_from(&src, false).unwrap();
+        assert!(!old.is_stale());
+        for page in (0..size).step_by(p as usize) {
+            assert_eq!(
+                old.kernel_read(page, p).unwrap(),
+                src.kernel_read(page, p).unwrap(),
+                "page {page:#x}"
+            );
+        }
+        // The shared mapping is the same pages in both.
+        src.kernel_slice_mut(0x60_0000, 1).unwrap()[0] = 0x55;
+        assert_eq!(old.kernel_read(0x60_0000, 1).unwrap(), [0x55]);
     }
 
     #[test]

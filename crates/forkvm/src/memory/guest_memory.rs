@@ -98,6 +98,11 @@ pub struct GuestMemory {
     /// brought up to date for the next one instead of captured anew (see
     /// `Snapshot::capture_reusing`).
     pub(super) vfork_snapshot: std::cell::Cell<Option<std::sync::Arc<super::Snapshot>>>,
+    /// Emptied for a copy but still holding what a finished process left
+    /// in its anonymous pages (see [`GuestMemory::empty_keeping_pages`]):
+    /// only [`GuestMemory::copy_from`] may take such a memory, and it
+    /// overwrites or zeroes every page.
+    pub(super) stale: bool,
 }
 
 /// Page moves a memory may make before mremap copies instead. A move adds
@@ -193,6 +198,7 @@ impl GuestMemory {
             prot: Default::default(),
             prot_counted: 0,
             lifted: std::cell::Cell::new(false),
+            stale: false,
             vfork_snapshot: std::cell::Cell::new(None),
         })
     }

@@ -397,6 +397,7 @@ impl GuestMemory {
             prot_counted: 0,
             lifted: std::cell::Cell::new(true),
             vfork_snapshot: std::cell::Cell::new(None),
+            stale: false,
         })
         .map(|mut m: GuestMemory| {
             m.recount_prot();
@@ -421,6 +422,8 @@ impl GuestMemory {
             snap.fd.as_raw_fd(),
         )
         .map_err(map_err(self.size))?;
+        // Whatever was there is gone.
+        self.stale = false;
         self.snapshot = Some(snap.clone());
         self.user_map = snap.user_map.clone();
         // A fresh view is read-write: the snapshot's rights go on before the guest runs.
