@@ -384,6 +384,17 @@ fn signals_carry_their_siginfo_and_queue() {
     glibc_and_musl("signal_info");
 }
 
+/// A blocked signal waits even when ignored, as on Linux: a signalfd reads
+/// it after another process's kill (PostgreSQL's latches: a lock waiter
+/// slept until its deadlock timer, so pgbench with two clients ran at one
+/// transaction a second), sigpending shows it and sigwait takes it (it
+/// hung); SIG_IGN drops a pending one, and unblocking an ignored one does
+/// not hold up a handled one.
+#[test]
+fn blocked_ignored_signals_wait_for_signalfd_and_sigwait() {
+    glibc_and_musl("ignored_blocked");
+}
+
 #[test]
 fn fork_bomb_is_refused_with_eagain() {
     let prog = guest("forkbomb.musl");

@@ -401,6 +401,17 @@ fn shared_mappings_reach_the_file_and_the_child() {
     glibc_and_musl_in_a_dir("shared_mappings");
 }
 
+/// SysV shared memory (PostgreSQL's interlock segment, older servers'
+/// shared state): a segment shared with forked children both ways,
+/// shm_nattch through attach, fork, detach, munmap, exec and exit, keys with
+/// IPC_CREAT/IPC_EXCL, permissions for the unprivileged user, a removed
+/// segment living until its last detach, and Linux's errnos (shmget was
+/// ENOSYS: initdb failed with "could not create shared memory segment").
+#[test]
+fn sysv_shared_memory_is_shared_with_children() {
+    glibc_and_musl_in_a_dir("sysv_shm");
+}
+
 /// File mappings coherent with their file as on Linux: a read-only
 /// MAP_SHARED mapping and an untouched MAP_PRIVATE one show later writes to
 /// the file, their last partial page too (it was a stale copy); a MAP_SHARED

@@ -310,6 +310,15 @@ fn sys_munmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     let len = page_up(len)?;
     addr.checked_add(len).ok_or(Errno::EINVAL)?;
+    unmap(p, mem, addr, len);
+    // A SysV shared memory segment mapped there whole is detached, as on Linux.
+    p.shm.unmapped(addr, len);
+    Ok(0)
+}
+
+/// Unmaps `addr..addr+len` (page aligned, checked): its pages are freed and
+/// the range faults afterwards.
+pub(super) fn unmap(p: &mut Process, mem: &mut GuestMemory, addr: u64, len: u64) {
     // A file or shared mapping goes at once (a freed range kept for reuse
     // below would otherwise be zeroed through to the file).
     if addr >= crate::abi::USER_BASE && addr + len <= mem.size() {
@@ -330,7 +339,62 @@ fn sys_munmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     p.mm.remove(addr, len);
     mem.unmap_user(addr, addr + len);
-    Ok(0)
+}
+
+/// Maps `len` bytes (a page multiple) of the host object `backing` shared,
+/// from its start, at `at` (replacing what is there) or where there is room:
+/// a SysV shared memory attach (`sysv_shm`). A memory that cannot share (a
+/// fork's view of a snapshot) gets a private copy of what `backing` holds.
+pub(super) fn map_shared_object(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    at: Option<u64>,
+    len: u64,
+    backing: std::sync::Arc<std::os::fd::OwnedFd>,
+    rights: Rights,
+) -> Result<u64, Errno> {
+    if len == 0 || len > mem.size() || !mem.may_commit(len) {
+        return Err(Errno::ENOMEM);
+    }
+    let start = match at {
+        Some(addr) if p.mm.in_heap(addr, len) => addr,
+        Some(addr) => {
+            if !p.mm.fixed_ok(addr, len) {
+                return Err(Errno::ENOMEM);
+            }
+            p.mm.insert_fixed(addr, len);
+            addr
+        }
+        None => p.mm.alloc(len).ok_or(Errno::ENOMEM)?,
+    };
+    mem.map_user_deferred(start, start + len, RW);
+    if at.is_some() {
+        mem.unmap_files(start, len);
+        discard(mem, start, len);
+    }
+    for (s, l) in p.mm.take_dirty(start, len) {
+        zero_kept(mem, s, l);
+    }
+    // Not `anonymous`: the object never grows, so an mremap past its end
+    // finds no pages there (SIGBUS), as on Linux.
+    if !mem.map_shared(start, len, backing.clone(), 0, false) {
+        tracing::debug!(
+            "a SysV shared memory attach at {start:#x} is a private copy (its memory cannot share: a fork's)"
+        );
+        let buf = mem.kernel_slice_mut(start, len)?;
+        let mut done = 0;
+        while done < buf.len() {
+            match rustix::io::pread(&*backing, &mut buf[done..], done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        buf[done..].fill(0);
+    }
+    mem.map_user(start, start + len, rights);
+    Ok(start)
 }
 
 /// Implements mremap(2).

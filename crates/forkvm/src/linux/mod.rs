@@ -31,6 +31,7 @@ mod served;
 pub mod signal;
 pub mod signalfd;
 pub mod sockopt;
+pub mod sysv_shm;
 pub mod table;
 pub mod thread;
 pub mod time;
@@ -187,6 +188,8 @@ pub struct Process {
     /// Its nice value (setpriority): remembered and inherited, not enforced
     /// (one vCPU per process).
     pub nice: i32,
+    /// The SysV shared memory segments it has attached.
+    pub shm: sysv_shm::Attachments,
 }
 
 impl Process {
@@ -241,6 +244,7 @@ impl Process {
             family: None,
             record_locks: locks::RecordLocks::default(),
             nice: 0,
+            shm: sysv_shm::Attachments::default(),
         }
     }
 }
@@ -292,6 +296,7 @@ impl Process {
             family: None,
             record_locks: locks::RecordLocks::default(),
             nice: self.nice,
+            shm: self.shm.fork_copy(),
         })
     }
 }

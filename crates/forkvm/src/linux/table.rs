@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 21] {
+fn families() -> [&'static [SyscallEntry]; 22] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -57,6 +57,7 @@ fn families() -> [&'static [SyscallEntry]; 21] {
         super::copy_range::SYSCALLS,
         super::pidfd::SYSCALLS,
         super::inotify::SYSCALLS,
+        super::sysv_shm::SYSCALLS,
     ]
 }
 

@@ -164,6 +164,7 @@ impl Machine {
         let pid = req.family.pid;
         proc.family = Some(req.family.clone());
         proc.tid = pid;
+        proc.shm.set_pid(pid);
         proc.threads.others.clear();
         proc.clear_child_tid = req.clear_tid;
         proc.sigqueue = Default::default();

@@ -116,6 +116,8 @@ pub struct Tree {
     /// inherit (made after a fork, or closed on exec), as in one network
     /// namespace. Sockets closed everywhere drop out.
     sockets: Mutex<Vec<Weak<Mutex<OpenFile>>>>,
+    /// The run's SysV shared memory segments (one IPC namespace).
+    pub shm: Arc<super::sysv_shm::Namespace>,
 }
 
 /// A process's place in its run's tree.
@@ -221,6 +223,7 @@ impl Tree {
             ended: AtomicBool::new(false),
             refused: Mutex::new(Vec::new()),
             sockets: Mutex::new(Vec::new()),
+            shm: Arc::default(),
         };
         Family {
             tree: Arc::new(tree),

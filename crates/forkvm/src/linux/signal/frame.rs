@@ -1,7 +1,7 @@
 //! The signal frame: what delivery pushes on the user stack (Linux's
 //! `rt_sigframe`, with the extended state) and what rt_sigreturn restores.
 
-use super::{send, take_waiting, SigInfo, SIGINFO_SIZE, SS_DISABLE, SS_ONSTACK, UNBLOCKABLE};
+use super::{SigInfo, SIGINFO_SIZE, SS_DISABLE, SS_ONSTACK, UNBLOCKABLE};
 use crate::hypervisor::XsaveArea;
 use crate::linux::{Errno, Process, SigAction};
 use crate::memory::GuestMemory;
@@ -194,10 +194,6 @@ pub fn sigreturn(
     // for the next unblocking call: delivering it here, a timer faster than
     // its handler on this machine would run nothing but the handler.
     p.timer_blocked &= p.sigqueue.bits();
-    if p.pending_signal.is_none() {
-        if let Some(info) = take_waiting(p, !p.sigmask & !p.timer_blocked) {
-            send(p, info)?;
-        }
-    }
+    super::deliver_waiting(p, !p.sigmask & !p.timer_blocked)?;
     Ok((regs, fpu))
 }

@@ -74,6 +74,12 @@ fn sys_rt_sigaction(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
     }
     if let Some(n) = new {
         p.sigactions[idx] = n;
+        // Pending instances of a signal now ignored are dropped, blocked or
+        // not, as POSIX and Linux say.
+        if ignores(&n, sig) {
+            p.sigqueue.discard(1 << idx);
+            p.timer_blocked &= !(1 << idx);
+        }
         if sig == SIGCHLD {
             const SA_NOCLDWAIT: u64 = 2;
             if let Some(f) = &p.family {
@@ -88,6 +94,19 @@ fn sys_rt_sigaction(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
 /// behind another handler), if any; of a real-time one, the first sent.
 pub(super) fn take_waiting(p: &mut Process, set: u64) -> Option<SigInfo> {
     p.sigqueue.take(set)
+}
+
+/// Delivers the waiting signals of `set` until one has a handler to run
+/// (or ends the process): those whose action is to do nothing (a blocked,
+/// ignored one) go without holding up the others.
+pub(super) fn deliver_waiting(p: &mut Process, set: u64) -> Result<(), Errno> {
+    while p.pending_signal.is_none() && p.exit_status.is_none() {
+        let Some(info) = take_waiting(p, set) else {
+            break;
+        };
+        send(p, info)?;
+    }
+    Ok(())
 }
 
 /// For a call that waits with `mask` as the signal mask while it waits
@@ -161,11 +180,7 @@ fn sys_rt_sigprocmask(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
     if let Some(m) = new {
         p.sigmask = m & !UNBLOCKABLE;
         // A signal that arrived while blocked is delivered once unblocked.
-        if p.pending_signal.is_none() {
-            if let Some(info) = take_waiting(p, !p.sigmask) {
-                send(p, info)?;
-            }
-        }
+        deliver_waiting(p, !p.sigmask)?;
     }
     Ok(0)
 }
@@ -215,6 +230,29 @@ fn default_terminates(sig: u64) -> bool {
     !matches!(sig, 17 | 18 | 23 | 28 | 19 | 20 | 21 | 22)
 }
 
+/// Whether `info` is dropped when sent even to a thread that blocks it:
+/// the news of a child's end or stop for a parent whose SIGCHLD action is
+/// SIG_IGN (Linux sends none; the child is reaped at once).
+fn discarded_at_once(action: &SigAction, info: &SigInfo) -> bool {
+    info.signo == SIGCHLD as i32
+        && action.handler == SIG_IGN
+        && matches!(
+            info.code,
+            code::CLD_EXITED
+                | code::CLD_KILLED
+                | code::CLD_DUMPED
+                | code::CLD_STOPPED
+                | code::CLD_CONTINUED
+        )
+}
+
+/// Whether `action` discards `sig` on delivery (SIG_IGN, or the default
+/// action of a signal ignored by default).
+fn ignores(action: &SigAction, sig: u64) -> bool {
+    action.handler == SIG_IGN
+        || (action.handler == SIG_DFL && !default_terminates(sig) && !default_stops(sig))
+}
+
 /// Sends `sig` to the process itself, as kill(2) from itself does (SI_USER
 /// and its own pid; also what the kernel sends for it: SIGPIPE).
 pub(super) fn send_self(p: &mut Process, sig: u64) -> SysResult {
@@ -243,7 +281,11 @@ pub fn send(p: &mut Process, info: SigInfo) -> SysResult {
     if sig == SIGCHLD && news_of_a_stop && action.flags & SA_NOCLDSTOP != 0 {
         return Ok(0);
     }
-    if blocked && sig != SIGKILL && action.handler != SIG_IGN {
+    // Blocked, it waits, even if ignored (its action may change before it
+    // is unblocked, and sigwait or a signalfd takes it: PostgreSQL's
+    // latches wake on a blocked, ignored SIGURG read from a signalfd), as
+    // on Linux; a child's end is no signal for a parent ignoring SIGCHLD.
+    if blocked && sig != SIGKILL && !discarded_at_once(&action, &info) {
         p.sigqueue.push(info)?;
         return Ok(0);
     }
@@ -468,7 +510,7 @@ pub(super) fn send_to_thread(p: &mut Process, tid: u64, info: SigInfo) -> SysRes
     }
     // Blocked by that thread: pending until it is unblocked or taken by
     // sigwait (a signal-handling thread's way), whatever its action.
-    if t.sigmask & (1 << idx) != 0 && sig != SIGKILL && action.handler != SIG_IGN {
+    if t.sigmask & (1 << idx) != 0 && sig != SIGKILL && !discarded_at_once(&action, &info) {
         p.sigqueue.push(info)?;
         return Ok(0);
     }

@@ -82,15 +82,15 @@ impl Pending {
         Ok(())
     }
 
-    /// Takes the first sent of the lowest-numbered signal of `set`.
     /// Drops every pending signal of `set`.
-    fn discard(&mut self, set: u64) {
+    pub fn discard(&mut self, set: u64) {
         if self.bits & set != 0 {
             self.list.retain(|s| set & (1 << ((s.signo - 1) & 63)) == 0);
             self.bits &= !set;
         }
     }
 
+    /// Takes the first sent of the lowest-numbered signal of `set`.
     pub fn take(&mut self, set: u64) -> Option<SigInfo> {
         let ready = self.bits & set;
         if ready == 0 {
