@@ -135,33 +135,53 @@ fn guest_fork_rows(
     heap_mib: u32,
     native: bool,
 ) -> anyhow::Result<Option<Stats>> {
-    let prog = std::path::Path::new("tests/guests/out/forkloop.musl");
+    let heap = heap_mib.to_string();
+    guest_program_rows(
+        me,
+        samples,
+        "forkloop",
+        &["20", &heap],
+        "fork+exit+wait ",
+        native,
+    )
+}
+
+/// One figure a guest program prints itself (`PREFIX<µs> ...` on stdout),
+/// per `forkvm run tests/guests/out/NAME.musl ARGS` (or, with `native`, a
+/// host run of the same program); None when it was not built.
+fn guest_program_rows(
+    me: &std::path::Path,
+    samples: usize,
+    name: &str,
+    args: &[&str],
+    prefix: &str,
+    native: bool,
+) -> anyhow::Result<Option<Stats>> {
+    let prog = PathBuf::from(format!("tests/guests/out/{name}.musl"));
     if !prog.exists() {
         return Ok(None);
     }
     let mut v = Vec::with_capacity(samples);
     for _ in 0..samples {
         let mut cmd = if native {
-            Command::new(prog)
+            Command::new(&prog)
         } else {
             let mut c = Command::new(me);
-            c.arg("run").arg(prog);
+            c.arg("run").arg(&prog);
             c
         };
         let out = cmd
-            .arg("20")
-            .arg(heap_mib.to_string())
+            .args(args)
             .stderr(Stdio::null())
             .output()
-            .context("spawning forkloop")?;
-        anyhow::ensure!(out.status.success(), "forkloop failed: {}", out.status);
+            .with_context(|| format!("spawning {name}"))?;
+        anyhow::ensure!(out.status.success(), "{name} failed: {}", out.status);
         let text = String::from_utf8_lossy(&out.stdout);
-        // "fork+exit+wait N us, fork+exec+wait M us"
         let us = text
-            .strip_prefix("fork+exit+wait ")
+            .strip_prefix(prefix)
             .and_then(|t| t.split_whitespace().next())
             .and_then(|t| t.parse::<f64>().ok())
-            .with_context(|| format!("forkloop said {text:?}"))?;
+            .with_context(|| format!("{name} said {text:?}"))?;
         v.push(Duration::from_secs_f64(us / 1e6));
     }
     Ok(Some(stats(v)))
@@ -309,6 +329,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     let python = python_rows(&me, (n / 10).max(5))?;
 
     let mut fork_heap_native = None;
+    let mut pipe_native = None;
     let mut rows = vec![
         Row {
             name: "vm_construct",
@@ -444,6 +465,29 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         });
         fork_heap_native = Some(native);
     }
+    let pipe_samples = (n / 20).max(3);
+    let pingpong = |native| {
+        guest_program_rows(
+            &me,
+            pipe_samples,
+            "pipe_pingpong",
+            &["200"],
+            "pipe round trip ",
+            native,
+        )
+    };
+    if let (Some(s), Some(native)) = (pingpong(false)?, pingpong(true)?) {
+        rows.push(Row {
+            name: "guest_pipe_round_trip",
+            what:
+                "one byte there and back between two processes over pipes (pipe_pingpong.musl 200)"
+                    .into(),
+            s,
+            floor_name: "native_pipe_round_trip",
+            floor: native.median,
+        });
+        pipe_native = Some(native);
+    }
     let mut floor_rows = vec![
         ("vcpu_ioctl", "vCPU ioctl (KVM_GET_REGS)", &ioctl),
         ("exit", "bare KVM exit round trip (CPL0 out)", &exit),
@@ -499,6 +543,13 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         floor_rows.push((
             "native_fork_heap",
             "forkloop.musl with the same heap, run natively",
+            native,
+        ));
+    }
+    if let Some(native) = &pipe_native {
+        floor_rows.push((
+            "native_pipe_round_trip",
+            "pipe_pingpong.musl run natively",
             native,
         ));
     }

@@ -348,10 +348,9 @@ pub fn awaiting(p: &super::Process) -> bool {
 /// Sleeps up to `d` while every guest thread waits, waking early when a
 /// host socket becomes ready for what a guest call waited for. Returns
 /// true if one did (the waiting threads should look again).
-pub fn sleep(p: &super::Process, d: Duration) -> bool {
+pub fn sleep(p: &mut super::Process, d: Duration) -> bool {
     if p.outbound.allowed().is_empty() {
-        std::thread::sleep(d);
-        return false;
+        return super::child::sleep_until_woken(p, d);
     }
     let files = host_files(p);
     let mut pfds = Vec::new();
@@ -375,8 +374,7 @@ pub fn sleep(p: &super::Process, d: Duration) -> bool {
         }
     }
     if pfds.is_empty() {
-        std::thread::sleep(d);
-        return false;
+        return super::child::sleep_until_woken(p, d);
     }
     // Round up: a zero timeout would spin until the deadline.
     let ms = d.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;

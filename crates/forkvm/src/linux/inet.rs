@@ -846,7 +846,7 @@ mod tests {
             if got.is_err() {
                 drop(of);
                 assert!(crate::linux::host_socket::sleep(
-                    &p,
+                    &mut p,
                     std::time::Duration::from_secs(30)
                 ));
                 of = lock(&file);

@@ -171,6 +171,17 @@ pub struct Process {
     /// last looked at an older count may find something ready now
     /// (`thread::Threads::take_next`).
     pub progress: u64,
+    /// The run's wake-up epoch as the process first looked at its calls
+    /// since it last slept (see `child::wake`): a sleep ends at once if
+    /// another process changed something after that look.
+    pub wake_seen: Option<u64>,
+    /// `progress` when another process last woke this one from a sleep,
+    /// and the pause before the next wake-up (see `child::sleep_until_woken`).
+    pub woken_at: Option<u64>,
+    /// See `woken_at`.
+    pub wake_pause: std::time::Duration,
+    /// Wake-ups in a row after which nothing of its own completed.
+    pub vain_wakes: u32,
     /// Time calls (clock_gettime, gettimeofday, time) the host answered for
     /// this copy of the process: from the second on, the vDSO's time base
     /// is refreshed (see `crate::clock::refresh_page`).
@@ -237,6 +248,10 @@ impl Process {
             started: Instant::now(),
             unknown_logged: HashSet::new(),
             progress: 0,
+            wake_seen: None,
+            woken_at: None,
+            wake_pause: std::time::Duration::ZERO,
+            vain_wakes: 0,
             time_reads: 0,
             posix_timers: time::posix::Timers::default(),
             tmp: fs::PrivateTmp::new(),
@@ -289,6 +304,10 @@ impl Process {
             started: self.started,
             unknown_logged: self.unknown_logged.clone(),
             progress: self.progress,
+            wake_seen: None,
+            woken_at: None,
+            wake_pause: std::time::Duration::ZERO,
+            vain_wakes: 0,
             time_reads: 0,
             posix_timers: time::posix::Timers::default(),
             tmp: self.tmp.fork_copy()?,
@@ -365,6 +384,7 @@ pub fn dispatch_leaving_signals(
 ) -> u64 {
     let entry = table::lookup(nr);
     p.frame_mask = None;
+    child::note_wake_epoch(p);
     let result = match entry {
         // A signal from another process ended this one.
         _ if p.exit_status.is_some() => Ok(0),
@@ -384,6 +404,7 @@ pub fn dispatch_leaving_signals(
     if !matches!(p.sched, Some(thread::Sched::Retry(_))) {
         p.waiting = None;
         p.progress = p.progress.wrapping_add(1);
+        child::wake_others_after(p, nr, args);
     }
     trace::after(p, mem, nr, args, &result);
     match result {

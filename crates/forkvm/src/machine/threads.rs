@@ -164,7 +164,7 @@ impl Machine {
             return Ok(false);
         }
         // Host sockets a waiting call waits for can end the sleep early.
-        if linux::host_socket::sleep(&self.proc, wait) {
+        if linux::host_socket::sleep(&mut self.proc, wait) {
             for t in self.proc.threads.others.iter_mut() {
                 if matches!(t.wait, Wait::Retry(_)) {
                     t.wait = Wait::Runnable;

@@ -1,0 +1,163 @@
+//! Waking a run's waiting processes when another process of the run may
+//! have made their calls ready (a pipe written or read, a socket's peer, a
+//! lock let go, a signal sent, an exit).
+//!
+//! Each process runs on its own host thread. One whose threads all wait
+//! sleeps between looks at its calls; without a wake-up it looked again only
+//! every millisecond, so a pipe's round trip between two processes took
+//! ~1.3 ms instead of ~10 µs natively. Now a process that may have made
+//! another's call ready bumps the run's epoch, and a sleeping process wakes
+//! when the epoch moved past what it had seen before its last look: no
+//! wake-up is lost, and the periodic look stays as the backstop for what
+//! does not bump (a timer, the host).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// A run's wake-up epoch and its sleepers.
+#[derive(Debug, Default)]
+pub struct Wake {
+    epoch: AtomicU64,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    cv: Condvar,
+}
+
+impl Wake {
+    /// The epoch now: read before looking at whether a call is ready.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Something another process may wait for changed: wakes the sleepers.
+    pub fn notify(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        // A sleeper counted itself before it read the epoch (SeqCst both):
+        // either it sees this bump, or it is counted here and woken.
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            self.cv.notify_all();
+        }
+    }
+
+    /// Sleeps up to `d` unless the epoch moves past `seen`; true if it did.
+    pub fn sleep(&self, d: Duration, seen: u64) -> bool {
+        let until = Instant::now() + d;
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let mut g = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let woken = loop {
+            if self.epoch() != seen {
+                break true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break false;
+            }
+            g = self
+                .cv
+                .wait_timeout(g, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        };
+        drop(g);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        woken
+    }
+}
+
+/// Whether a completed call may have made another process's call ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// No.
+    Quiet,
+    /// Yes: an end closed, a futex woken, a lock let go, a signal sent, a
+    /// connection made, a process ended.
+    Always,
+    /// If its descriptor (the first argument) is a pipe, socket or event
+    /// object: data moved, or room made.
+    OnFd,
+}
+
+/// What call `nr` may do for other processes.
+pub fn call_kind(nr: u64) -> CallKind {
+    const ON_FD: [libc::c_long; 12] = [
+        libc::SYS_read,
+        libc::SYS_write,
+        libc::SYS_readv,
+        libc::SYS_writev,
+        libc::SYS_preadv,
+        libc::SYS_pwritev,
+        libc::SYS_sendto,
+        libc::SYS_recvfrom,
+        libc::SYS_sendmsg,
+        libc::SYS_recvmsg,
+        libc::SYS_sendmmsg,
+        libc::SYS_recvmmsg,
+    ];
+    const ALWAYS: [libc::c_long; 26] = [
+        libc::SYS_sendfile,
+        libc::SYS_splice,
+        libc::SYS_tee,
+        libc::SYS_vmsplice,
+        libc::SYS_close,
+        libc::SYS_close_range,
+        libc::SYS_dup2,
+        libc::SYS_dup3,
+        libc::SYS_shutdown,
+        libc::SYS_connect,
+        libc::SYS_accept,
+        libc::SYS_accept4,
+        libc::SYS_futex,
+        libc::SYS_flock,
+        libc::SYS_fcntl,
+        libc::SYS_kill,
+        libc::SYS_tkill,
+        libc::SYS_tgkill,
+        libc::SYS_rt_sigqueueinfo,
+        libc::SYS_rt_tgsigqueueinfo,
+        libc::SYS_pidfd_send_signal,
+        libc::SYS_exit,
+        libc::SYS_exit_group,
+        libc::SYS_openat,
+        libc::SYS_shmdt,
+        libc::SYS_shmctl,
+    ];
+    if ON_FD.iter().any(|&c| c as u64 == nr) {
+        CallKind::OnFd
+    } else if ALWAYS.iter().any(|&c| c as u64 == nr) {
+        CallKind::Always
+    } else {
+        CallKind::Quiet
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_bump_after_the_look_ends_the_sleep_and_none_is_lost() {
+        let w = Arc::new(Wake::default());
+        // Bumped between the look and the sleep: no sleep at all.
+        let seen = w.epoch();
+        w.notify();
+        assert!(w.sleep(Duration::from_secs(60), seen));
+        // Bumped while asleep: woken.
+        let seen = w.epoch();
+        let other = {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                while w.sleepers.load(Ordering::SeqCst) == 0 {
+                    std::thread::yield_now();
+                }
+                w.notify();
+            })
+        };
+        assert!(w.sleep(Duration::from_secs(60), seen));
+        other.join().unwrap();
+        // Nothing: the sleep runs out.
+        assert!(!w.sleep(Duration::from_millis(5), w.epoch()));
+    }
+}
