@@ -1,7 +1,8 @@
 /* A signal another thread sends (pthread_kill) to a thread blocked in a
- * call ends that call as Linux does: a blocking read returns EINTR (no
- * SA_RESTART) or goes on (SA_RESTART); a blocking write to a pipe or a
- * stream socket that sent part of its bytes returns their count.
+ * call ends that call as Linux does: a blocking read or a futex wait
+ * (sem_wait) returns EINTR (no SA_RESTART) or goes on (SA_RESTART); a
+ * blocking write to a pipe or a stream socket that sent part of its bytes
+ * returns their count.
  * (python's test_socketserver test_write hung: the handler ran and the
  * blocked send went on waiting for a reader that waited for the handler.)
  *
@@ -11,6 +12,7 @@
  * not as a hang. */
 #include "common.h"
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,8 @@ static volatile sig_atomic_t handled;
 static volatile int returned;
 static pthread_t blocked;
 static int rfd, wfd;
-static enum { DRAIN, FEED } unblock;
+static enum { DRAIN, FEED, POST } unblock;
+static sem_t sem;
 static int restarting;
 
 static void on_usr1(int s) { (void)s; handled = 1; }
@@ -44,14 +47,16 @@ static void *helper(void *arg)
     /* A read without SA_RESTART gets signals until it returns (one may
      * come before it blocks); the others until the handler ran. */
     int i = 0;
-    for (; i < 1000 && !returned && (!handled || (unblock == FEED && !restarting)); i++) {
+    for (; i < 1000 && !returned && (!handled || (unblock != DRAIN && !restarting)); i++) {
         pthread_kill(blocked, SIGUSR1);
         pause_ms(10);
     }
     if (unblock == DRAIN) {
         for (; i < 1000 && !returned; i++) pause_ms(10);
     }
-    if (unblock == FEED) {
+    if (unblock == POST) {
+        sem_post(&sem);
+    } else if (unblock == FEED) {
         if (write(wfd, "x", 1) != 1) return NULL;
     } else {
         while (!returned) {
@@ -95,6 +100,23 @@ static void read_case(const char *name, int restart)
     close(p[1]);
 }
 
+/* A futex wait (sem_wait): EINTR without SA_RESTART. */
+static void sem_case(const char *name, int restart)
+{
+    if (sem_init(&sem, 0, 0) != 0) return;
+    setup(restart);
+    unblock = POST;
+    pthread_t t;
+    pthread_create(&t, NULL, helper, NULL);
+    int r = sem_wait(&sem);
+    int e = errno;
+    returned = 1;
+    pthread_join(t, NULL);
+    printf("%s: %s, handler %s\n", name, r < 0 ? errno_name(e) : "0",
+           handled ? "ran" : "did not run");
+    sem_destroy(&sem);
+}
+
 static void write_case(const char *name, int use_socket)
 {
     int p[2];
@@ -129,6 +151,8 @@ int main(void)
     setvbuf(stdout, NULL, _IONBF, 0);
     read_case("read of an empty pipe, no SA_RESTART", 0);
     read_case("read of an empty pipe, SA_RESTART", 1);
+    sem_case("sem_wait, no SA_RESTART", 0);
+    sem_case("sem_wait, SA_RESTART", 1);
     write_case("16 MiB write to a pipe", 0);
     write_case("16 MiB write to a stream socket", 1);
     return 0;
