@@ -316,6 +316,15 @@ fn signal_to_another_thread_runs_its_handler_there() {
     glibc_and_musl("thread_signal");
 }
 
+/// pthread_kill of a thread blocked in a read or a write ends the call as
+/// on Linux: EINTR, a restart under SA_RESTART, the count a write had sent.
+/// (The handler ran and the call went on waiting: python's
+/// test_socketserver test_write hung.)
+#[test]
+fn signal_to_a_blocked_thread_ends_its_call() {
+    glibc_and_musl("thread_interrupt");
+}
+
 #[test]
 fn interval_timers_and_sigalrm() {
     glibc_and_musl("alarm");

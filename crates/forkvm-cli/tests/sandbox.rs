@@ -497,6 +497,13 @@ fn the_guest_has_its_own_hosts_passwd_and_group() {
         "user:x:1000:1000:forkvm guest:/:/bin/sh\n"
     );
     assert_eq!(getent(&["group", "1000"], &[]), "user:x:1000:\n");
+    // The guest's own host name (uname -n) resolves, to a loopback address,
+    // as it does on a Debian system (Python's testHostnameRes skipped).
+    let name = Case::new("/bin/uname").args(["-n"]).run_forkvm();
+    let name = name.stdout_str().trim().to_string();
+    assert!(!name.is_empty());
+    let own = getent(&["hosts", &name], &[]);
+    assert!(own.starts_with("127.") && own.contains(&name), "{own}");
     // The whole passwd is the guest's three users, none of the host's.
     let all = getent(&["passwd"], &[]);
     assert_eq!(all.lines().count(), 3, "{all}");

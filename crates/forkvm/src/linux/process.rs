@@ -58,12 +58,18 @@ fn sys_setname(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Err(Errno::EPERM)
 }
 
+/// The guest's host name (uname's nodename). The guest's own /etc/hosts
+/// names it too ([`super::procfs::etc_file`]), so that resolving one's own
+/// name (Java's `InetAddress.getLocalHost`, Python's `socket.getfqdn`)
+/// works as on a Debian system, where the installer lists it there.
+pub const HOSTNAME: &str = "forkvm";
+
 /// Implements uname(2).
 fn sys_uname(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let mut buf = [0u8; 65 * 6];
     let fields: [&[u8]; 6] = [
         b"Linux",
-        b"forkvm",
+        HOSTNAME.as_bytes(),
         b"6.1.0-forkvm",
         b"#1 SMP PREEMPT forkvm",
         b"x86_64",

@@ -29,7 +29,11 @@ use std::os::unix::ffi::OsStrExt;
 /// its names) stay private; `--allow-read` of the real file wins.
 pub fn etc_file(p: &Process, path: &[u8]) -> Option<&'static str> {
     let text = match path {
-        b"/etc/hosts" => "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+        // 127.0.1.1 names the host, as Debian's installer writes it (see
+        // process::HOSTNAME; a unit test checks the two agree).
+        b"/etc/hosts" => {
+            "127.0.0.1\tlocalhost\n127.0.1.1\tforkvm\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+        }
         b"/etc/passwd" => {
             "root:x:0:0:root:/root:/usr/sbin/nologin\n\
              user:x:1000:1000:forkvm guest:/:/bin/sh\n\

@@ -115,7 +115,12 @@ impl ThreadCtx {
             Wait::Runnable => true,
             Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
             Wait::Sleep(until) => until <= now,
-            Wait::Retry(until) => until <= now || progress.is_some_and(|p| self.looked != p),
+            // A signal sent to it ends its wait (see `Machine::with_pending_signal`).
+            Wait::Retry(until) => {
+                self.pending_signal.is_some()
+                    || until <= now
+                    || progress.is_some_and(|p| self.looked != p)
+            }
             Wait::Vfork => false,
         }
     }

@@ -263,7 +263,13 @@ impl Machine {
     }
 
     /// The registers a thread resumes with: its own, or its signal handler's
-    /// if another thread sent it a signal (tgkill) meanwhile.
+    /// if another thread sent it a signal (tgkill) meanwhile. A thread
+    /// waiting in a call it makes again (a blocking read, write, accept or
+    /// poll) makes it with the signal pending, so the call ends as on
+    /// Linux: EINTR, the count a write had sent, or a restart
+    /// (`SA_RESTART`), and then the handler runs. Run at once, the handler
+    /// returned into the call, which went on waiting: a python thread's
+    /// `pthread_kill` never ended another's blocked send (test_socketserver).
     pub(super) fn with_pending_signal(
         &mut self,
         t: &ThreadCtx,
@@ -271,6 +277,11 @@ impl Machine {
         let Some(info) = t.pending_signal else {
             return Ok(t.regs);
         };
+        if t.waiting.is_some() {
+            // `adopt` made its wait the process's; the call sees the signal.
+            self.proc.pending_signal = Some(info);
+            return Ok(t.regs);
+        }
         let Some(action) = linux::signal::handler_for(&self.proc, info.signo) else {
             return Ok(t.regs);
         };

@@ -326,7 +326,6 @@ pub fn handler_for(p: &Process, sig: i32) -> Option<SigAction> {
 /// Waits with a timeout or a mask of their own (poll, select, epoll_wait,
 /// nanosleep, sigsuspend...) end with EINTR whatever the flag says.
 pub fn restarts(p: &Process, sig: i32, nr: u64) -> bool {
-    const SA_RESTART: u64 = 0x1000_0000;
     const RESTARTABLE: [u64; 19] = [
         0,   // read
         1,   // write
@@ -529,6 +528,18 @@ pub(super) fn send_to_thread(p: &mut Process, tid: u64, info: SigInfo) -> SysRes
         return Ok(0);
     }
     t.pending_signal = Some(info);
+    // A futex wait ends, as on Linux: made again after the handler when it
+    // has no timeout and the handler SA_RESTART, else EINTR (sem_wait's
+    // caller sees it; python runs its handlers in a blocked lock acquire).
+    if let super::thread::Wait::Futex { deadline, .. } = t.wait {
+        t.wait = super::thread::Wait::Runnable;
+        if deadline.is_none() && action.flags & SA_RESTART != 0 {
+            t.regs.rip = t.regs.rip.wrapping_sub(2);
+            t.regs.rax = SYS_FUTEX;
+        } else {
+            t.regs.rax = (-(Errno::EINTR.0 as i64)) as u64;
+        }
+    }
     Ok(0)
 }
 
@@ -537,6 +548,11 @@ fn sys_tkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     let pid = super::child::pid_of(p);
     send_to_thread(p, a[0], SigInfo::tkill(a[1], pid))
 }
+
+/// sigaction's flag: interrupted calls are made again after the handler.
+const SA_RESTART: u64 = 0x1000_0000;
+/// futex(2)'s number, for a futex wait made again.
+const SYS_FUTEX: u64 = 202;
 
 /// The siginfo a sigqueue call passes at `addr`, for signal `sig`: refused
 /// (EPERM) when it claims to come from kill, tkill or the kernel (a

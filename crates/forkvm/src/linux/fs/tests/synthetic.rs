@@ -91,6 +91,21 @@ fn generated_files_stat_as_regular_files() {
     );
 }
 
+/// The guest's own /etc/hosts names the host name uname gives, so that a
+/// program resolving its own name finds it (Python's testHostnameRes).
+#[test]
+fn own_hosts_file_names_the_host_name() {
+    let (mut p, mut m) = setup(vec![]);
+    let fd = open(&mut p, &mut m, "/etc/hosts", O_RDONLY).unwrap();
+    let hosts = String::from_utf8(read_all(&mut p, &mut m, fd)).unwrap();
+    let named = hosts.lines().any(|l| {
+        let mut words = l.split_whitespace();
+        words.next().is_some_and(|a| a.starts_with("127."))
+            && words.any(|w| w == crate::linux::process::HOSTNAME)
+    });
+    assert!(named, "{hosts}");
+}
+
 /// /proc and the process's directories are directories, listed with what exists.
 #[test]
 fn proc_directories_stat_and_list() {
