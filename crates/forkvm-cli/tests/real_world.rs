@@ -316,6 +316,14 @@ fn signal_to_another_thread_runs_its_handler_there() {
     glibc_and_musl("thread_signal");
 }
 
+/// sigaltstack is per thread: one thread's used to be every thread's, so
+/// Go's signal handlers (each thread has its own signal stack) overwrote
+/// each other's frames and crashed under a stream of signals.
+#[test]
+fn each_thread_has_its_own_signal_stack() {
+    glibc_and_musl("thread_altstack");
+}
+
 #[test]
 fn interval_timers_and_sigalrm() {
     glibc_and_musl("alarm");
