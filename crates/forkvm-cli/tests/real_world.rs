@@ -573,7 +573,8 @@ fn select_sorts_errors_as_linux_does() {
 /// Loopback TCP after the peer's close is Linux's: POLLIN|POLLRDHUP and EOF
 /// (it also said POLLHUP), the first send succeeds and draws a reset
 /// (POLLERR|POLLHUP), the next is EPIPE with SIGPIPE (the first was); half
-/// closes, a close with unread data (ECONNRESET) and SHUT_RD as well.
+/// closes, a close with unread data or with SO_LINGER 0 (ECONNRESET: the
+/// latter was a FIN) and SHUT_RD as well.
 #[test]
 fn tcp_close_is_a_fin_not_a_hangup() {
     glibc_and_musl("tcp_close");
