@@ -324,6 +324,15 @@ fn each_thread_has_its_own_signal_stack() {
     glibc_and_musl("thread_altstack");
 }
 
+/// /proc/self/cmdline exists (it did not) and reads the argument strings
+/// from the program's memory, as Linux does.
+#[test]
+fn proc_self_cmdline_is_the_argument_strings() {
+    for libc in ["glibc", "musl"] {
+        differential(&format!("proc_cmdline.{libc}"), &["a", "b c", ""], &[]);
+    }
+}
+
 #[test]
 fn interval_timers_and_sigalrm() {
     glibc_and_musl("alarm");
