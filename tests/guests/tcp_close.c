@@ -4,7 +4,8 @@
  * (POLLERR|POLLHUP), the next one is EPIPE with SIGPIPE. Forkvm treated a
  * close as the end of both directions (POLLHUP, and EPIPE at once). Also a
  * half close each way, a close with unread data (a reset: ECONNRESET, then
- * EOF) and SHUT_RD, which TCP does not tell the peer. Each step waits for
+ * EOF), a close with SO_LINGER on and 0 (a reset too: Go's
+ * TestNotTemporaryRead) and SHUT_RD, which TCP does not tell the peer. Each step waits for
  * the state it shows (poll with a timeout), never for a time. */
 #define _GNU_SOURCE
 #include "common.h"
@@ -175,6 +176,25 @@ int main(void) {
     show("peer reads", recv(s, b, sizeof b, MSG_DONTWAIT));
     close(c);
     close(s);
+
+    printf("-- the peer closes with SO_LINGER on and 0 seconds\n");
+    pair(&c, &s);
+    struct linger lg = {.l_onoff = 1, .l_linger = 5}, got_lg;
+    socklen_t lgn = sizeof got_lg;
+    setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    lg.l_onoff = 0; /* off again: the time stays */
+    setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    getsockopt(s, SOL_SOCKET, SO_LINGER, &got_lg, &lgn);
+    printf("SO_LINGER after off: %d %d\n", got_lg.l_onoff, got_lg.l_linger);
+    lg = (struct linger){.l_onoff = 1, .l_linger = 0};
+    setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    lgn = sizeof got_lg;
+    getsockopt(s, SOL_SOCKET, SO_LINGER, &got_lg, &lgn);
+    printf("SO_LINGER: %d %d\n", got_lg.l_onoff, got_lg.l_linger);
+    close(s);
+    poll_until("after the abortive close", c, POLLERR);
+    show("read", read(c, b, sizeof b));
+    close(c);
     printf("SIGPIPE: %d\n", (int)sigpipes);
     return 0;
 }

@@ -325,6 +325,23 @@ fn signal_to_a_blocked_thread_ends_its_call() {
     glibc_and_musl("thread_interrupt");
 }
 
+/// sigaltstack is per thread: one thread's used to be every thread's, so
+/// Go's signal handlers (each thread has its own signal stack) overwrote
+/// each other's frames and crashed under a stream of signals.
+#[test]
+fn each_thread_has_its_own_signal_stack() {
+    glibc_and_musl("thread_altstack");
+}
+
+/// /proc/self/cmdline exists (it did not) and reads the argument strings
+/// from the program's memory, as Linux does.
+#[test]
+fn proc_self_cmdline_is_the_argument_strings() {
+    for libc in ["glibc", "musl"] {
+        differential(&format!("proc_cmdline.{libc}"), &["a", "b c", ""], &[]);
+    }
+}
+
 #[test]
 fn interval_timers_and_sigalrm() {
     glibc_and_musl("alarm");
@@ -585,7 +602,8 @@ fn select_sorts_errors_as_linux_does() {
 /// Loopback TCP after the peer's close is Linux's: POLLIN|POLLRDHUP and EOF
 /// (it also said POLLHUP), the first send succeeds and draws a reset
 /// (POLLERR|POLLHUP), the next is EPIPE with SIGPIPE (the first was); half
-/// closes, a close with unread data (ECONNRESET) and SHUT_RD as well.
+/// closes, a close with unread data or with SO_LINGER 0 (ECONNRESET: the
+/// latter was a FIN) and SHUT_RD as well.
 #[test]
 fn tcp_close_is_a_fin_not_a_hangup() {
     glibc_and_musl("tcp_close");

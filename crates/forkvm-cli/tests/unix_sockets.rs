@@ -18,6 +18,15 @@ fn unix_socket_pairs_named_listeners_rights_and_readiness_musl() {
     differential("unix_sockets.musl", &[], &[]);
 }
 
+/// SCM_CREDENTIALS claiming another uid, gid or pid is EPERM (it was
+/// accepted), and recvmsg hands MSG_CMSG_CLOEXEC back in msg_flags (it did
+/// not): both from Go's syscall tests.
+#[test]
+fn credentials_are_checked_and_cmsg_cloexec_is_reported() {
+    differential("unix_creds.glibc", &[], &[]);
+    differential("unix_creds.musl", &[], &[]);
+}
+
 #[test]
 fn python_asyncio_self_pipe_and_socketpair() {
     if !installed("/usr/bin/python3") {

@@ -159,7 +159,8 @@ pub struct Process {
     /// The mask the next signal frame saves instead of `sigmask`: set by a
     /// call that waited under a mask of its own (`signal::take_under_mask`).
     pub frame_mask: Option<u64>,
-    /// sigaltstack (ss_sp, ss_flags, ss_size).
+    /// The running thread's sigaltstack (ss_sp, ss_flags, ss_size); the
+    /// others keep theirs in their `thread::ThreadCtx`.
     pub altstack: (u64, i32, u64),
     /// Thread name (prctl PR_SET_NAME).
     pub comm: [u8; 16],
@@ -243,7 +244,7 @@ impl Process {
             sigactions: [SigAction::default(); 64],
             sigmask: 0,
             frame_mask: None,
-            altstack: (0, 2, 0), // SS_DISABLE
+            altstack: signal::NO_ALTSTACK,
             comm,
             started: Instant::now(),
             unknown_logged: HashSet::new(),

@@ -14,6 +14,7 @@ use super::fdtable::{lock, oflags, FileKind, FileRef, OpenFile};
 use super::fs::StatInfo;
 use super::io::{guest_buf, guest_buf_mut, MAX_IOV, MAX_RW};
 use super::net_recv::{sys_recvfrom, sys_recvmmsg, sys_recvmsg};
+use super::process::UID;
 use super::table::{Support, SyscallEntry};
 use super::thread::{self, Waited};
 use super::unix_socket::{Socket, MAX_FDS_PER_MSG, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_STREAM};
@@ -383,7 +384,18 @@ fn control_fds(p: &Process, mem: &GuestMemory, addr: u64, len: u64) -> Result<Ve
                 }
             }
             // The receiver's credentials are always ours: nothing to carry.
-            SCM_CREDENTIALS if data.len() == 12 => {}
+            // But only our own may be claimed, as Linux checks them (the
+            // guest has no capabilities): pid, then uid, then gid.
+            SCM_CREDENTIALS if data.len() == 12 => {
+                let word =
+                    |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+                let ours = u64::from(word(0)) == super::child::pid_of(p)
+                    && u64::from(word(4)) == UID
+                    && u64::from(word(8)) == UID;
+                if !ours {
+                    return Err(Errno::EPERM);
+                }
+            }
             _ => return Err(Errno::EINVAL),
         }
         off += clen.div_ceil(8) * 8;
@@ -604,7 +616,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 45, name: "recvfrom", handler: sys_recvfrom, support: Support::Partial,
         note: "AF_UNIX and virtual TCP; the address is a datagram's sender (none for an unbound one); MSG_WAITALL waits for the whole length on a blocking stream" },
     SyscallEntry { nr: 46, name: "sendmsg", handler: sys_sendmsg, support: Support::Partial,
-        note: "as sendto; SCM_RIGHTS passes descriptors, SCM_CREDENTIALS is accepted and ignored" },
+        note: "as sendto; SCM_RIGHTS passes descriptors, SCM_CREDENTIALS is checked (EPERM unless the caller's own) and not carried" },
     SyscallEntry { nr: 47, name: "recvmsg", handler: sys_recvmsg, support: Support::Partial,
         note: "as recvfrom; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
     SyscallEntry { nr: 48, name: "shutdown", handler: sys_shutdown, support: Support::Full, note: "" },

@@ -314,6 +314,8 @@ fn recvmsg_one(
     if full > data.len() {
         mflags |= MSG_TRUNC as u32;
     }
+    // Linux hands MSG_CMSG_CLOEXEC back in msg_flags (Go checks it).
+    mflags |= (flags & MSG_CMSG_CLOEXEC) as u32;
     if h.name != 0 {
         write_sender(mem, h.name, hdr + 8, from.as_deref())?;
     }

@@ -2,7 +2,8 @@
 //! the guest's own /etc/hosts, passwd, group and nsswitch.conf where the
 //! host's are not allowed ([`etc_file`]).
 //!
-//! `/proc/self/maps` (what the program mapped), `/proc/self/status`,
+//! `/proc/self/maps` (what the program mapped), `/proc/self/cmdline` (its
+//! argument strings, read from its stack), `/proc/self/status`,
 //! `/proc/self/stat` and `statm` (its memory and threads),
 //! `/proc/meminfo` (its memory limit), `/proc/cpuinfo` and `/proc/stat` (one CPU) are
 //! generated when opened, into a sealed in-memory file, so every read,
@@ -71,6 +72,15 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
         .or_else(|| path.strip_prefix(b"/proc/").map(<[u8]>::to_vec))?;
     let mut s = String::new();
     match path.as_slice() {
+        // The argument strings as they are now in the program's memory.
+        b"self/cmdline" => {
+            let (start, end) = p.mm.args;
+            return Some(
+                mem.read(start, end - start)
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_default(),
+            );
+        }
         b"self/maps" => {
             let stack_lo = mem.size() - p.mm.stack_size(mem.size());
             for (start, end, r) in mem.user_mappings() {

@@ -115,8 +115,17 @@ pub(super) fn sys_setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
             if (len as u32) < 8 {
                 return Err(Errno::EINVAL);
             }
-            mem.read(val, 8)?;
-            Ok(0)
+            let onoff = mem.read_u32(val)?;
+            let secs = mem.read_u32(val + 4)?;
+            with_socket(p, fd, |s, _| {
+                // Turning it off keeps the time (getsockopt shows it).
+                s.linger = if onoff != 0 {
+                    (true, secs)
+                } else {
+                    (false, s.linger.1)
+                };
+                Ok(0)
+            })
         }
         n if plain_int_option(n) => {
             let v = opt_int(mem, val, len)?;
@@ -166,7 +175,11 @@ pub(super) fn sys_getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
             SO_ACCEPTCONN => int(0),
             SO_RCVTIMEO => timeval(s.rcvtimeo),
             SO_SNDTIMEO => timeval(s.sndtimeo),
-            SO_LINGER => vec![0; 8],
+            SO_LINGER => {
+                let mut b = u32::from(s.linger.0).to_le_bytes().to_vec();
+                b.extend_from_slice(&s.linger.1.to_le_bytes());
+                b
+            }
             SO_PEERCRED => {
                 if !s.connected() {
                     return Err(Errno::ENOTCONN);

@@ -93,6 +93,8 @@ pub struct ThreadCtx {
     pub clear_child_tid: u64,
     /// Blocked signals.
     pub sigmask: u64,
+    /// Its alternate signal stack (sigaltstack is per thread).
+    pub altstack: (u64, i32, u64),
     /// A signal sent to it with tgkill, delivered when it runs.
     pub pending_signal: Option<super::signal::SigInfo>,
     /// Why it is not running.

@@ -121,6 +121,11 @@ pub struct Socket {
     pub sndtimeo: Option<Duration>,
     /// Other boolean/int options set with setsockopt (SO_PASSCRED, SO_KEEPALIVE, ...), by name.
     pub flags: Vec<(i32, i32)>,
+    /// SO_LINGER: whether it is on, and its time in seconds (kept while
+    /// off, as Linux does). A virtual TCP socket closed with it on and 0
+    /// resets the connection (the peer's reads fail with ECONNRESET)
+    /// instead of sending a FIN.
+    pub linger: (bool, u32),
     /// Inode number reported by fstat.
     pub ino: u64,
     /// The AF_INET/AF_INET6 part of a virtual TCP socket ([`super::inet`]).
@@ -150,6 +155,7 @@ impl Socket {
             rcvtimeo: None,
             sndtimeo: None,
             flags: Vec::new(),
+            linger: (false, 0),
             ino: next_ino(),
             inet: None,
             unix: None,
@@ -256,6 +262,7 @@ impl Socket {
             rcvtimeo: self.rcvtimeo,
             sndtimeo: self.sndtimeo,
             flags: self.flags.clone(),
+            linger: self.linger,
             ino: self.ino,
             inet: self.inet.as_ref().map(|i| Box::new(i.fork_copy())),
             unix: self.unix.as_ref().map(|n| Box::new(n.fork_copy(copies))),
@@ -711,13 +718,14 @@ impl Drop for Socket {
             // this very pair.
             dropped = std::mem::take(&mut g.queues[side]);
             let other = 1 - side;
-            if g.tcp && dropped.is_empty() {
+            let abort = self.linger == (true, 0);
+            if g.tcp && dropped.is_empty() && !abort {
                 // A FIN: the peer reads EOF, and may still send.
                 g.shut[other] |= RCV_SHUTDOWN;
                 g.fin[other] = true;
             } else if g.ty != SOCK_DGRAM {
                 g.shut[other] = RCV_SHUTDOWN | SEND_SHUTDOWN;
-                if !dropped.is_empty() {
+                if !dropped.is_empty() || (g.tcp && abort) {
                     g.error[other] = ECONNRESET;
                 }
             }

@@ -374,6 +374,14 @@ impl Machine {
                 minsigstksz: linux::signal::frame_bytes(hv.xsave_layout),
             },
         )?;
+        // The argument strings lie together from argv[0] up.
+        if !config.argv.is_empty() {
+            let start = mem
+                .read_u64(rsp + 8)
+                .map_err(|e| MachineError::Internal(e.to_string()))?;
+            let len: u64 = config.argv.iter().map(|a| a.len() as u64 + 1).sum();
+            mm.args = (start, start.saturating_add(len));
+        }
 
         let policy = Policy {
             // Roots are compared with resolved paths: resolve `..` and symlinks in them once.

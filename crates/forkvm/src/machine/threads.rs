@@ -27,6 +27,7 @@ impl Machine {
             fs_base: self.proc.fs_base,
             clear_child_tid: self.proc.clear_child_tid,
             sigmask: self.proc.sigmask,
+            altstack: self.proc.altstack,
             pending_signal: None,
             wait,
             waiting: self.proc.waiting,
@@ -47,6 +48,7 @@ impl Machine {
         self.proc.waiting = t.waiting;
         self.proc.clear_child_tid = t.clear_child_tid;
         self.proc.sigmask = t.sigmask;
+        self.proc.altstack = t.altstack;
         if t.fs_base != self.proc.fs_base || self.vcpu_fs_base != t.fs_base {
             self.proc.fs_base = t.fs_base;
             self.proc.pending_fs_base = Some(t.fs_base);
@@ -79,6 +81,10 @@ impl Machine {
                     fs_base: tls.unwrap_or(self.proc.fs_base),
                     clear_child_tid: clear_tid,
                     sigmask: self.proc.sigmask,
+                    // A new thread has no alternate signal stack: its
+                    // creator's is in use by the creator (Linux clears it
+                    // for CLONE_VM without CLONE_VFORK).
+                    altstack: linux::signal::NO_ALTSTACK,
                     pending_signal: None,
                     wait: Wait::Runnable,
                     waiting: None,

@@ -18,6 +18,9 @@ pub struct AddressSpace {
     pub brk_start: u64,
     /// Current program break.
     pub brk: u64,
+    /// Where the argument strings are on the initial stack (start, end):
+    /// `/proc/self/cmdline` reads them there, as Linux does.
+    pub args: (u64, u64),
     /// Lowest address the mmap area may use (moves with the brk).
     mmap_floor_min: u64,
     /// Top of the mmap area (bottom of the stack guard gap, or of the stack
@@ -40,6 +43,7 @@ impl AddressSpace {
         Self {
             brk_start,
             brk: brk_start,
+            args: (0, 0),
             mmap_floor_min: brk_start,
             mmap_top,
             stack_guard: 0,

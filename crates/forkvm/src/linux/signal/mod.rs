@@ -31,6 +31,9 @@ const SS_ONSTACK: i32 = 1;
 const SS_DISABLE: i32 = 2;
 const SS_AUTODISARM: i32 = 1 << 31;
 const MINSIGSTKSZ: u64 = 2048;
+/// A thread's alternate signal stack when it has none (a new process's,
+/// and a new thread's: see `machine::threads`).
+pub const NO_ALTSTACK: (u64, i32, u64) = (0, SS_DISABLE, 0);
 /// Signals that cannot be blocked.
 pub(super) const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
 
