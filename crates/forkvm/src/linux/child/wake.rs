@@ -11,6 +11,7 @@
 //! wake-up is lost, and the periodic look stays as the backstop for what
 //! does not bump (a timer, the host).
 
+use crate::linux::{Args, Process};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -130,6 +131,81 @@ pub fn call_kind(nr: u64) -> CallKind {
     } else {
         CallKind::Quiet
     }
+}
+
+/// Notes the run's wake-up epoch before the process looks at a call (the
+/// first look since it last slept counts).
+pub(in crate::linux) fn note_wake_epoch(p: &mut Process) {
+    if p.wake_seen.is_none() {
+        if let Some(f) = &p.family {
+            p.wake_seen = Some(f.tree.wake.epoch());
+        }
+    }
+}
+
+/// After call `nr` completed: wakes the run's sleeping processes if the
+/// call may have made one of theirs ready.
+pub(in crate::linux) fn wake_others_after(p: &Process, nr: u64, args: &Args) {
+    let Some(f) = &p.family else { return };
+    let wakes = match call_kind(nr) {
+        CallKind::Quiet => false,
+        CallKind::Always => true,
+        // Data through a descriptor: only a pipe, socket or event object
+        // is something another process may wait on (not a file, nor
+        // /dev/null: a child writing a log must not wake its waiting parent
+        // at every line).
+        CallKind::OnFd => p.fds.get(args[0] as i32).is_ok_and(|f| {
+            matches!(
+                crate::linux::fdtable::lock(&f).kind,
+                crate::linux::fdtable::FileKind::Pipe(_)
+                    | crate::linux::fdtable::FileKind::Socket(_)
+                    | crate::linux::fdtable::FileKind::Event(_)
+            )
+        }),
+    };
+    if wakes {
+        f.tree.wake.notify();
+    }
+}
+
+/// Shortest and longest pause before a process that was woken in vain
+/// (nothing of its own completed since) may be woken again.
+const VAIN_WAKE_MIN: Duration = Duration::from_micros(50);
+const VAIN_WAKE_MAX: Duration = Duration::from_millis(1);
+/// Vain wake-ups in a row that cost no pause.
+const FREE_VAIN_WAKES: u32 = 4;
+
+/// Sleeps up to `d` while every thread of the process waits; true if
+/// another process of the run changed something since the process last
+/// looked (its threads should look again), false when `d` ran out. A
+/// process woken again and again for others' business (nothing of its own
+/// completed in between) pauses longer each time first, up to the periodic
+/// look's interval.
+pub fn sleep_until_woken(p: &mut Process, d: Duration) -> bool {
+    let seen = p.wake_seen.take();
+    // A few in a row are normal (a pipe's reader woken by the write of the
+    // other pipe it does not wait on); beyond that, the pause grows.
+    p.vain_wakes = match p.woken_at == Some(p.progress) {
+        true => p.vain_wakes.saturating_add(1),
+        false => 0,
+    };
+    p.wake_pause = match p.vain_wakes.checked_sub(FREE_VAIN_WAKES) {
+        Some(n) => VAIN_WAKE_MIN
+            .saturating_mul(1 << n.min(8))
+            .min(VAIN_WAKE_MAX),
+        None => Duration::ZERO,
+    };
+    let (Some(f), Some(seen)) = (&p.family, seen) else {
+        std::thread::sleep(d);
+        return false;
+    };
+    let pause = p.wake_pause.min(d);
+    if !pause.is_zero() {
+        std::thread::sleep(pause);
+    }
+    let woken = f.tree.wake.sleep(d - pause, seen);
+    p.woken_at = woken.then_some(p.progress);
+    woken
 }
 
 #[cfg(test)]
