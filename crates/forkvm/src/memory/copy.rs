@@ -246,25 +246,48 @@ impl GuestMemory {
             if s >= e || e > self.size {
                 continue;
             }
-            // SAFETY: `s..e` lies inside our own mapping (clamped above);
-            // MAP_FIXED replaces what is mapped there with zero-filled
-            // anonymous memory, and no reference into it outlives `&mut self`.
-            let ptr = unsafe {
-                libc::mmap(
-                    self.base.as_ptr().add(s as usize).cast(),
-                    (e - s) as usize,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                    -1,
-                    0,
-                )
-            };
-            if ptr == libc::MAP_FAILED {
+            if self.zero_fill(s, e - s).is_err() {
                 return self.empty_all();
             }
         }
         // All read-write again, keeping the pages.
         self.lift();
+        self.forget_mappings();
+        self.moves_left -= splits;
+        self.leave_budget();
+        self.stale = true;
+        Ok(())
+    }
+
+    /// Replaces `off..off+len` (page aligned, inside this memory) with
+    /// fresh zero-filled read-write anonymous memory.
+    pub(super) fn zero_fill(&self, off: u64, len: u64) -> std::io::Result<()> {
+        if off.checked_add(len).is_none_or(|end| end > self.size) {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: `off..off+len` lies inside our own mapping (checked
+        // above); MAP_FIXED replaces what is mapped there with anonymous
+        // memory, and the host reaches guest memory only through this
+        // memory's accessors, whose borrows end before it changes.
+        let ptr = unsafe {
+            libc::mmap(
+                self.base.as_ptr().add(off as usize).cast(),
+                len as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        match ptr == libc::MAP_FAILED {
+            true => Err(std::io::Error::last_os_error()),
+            false => Ok(()),
+        }
+    }
+
+    /// Forgets the program's mappings once the host mapping is plain
+    /// read-write anonymous memory again: rights, files, kept pages.
+    fn forget_mappings(&mut self) {
         self.prot = Default::default();
         self.lifted.set(false);
         self.recount_prot();
@@ -273,10 +296,6 @@ impl GuestMemory {
         self.shared.clear();
         self.private_files.clear();
         self.unguard_if_no_files();
-        self.moves_left -= splits;
-        self.leave_budget();
-        self.stale = true;
-        Ok(())
     }
 
     /// Whether this memory still holds a finished process's bytes (see
@@ -288,34 +307,11 @@ impl GuestMemory {
     /// Returns every page to the host: the memory reads as zeros again
     /// (same host addresses), and it is nobody's view of a snapshot.
     pub fn empty_all(&mut self) -> Result<(), MapError> {
-        let size = self.size;
-        // SAFETY: a fixed anonymous mapping over exactly the range this
-        // memory owns; nothing else lives there and no reference into it
-        // outlives `&mut self`.
-        let ptr = unsafe {
-            libc::mmap(
-                self.base.as_ptr().cast(),
-                size as usize,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(map_err(size, std::io::Error::last_os_error()));
-        }
+        self.zero_fill(0, self.size)
+            .map_err(|e| map_err(self.size, e))?;
         self.snapshot = None;
         self.stale = false;
-        // All read-write again.
-        self.prot = Default::default();
-        self.lifted.set(false);
-        self.recount_prot();
-        self.idle.clear();
-        self.file_mapped.clear();
-        self.shared.clear();
-        self.private_files.clear();
-        self.unguard_if_no_files();
+        self.forget_mappings();
         // One mapping again: the moves it was split by are gone.
         self.moves_left = super::guest_memory::MAX_MOVES;
         self.leave_budget();

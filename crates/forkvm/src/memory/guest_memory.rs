@@ -874,18 +874,9 @@ impl GuestMemory {
         for (s, e) in hit {
             self.file_mapped.remove(&s);
             let (from, to) = (s.max(addr), e.min(end));
-            // SAFETY: `from..to` lies inside our mapping (it was file-mapped
-            // there); MAP_FIXED replaces it with zero-filled anonymous memory.
-            unsafe {
-                libc::mmap(
-                    self.base.as_ptr().add(from as usize).cast(),
-                    (to - from) as usize,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                    -1,
-                    0,
-                )
-            };
+            // Inside our mapping (it was file-mapped there); a failure
+            // leaves the file's pages, readable as before.
+            let _ = self.zero_fill(from, to - from);
             if s < from {
                 self.file_mapped.insert(s, from);
             }
