@@ -172,17 +172,8 @@ pub struct Process {
     /// last looked at an older count may find something ready now
     /// (`thread::Threads::take_next`).
     pub progress: u64,
-    /// The run's wake-up epoch as the process first looked at its calls
-    /// since it last slept (see `child::wake`): a sleep ends at once if
-    /// another process changed something after that look.
-    pub wake_seen: Option<u64>,
-    /// `progress` when another process last woke this one from a sleep,
-    /// and the pause before the next wake-up (see `child::sleep_until_woken`).
-    pub woken_at: Option<u64>,
-    /// See `woken_at`.
-    pub wake_pause: std::time::Duration,
-    /// Wake-ups in a row after which nothing of its own completed.
-    pub vain_wakes: u32,
+    /// Its side of being woken by the run's other processes (`child::wake`).
+    pub waiter: child::Waiter,
     /// Time calls (clock_gettime, gettimeofday, time) the host answered for
     /// this copy of the process: from the second on, the vDSO's time base
     /// is refreshed (see `crate::clock::refresh_page`).
@@ -249,10 +240,7 @@ impl Process {
             started: Instant::now(),
             unknown_logged: HashSet::new(),
             progress: 0,
-            wake_seen: None,
-            woken_at: None,
-            wake_pause: std::time::Duration::ZERO,
-            vain_wakes: 0,
+            waiter: Default::default(),
             time_reads: 0,
             posix_timers: time::posix::Timers::default(),
             tmp: fs::PrivateTmp::new(),
@@ -305,10 +293,7 @@ impl Process {
             started: self.started,
             unknown_logged: self.unknown_logged.clone(),
             progress: self.progress,
-            wake_seen: None,
-            woken_at: None,
-            wake_pause: std::time::Duration::ZERO,
-            vain_wakes: 0,
+            waiter: Default::default(),
             time_reads: 0,
             posix_timers: time::posix::Timers::default(),
             tmp: self.tmp.fork_copy()?,

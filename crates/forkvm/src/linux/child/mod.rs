@@ -142,8 +142,8 @@ mod ids;
 mod stop;
 mod wait;
 mod wake;
-pub use wake::sleep_until_woken;
 pub(super) use wake::{note_wake_epoch, wake_others_after};
+pub use wake::{sleep_until_woken, Waiter};
 
 pub use handle::{handle_of, Life, ProcHandle};
 pub(super) use ids::{pid_visible, sys_getpgid, sys_getpgrp, sys_getpid, sys_getppid, sys_getsid};

@@ -80,65 +80,66 @@ pub enum CallKind {
     OnFd,
 }
 
-/// What call `nr` may do for other processes.
+/// What call `nr` may do for other processes (one jump table on the
+/// dispatch path, by libc's names of the numbers).
+#[allow(non_upper_case_globals)]
 pub fn call_kind(nr: u64) -> CallKind {
-    const ON_FD: [libc::c_long; 12] = [
-        libc::SYS_read,
-        libc::SYS_write,
-        libc::SYS_readv,
-        libc::SYS_writev,
-        libc::SYS_preadv,
-        libc::SYS_pwritev,
-        libc::SYS_sendto,
-        libc::SYS_recvfrom,
-        libc::SYS_sendmsg,
-        libc::SYS_recvmsg,
-        libc::SYS_sendmmsg,
-        libc::SYS_recvmmsg,
-    ];
-    const ALWAYS: [libc::c_long; 26] = [
-        libc::SYS_sendfile,
-        libc::SYS_splice,
-        libc::SYS_tee,
-        libc::SYS_vmsplice,
-        libc::SYS_close,
-        libc::SYS_close_range,
-        libc::SYS_dup2,
-        libc::SYS_dup3,
-        libc::SYS_shutdown,
-        libc::SYS_connect,
-        libc::SYS_accept,
-        libc::SYS_accept4,
-        libc::SYS_futex,
-        libc::SYS_flock,
-        libc::SYS_fcntl,
-        libc::SYS_kill,
-        libc::SYS_tkill,
-        libc::SYS_tgkill,
-        libc::SYS_rt_sigqueueinfo,
-        libc::SYS_rt_tgsigqueueinfo,
-        libc::SYS_pidfd_send_signal,
-        libc::SYS_exit,
-        libc::SYS_exit_group,
-        libc::SYS_openat,
-        libc::SYS_shmdt,
-        libc::SYS_shmctl,
-    ];
-    if ON_FD.iter().any(|&c| c as u64 == nr) {
-        CallKind::OnFd
-    } else if ALWAYS.iter().any(|&c| c as u64 == nr) {
-        CallKind::Always
-    } else {
-        CallKind::Quiet
+    use libc::*;
+    let Ok(nr) = c_long::try_from(nr) else {
+        return CallKind::Quiet;
+    };
+    match nr {
+        SYS_read | SYS_write | SYS_readv | SYS_writev | SYS_preadv | SYS_pwritev | SYS_sendto
+        | SYS_recvfrom | SYS_sendmsg | SYS_recvmsg | SYS_sendmmsg | SYS_recvmmsg => CallKind::OnFd,
+        SYS_sendfile
+        | SYS_splice
+        | SYS_tee
+        | SYS_vmsplice
+        | SYS_close
+        | SYS_close_range
+        | SYS_dup2
+        | SYS_dup3
+        | SYS_shutdown
+        | SYS_connect
+        | SYS_accept
+        | SYS_accept4
+        | SYS_futex
+        | SYS_flock
+        | SYS_fcntl
+        | SYS_kill
+        | SYS_tkill
+        | SYS_tgkill
+        | SYS_rt_sigqueueinfo
+        | SYS_rt_tgsigqueueinfo
+        | SYS_pidfd_send_signal
+        | SYS_exit
+        | SYS_exit_group
+        | SYS_openat
+        | SYS_shmdt
+        | SYS_shmctl => CallKind::Always,
+        _ => CallKind::Quiet,
     }
+}
+
+/// A process's side of the wake-ups: what it saw, and how often it was
+/// woken for nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Waiter {
+    /// The run's epoch as the process first looked at its calls since it
+    /// last slept: a sleep ends at once if it moved since.
+    seen: Option<u64>,
+    /// The process's `progress` when another process last woke it.
+    woken_at: Option<u64>,
+    /// Wake-ups in a row after which nothing of its own completed.
+    vain: u32,
 }
 
 /// Notes the run's wake-up epoch before the process looks at a call (the
 /// first look since it last slept counts).
 pub(in crate::linux) fn note_wake_epoch(p: &mut Process) {
-    if p.wake_seen.is_none() {
+    if p.waiter.seen.is_none() {
         if let Some(f) = &p.family {
-            p.wake_seen = Some(f.tree.wake.epoch());
+            p.waiter.seen = Some(f.tree.wake.epoch());
         }
     }
 }
@@ -182,29 +183,30 @@ const FREE_VAIN_WAKES: u32 = 4;
 /// completed in between) pauses longer each time first, up to the periodic
 /// look's interval.
 pub fn sleep_until_woken(p: &mut Process, d: Duration) -> bool {
-    let seen = p.wake_seen.take();
+    let w = &mut p.waiter;
+    let seen = w.seen.take();
     // A few in a row are normal (a pipe's reader woken by the write of the
     // other pipe it does not wait on); beyond that, the pause grows.
-    p.vain_wakes = match p.woken_at == Some(p.progress) {
-        true => p.vain_wakes.saturating_add(1),
+    w.vain = match w.woken_at == Some(p.progress) {
+        true => w.vain.saturating_add(1),
         false => 0,
     };
-    p.wake_pause = match p.vain_wakes.checked_sub(FREE_VAIN_WAKES) {
+    let pause = match w.vain.checked_sub(FREE_VAIN_WAKES) {
         Some(n) => VAIN_WAKE_MIN
             .saturating_mul(1 << n.min(8))
-            .min(VAIN_WAKE_MAX),
+            .min(VAIN_WAKE_MAX)
+            .min(d),
         None => Duration::ZERO,
     };
     let (Some(f), Some(seen)) = (&p.family, seen) else {
         std::thread::sleep(d);
         return false;
     };
-    let pause = p.wake_pause.min(d);
     if !pause.is_zero() {
         std::thread::sleep(pause);
     }
     let woken = f.tree.wake.sleep(d - pause, seen);
-    p.woken_at = woken.then_some(p.progress);
+    p.waiter.woken_at = woken.then_some(p.progress);
     woken
 }
 
@@ -212,6 +214,16 @@ pub fn sleep_until_woken(p: &mut Process, d: Duration) -> bool {
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn calls_are_sorted_by_what_they_may_do_for_others() {
+        assert_eq!(call_kind(libc::SYS_write as u64), CallKind::OnFd);
+        assert_eq!(call_kind(libc::SYS_recvmsg as u64), CallKind::OnFd);
+        assert_eq!(call_kind(libc::SYS_close as u64), CallKind::Always);
+        assert_eq!(call_kind(libc::SYS_futex as u64), CallKind::Always);
+        assert_eq!(call_kind(libc::SYS_getpid as u64), CallKind::Quiet);
+        assert_eq!(call_kind(u64::MAX), CallKind::Quiet);
+    }
 
     #[test]
     fn a_bump_after_the_look_ends_the_sleep_and_none_is_lost() {
