@@ -82,9 +82,17 @@ pub struct ServeArgs {
     /// (--max-old-space-size=64 --max-semi-space-size=64 --single-threaded); repeatable.
     #[arg(long = "v8-flag", value_name = "FLAG", allow_hyphen_values = true)]
     v8_flags: Vec<String>,
-    /// Let the guest read files under PATH (repeatable).
+    /// Let the guest read files under PATH (repeatable). System library directories are
+    /// readable by default, as for `forkvm run` (see --no-default-allow).
     #[arg(long = "allow-read", value_name = "PATH")]
     allow_read: Vec<PathBuf>,
+    /// Do not let the guest read the system library directories by default (as for
+    /// `forkvm run`); the program file itself stays readable.
+    #[arg(long)]
+    no_default_allow: bool,
+    /// The guest's working directory.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    cwd: String,
     /// Let the guest also write under DIR (repeatable). What a request changes there is
     /// private to it: copied into its VM on its first change, gone at reset; the host's
     /// files are not changed (the program's own initialisation writes through).
@@ -243,26 +251,32 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         args.command = node.argv;
     }
     let memory_mib = args.memory.unwrap_or(256);
-    let (image, name) = match args.command.first() {
-        Some(p) => (
-            std::fs::read(p).with_context(|| format!("cannot read {p}"))?,
-            p.clone(),
-        ),
-        None => (
-            forkvm::builtin::serve_hello()?,
-            "built-in example".to_string(),
-        ),
-    };
-    let mut argv = vec![name.clone()];
-    argv.extend(args.command.iter().skip(1).cloned());
-    // The guest's /proc/self/exe is absolute, as on Linux (glibc's static
-    // start-up asserts it); argv[0] stays as typed.
-    let exe = match args.command.first() {
-        Some(p) => std::path::absolute(p)
-            .with_context(|| format!("cannot resolve {p}"))?
-            .to_string_lossy()
-            .into_owned(),
-        None => name.clone(),
+    // As `forkvm run`: a program named without '/' is looked up in PATH, a `#!`
+    // script runs its interpreter, and the system libraries are readable.
+    let (image, name, argv, exe) = match args.command.first() {
+        Some(first) => {
+            let command: Vec<std::ffi::OsString> = args.command.iter().map(Into::into).collect();
+            let launch = crate::launch::resolve(&command, &crate::launch::search_path(&args.env))?;
+            if !js && !args.no_default_allow {
+                args.allow_read.extend(crate::launch::default_allow_read());
+            }
+            args.allow_read.extend(launch.files.iter().cloned());
+            let program = &launch.program;
+            let image = std::fs::read(program)
+                .with_context(|| format!("cannot read {}", program.display()))?;
+            // The guest's /proc/self/exe is absolute, as on Linux (glibc's static
+            // start-up asserts it); argv[0] stays as typed.
+            let exe = std::path::absolute(program)
+                .with_context(|| format!("cannot resolve {}", program.display()))?
+                .to_string_lossy()
+                .into_owned();
+            (image, first.clone(), launch.argv, exe)
+        }
+        None => {
+            let name = "built-in example".to_string();
+            let argv = vec![name.clone().into()];
+            (forkvm::builtin::serve_hello()?, name.clone(), argv, name)
+        }
     };
     let config = Config {
         // V8 reserves ~10 GiB for a WebAssembly memory (node's own fetch
@@ -272,9 +286,9 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
             .checked_mul(1 << 20)
             .context("--memory is out of range")?,
         timeout: Duration::from_secs(60).max(timeout),
-        argv: argv.into_iter().map(Into::into).collect(),
+        argv,
         env: args.env.iter().map(Into::into).collect(),
-        cwd: "/".into(),
+        cwd: args.cwd.clone(),
         allow_read: args.allow_read.clone(),
         allow_write: args
             .allow_write
