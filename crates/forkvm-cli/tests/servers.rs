@@ -424,3 +424,84 @@ fn a_silent_server_is_502_and_a_spinning_one_504() {
     let out = fs.output();
     assert!(out.contains("the server waits without answering"), "{out}");
 }
+
+/// `redis-cli -p PORT` with `commands` on stdin (one connection): its output.
+fn redis_cli(port: u16, commands: &str) -> String {
+    let mut child = Command::new("/usr/bin/redis-cli")
+        .args(["-p", &port.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn redis-cli");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(commands.as_bytes())
+        .expect("write commands");
+    let out = child.wait_with_output().expect("redis-cli");
+    assert!(out.status.success(), "redis-cli failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An unmodified redis-server (threads, epoll, its own protocol) served by name with
+/// `--reset per-connection`: the same answers as natively within a connection, a fresh
+/// database on every new one, and a clean redis-benchmark run.
+#[test]
+fn redis_is_reset_when_each_connection_closes() {
+    let redis = "/usr/bin/redis-server";
+    if !installed(redis) || !installed("/usr/bin/redis-cli") {
+        return;
+    }
+    let args = |port: u16| {
+        let p = port.to_string();
+        [
+            "--port",
+            &p,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--bind",
+            "127.0.0.1",
+        ]
+        .map(str::to_string)
+    };
+    let nport = free_port();
+    let ndir = common::scratch_dir(&format!("servers-redis-native-{nport}"));
+    let mut cmd = Command::new(redis);
+    cmd.args(args(nport)).arg("--dir").arg(&ndir);
+    let _ns = Server::start(cmd, nport, "native");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut cmd = Command::new(forkvm_bin());
+    cmd.args(["serve", "--reset", "per-connection", "--concurrency", "2"])
+        .args([
+            "--listen",
+            &listen,
+            "--request-timeout",
+            "20",
+            "redis-server",
+        ])
+        .args(args(6379));
+    let fs = Server::start(cmd, port, "forkvm");
+    let session = "SET a 1\nINCR a\nRPUSH l x y z\nLRANGE l 0 -1\nHSET h f v g w\n\
+                   HGETALL h\nEVAL \"return redis.call('incr','a')\" 0\nDBSIZE\nGET missing\n";
+    let want = redis_cli(nport, session);
+    assert!(want.contains("\n3\n"), "{want}");
+    assert_eq!(redis_cli(port, session), want, "{}", fs.output());
+    // Natively the database lives on; here each connection starts from the master's.
+    assert_eq!(redis_cli(nport, "INCR a\n"), "4\n");
+    assert_eq!(redis_cli(port, "INCR a\n"), "1\n", "{}", fs.output());
+    let bench = Command::new("/usr/bin/redis-benchmark")
+        .args(["-p", &port.to_string(), "-n", "300", "-c", "1", "-q"])
+        .args(["-t", "set,get,incr,lpush"])
+        .output()
+        .expect("redis-benchmark");
+    let text = String::from_utf8_lossy(&bench.stdout);
+    assert!(bench.status.success(), "{text}\n{}", fs.output());
+    for t in ["SET", "GET", "INCR", "LPUSH"] {
+        assert!(text.contains(&format!("{t}: ")), "{t} missing:\n{text}");
+    }
+    assert!(!fs.output().contains("crashed"), "{}", fs.output());
+}

@@ -423,21 +423,26 @@ async fn run(
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
+    // Per connection, the bytes are the program's protocol, not necessarily HTTP.
+    let per_connection = args.reset == ResetMode::PerConnection;
+    let scheme = if per_connection { "tcp://" } else { "http://" };
     // Connections to the program's other listening sockets arrive through this channel.
     let (extra_tx, mut extra) = tokio::sync::mpsc::channel(64);
     for addr in also_listen {
         let l = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
-        tracing::info!("also serving {name} on http://{}", l.local_addr()?);
+        tracing::info!("also serving {name} on {scheme}{}", l.local_addr()?);
         let tx = extra_tx.clone();
         tokio::spawn(async move { while tx.send(l.accept().await).await.is_ok() {} });
     }
     drop(extra_tx);
     tracing::info!(
-        "serving {name} on http://{} with {workers} worker VM(s), {}",
+        "serving {name} on {scheme}{} with {workers} worker VM(s), {}",
         listener.local_addr()?,
-        if args.ephemeral {
+        if per_connection {
+            "reset when each connection closes"
+        } else if args.ephemeral {
             "reset after every request"
         } else {
             "state kept between requests"

@@ -364,7 +364,13 @@ pub async fn pump(
             }
             Ok(Ok(n)) => conn.push(&buf[..n]),
             Ok(Err(e)) => return Err(format!("reading from the client: {e}")),
-            Err(_) => return Err("the client sent nothing in time".into()),
+            Err(_) => {
+                return Err(format!(
+                    "the client sent nothing for {:.1} s (--request-timeout): its connection \
+                     held a worker idle",
+                    timeout.as_secs_f64()
+                ))
+            }
         }
     }
 }
