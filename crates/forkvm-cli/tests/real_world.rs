@@ -462,6 +462,15 @@ fn memory_protection_is_enforced() {
     glibc_and_musl("memory_protection");
 }
 
+/// mremap keeps a mapping's rights: a read-only or PROT_NONE mapping that
+/// moved or grew stays so (it became writable and readable: writes to a
+/// moved read-only mapping went through), its bytes move with it, and the
+/// old range and a shrunk tail are gone.
+#[test]
+fn mremap_keeps_a_mappings_rights() {
+    glibc_and_musl("mremap_rights");
+}
+
 /// flock and fcntl record locks exclude between the run's processes (they
 /// were all granted: four processes adding to a counter under flock lost
 /// about half the additions, and concurrent sqlite3 writers corrupted

@@ -426,11 +426,14 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         mem.unmap_user(old + new_len, old + old_len);
         return Ok(old);
     }
+    // The mapping keeps its rights wherever it goes and however far it grows.
+    let rights = mem.user_rights_at(old).unwrap_or(RW);
     if p.mm.mapping_at(old) == Some(old_len) && p.mm.grow_in_place(old, new_len) {
         mem.map_user(old, old + new_len, RW);
         for (s, l) in p.mm.take_dirty(old + old_len, new_len - old_len) {
             zero_kept(mem, s, l);
         }
+        keep_rights(mem, old, new_len, rights);
         return Ok(old);
     }
     if flags & MREMAP_MAYMOVE == 0 {
@@ -449,7 +452,18 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     p.mm.remove(old, old_len);
     mem.unmap_user(old, old + old_len);
+    keep_rights(mem, new, new_len, rights);
     Ok(new)
+}
+
+/// Gives a mapping mremap made (writable while its bytes moved in) back the
+/// rights it had. Past the bound on protected ranges it stays writable, the
+/// one way this can differ from Linux (which would have failed the call
+/// before anything moved).
+fn keep_rights(mem: &mut GuestMemory, addr: u64, len: u64, rights: Rights) {
+    if rights != RW && !mem.protect_user(addr, addr + len, rights) {
+        tracing::debug!("mremap: {addr:#x}+{len:#x} left writable: too many protected ranges");
+    }
 }
 
 /// mremap's growth of a shared mapping: the backing is mapped over the
@@ -466,6 +480,7 @@ fn remap_shared(
     start: u64,
     r: crate::memory::SharedRange,
 ) -> SysResult {
+    let rights = mem.user_rights_at(old).unwrap_or(RW);
     let offset = r.offset + (old - start);
     if r.anonymous {
         let want = offset + new_len;
@@ -498,6 +513,7 @@ fn remap_shared(
         p.mm.remove(old, old_len);
         mem.unmap_user(old, old + old_len);
     }
+    keep_rights(mem, at, new_len, rights);
     Ok(at)
 }
 
