@@ -875,3 +875,11 @@ fn copy_file_range_as_on_linux() {
 fn inotify_reports_the_programs_changes() {
     glibc_and_musl("inotify");
 }
+
+/// sync, syncfs and sync_file_range on files, directories, pipes, sockets
+/// and /dev/null, with Linux's errors in its order (they were ENOSYS, and
+/// coreutils' `sync -f FILE` failed).
+#[test]
+fn sync_calls_as_on_linux() {
+    glibc_and_musl_in_a_dir("sync_calls");
+}
