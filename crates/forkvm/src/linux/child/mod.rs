@@ -209,8 +209,10 @@ impl Tree {
             pid,
             Entry {
                 ppid: super::process::PPID,
+                // As run from an interactive shell: the leader of its own
+                // group, in its parent's session (see child/ids.rs).
                 pgid: pid,
-                sid: pid,
+                sid: super::process::PPID,
                 status: None,
                 signals: signals.clone(),
                 no_zombies: false,
@@ -361,9 +363,9 @@ impl Family {
             && self.wait_started.is_none()
             && !self.signals.waiting()
             && !self.tree.ended.load(Ordering::SeqCst)
-            && t.procs
-                .get(&self.pid)
-                .is_some_and(|e| e.pgid == self.pid && e.sid == self.pid && e.status.is_none())
+            && t.procs.get(&self.pid).is_some_and(|e| {
+                e.pgid == self.pid && e.sid == super::process::PPID && e.status.is_none()
+            })
     }
 
     /// A child that could not be started: forget it.
@@ -986,19 +988,24 @@ mod tests {
         );
         assert_eq!(test_call(&mut p, &mut m, sys_setpgid, &[a.pid, 0]), Ok(0));
         assert_eq!(test_call(&mut p, &mut m, sys_getpgid, &[a.pid]), Ok(a.pid));
-        assert_eq!(
-            test_call(&mut p, &mut m, sys_getsid, &[a.pid]),
-            Ok(PID_ROOT)
-        );
-        // The session leader can neither move nor make a new session.
-        assert_eq!(
-            test_call(&mut p, &mut m, sys_setpgid, &[0, a.pid]),
-            Err(Errno::EPERM)
-        );
+        // The first process is in its parent's session (as run from a
+        // shell), and so is its child.
+        let ppid = super::super::process::PPID;
+        assert_eq!(test_call(&mut p, &mut m, sys_getsid, &[a.pid]), Ok(ppid));
+        assert_eq!(test_call(&mut p, &mut m, sys_getsid, &[0]), Ok(ppid));
+        // It leads its own group, so it may stay there but not make a session.
+        assert_eq!(test_call(&mut p, &mut m, sys_setpgid, &[0, 0]), Ok(0));
         assert_eq!(
             test_call(&mut p, &mut m, sys_setsid, &[]),
             Err(Errno::EPERM)
         );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_setpgid, &[0, 424_242]),
+            Err(Errno::EPERM)
+        );
+        // It may join its child's group, in the same session.
+        assert_eq!(test_call(&mut p, &mut m, sys_setpgid, &[0, a.pid]), Ok(0));
+        assert_eq!(test_call(&mut p, &mut m, sys_getpgrp, &[]), Ok(a.pid));
         assert_eq!(
             test_call(&mut p, &mut m, sys_setpgid, &[424_242, 0]),
             Err(Errno::ESRCH)
