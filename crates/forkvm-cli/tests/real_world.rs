@@ -883,3 +883,12 @@ fn inotify_reports_the_programs_changes() {
 fn sync_calls_as_on_linux() {
     glibc_and_musl_in_a_dir("sync_calls");
 }
+
+/// A loopback TCP connection takes a 1.5 MB blocking write with nobody
+/// reading yet, as Linux's autotuned buffers do (it hung at 208 KiB, so a
+/// Tcl server writing a big reply to its own client never returned), and a
+/// set SO_SNDBUF bounds it again.
+#[test]
+fn tcp_loopback_buffers_megabytes() {
+    glibc_and_musl("tcp_buffer");
+}
