@@ -892,3 +892,12 @@ fn sync_calls_as_on_linux() {
 fn tcp_loopback_buffers_megabytes() {
     glibc_and_musl("tcp_buffer");
 }
+
+/// chmod, chown and utimensat of /proc/self/fd/N change the file or
+/// directory open there (they were EPERM), so glibc's and musl's fchmodat
+/// with AT_SYMLINK_NOFOLLOW work, and GNU `tar -xp` no longer fails setting
+/// its directories' modes; a symlink's is EOPNOTSUPP.
+#[test]
+fn chmod_through_proc_self_fd() {
+    glibc_and_musl_in_a_dir("fd_path_chmod");
+}
