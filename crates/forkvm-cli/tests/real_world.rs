@@ -901,3 +901,10 @@ fn tcp_loopback_buffers_megabytes() {
 fn chmod_through_proc_self_fd() {
     glibc_and_musl_in_a_dir("fd_path_chmod");
 }
+
+/// /proc/uptime and /proc/loadavg exist, parse as Linux's and are listed
+/// (they were ENOENT: uptime(1) failed and glibc's getloadavg was -1).
+#[test]
+fn proc_uptime_and_loadavg() {
+    glibc_and_musl("proc_load");
+}

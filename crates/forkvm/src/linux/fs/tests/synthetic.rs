@@ -34,6 +34,8 @@ fn generated_files_stat_as_regular_files() {
         "/proc/meminfo",
         "/proc/cpuinfo",
         "/proc/stat",
+        "/proc/uptime",
+        "/proc/loadavg",
     ] {
         for follow in [true, false] {
             let st = stat(&mut p, &mut m, path, follow).unwrap_or_else(|e| panic!("{path}: {e:?}"));
@@ -151,10 +153,12 @@ fn proc_directories_stat_and_list() {
             "..",
             "2",
             "cpuinfo",
+            "loadavg",
             "meminfo",
             "self",
             "stat",
-            "thread-self"
+            "thread-self",
+            "uptime"
         ]
     );
     // A *at call and fchdir from a synthetic directory.
