@@ -908,3 +908,11 @@ fn chmod_through_proc_self_fd() {
 fn proc_uptime_and_loadavg() {
     glibc_and_musl("proc_load");
 }
+
+/// The mount table exists: /proc/self/mounts and /proc/mounts list a file
+/// system at /, and /proc/self/mountinfo opens (they were ENOENT, and df
+/// failed: "cannot read table of mounted file systems").
+#[test]
+fn mount_table_lists_the_root() {
+    glibc_and_musl("mount_table");
+}

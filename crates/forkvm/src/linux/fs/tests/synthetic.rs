@@ -138,7 +138,21 @@ fn proc_directories_stat_and_list() {
     assert_eq!(mode & S_IFMT, S_IFDIR);
     assert_eq!(
         list(&mut p, &mut m, d),
-        [".", "..", "cmdline", "cwd", "exe", "fd", "maps", "stat", "statm", "status", "task"]
+        [
+            ".",
+            "..",
+            "cmdline",
+            "cwd",
+            "exe",
+            "fd",
+            "maps",
+            "mountinfo",
+            "mounts",
+            "stat",
+            "statm",
+            "status",
+            "task"
+        ]
     );
     let fds = open(&mut p, &mut m, "/proc/self/fd", O_RDONLY | O_DIRECTORY).unwrap();
     assert_eq!(
@@ -155,6 +169,7 @@ fn proc_directories_stat_and_list() {
             "cpuinfo",
             "loadavg",
             "meminfo",
+            "mounts",
             "self",
             "stat",
             "thread-self",
