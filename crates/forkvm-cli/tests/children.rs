@@ -962,3 +962,20 @@ asyncio.run(main())
             .limit(Duration::from_secs(60)),
     );
 }
+
+/// The first process is as run from a shell, the leader of its group but
+/// not of a session: setpgid(0, 0) succeeds before and after it forks (it
+/// was EPERM, so perl's setpgrp failed), setsid is EPERM, and a child's
+/// setsid makes a session whose leader cannot change group.
+#[test]
+fn first_process_leads_its_group_not_a_session() {
+    glibc_and_musl("process_group");
+}
+
+/// A waited-for child's CPU time (with its own waited-for child's) shows in
+/// wait4's rusage, getrusage(RUSAGE_CHILDREN) and times' tms_cutime (all
+/// were 0: GNU time printed 0.00 for any command).
+#[test]
+fn waited_for_children_cpu_time_is_reported() {
+    glibc_and_musl("child_rusage");
+}

@@ -884,3 +884,44 @@ fn copy_file_range_as_on_linux() {
 fn inotify_reports_the_programs_changes() {
     glibc_and_musl("inotify");
 }
+
+/// sync, syncfs and sync_file_range on files, directories, pipes, sockets
+/// and /dev/null, with Linux's errors in its order (they were ENOSYS, and
+/// coreutils' `sync -f FILE` failed).
+#[test]
+fn sync_calls_as_on_linux() {
+    glibc_and_musl_in_a_dir("sync_calls");
+}
+
+/// A loopback TCP connection takes a 1.5 MB blocking write with nobody
+/// reading yet, as Linux's autotuned buffers do (it hung at 208 KiB, so a
+/// Tcl server writing a big reply to its own client never returned), and a
+/// set SO_SNDBUF bounds it again.
+#[test]
+fn tcp_loopback_buffers_megabytes() {
+    glibc_and_musl("tcp_buffer");
+}
+
+/// chmod, chown and utimensat of /proc/self/fd/N change the file or
+/// directory open there (they were EPERM), so glibc's and musl's fchmodat
+/// with AT_SYMLINK_NOFOLLOW work, and GNU `tar -xp` no longer fails setting
+/// its directories' modes; a symlink's is EOPNOTSUPP.
+#[test]
+fn chmod_through_proc_self_fd() {
+    glibc_and_musl_in_a_dir("fd_path_chmod");
+}
+
+/// /proc/uptime and /proc/loadavg exist, parse as Linux's and are listed
+/// (they were ENOENT: uptime(1) failed and glibc's getloadavg was -1).
+#[test]
+fn proc_uptime_and_loadavg() {
+    glibc_and_musl("proc_load");
+}
+
+/// The mount table exists: /proc/self/mounts and /proc/mounts list a file
+/// system at /, and /proc/self/mountinfo opens (they were ENOENT, and df
+/// failed: "cannot read table of mounted file systems").
+#[test]
+fn mount_table_lists_the_root() {
+    glibc_and_musl("mount_table");
+}

@@ -166,6 +166,9 @@ pub struct Process {
     pub comm: [u8; 16],
     /// When the process started (for CLOCK_PROCESS_CPUTIME_ID and friends).
     pub started: Instant,
+    /// CPU time of the children it waited for (with their own waited-for
+    /// children's), for getrusage(RUSAGE_CHILDREN) and times' tms_cutime.
+    pub children_cpu: std::time::Duration,
     /// Unknown syscalls already logged, so each is logged once.
     pub unknown_logged: HashSet<u64>,
     /// Calls completed without waiting, by any thread: a thread whose wait
@@ -238,6 +241,7 @@ impl Process {
             altstack: signal::NO_ALTSTACK,
             comm,
             started: Instant::now(),
+            children_cpu: std::time::Duration::ZERO,
             unknown_logged: HashSet::new(),
             progress: 0,
             waiter: Default::default(),
@@ -291,6 +295,7 @@ impl Process {
             altstack: self.altstack,
             comm: self.comm,
             started: self.started,
+            children_cpu: std::time::Duration::ZERO,
             unknown_logged: self.unknown_logged.clone(),
             progress: self.progress,
             waiter: Default::default(),

@@ -451,7 +451,7 @@ fn send_common(
     let FileKind::Socket(s) = &mut of.kind else {
         return Err(Errno::ENOTSOCK);
     };
-    let sndbuf = u64::from(s.sndbuf);
+    let sndbuf = u64::from(s.send_capacity());
     let timeout = s.sndtimeo;
     let sigpipe = s.sigpipe();
     // A blocking stream send returns only when all is sent (or the peer is

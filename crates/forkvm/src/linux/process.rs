@@ -160,7 +160,13 @@ fn default_rlimit(p: &Process, mem: &GuestMemory, resource: u64) -> Result<(u64,
             let n = super::signal::MAX_QUEUED as u64; // SIGPENDING
             (n, n)
         }
-        0 | 1 | 5 | 8 | 10 | 12..=15 => (RLIM_INFINITY, RLIM_INFINITY),
+        // Linux's own defaults (init_task's): MEMLOCK 8 MiB, MSGQUEUE
+        // 819200 bytes, NICE and RTPRIO 0 (no raising of priority, which
+        // setpriority enforces).
+        8 => (8 << 20, 8 << 20),
+        12 => (819_200, 819_200),
+        13 | 14 => (0, 0),
+        0 | 1 | 5 | 10 | 15 => (RLIM_INFINITY, RLIM_INFINITY),
         _ => return Err(Errno::EINVAL),
     })
 }
@@ -846,6 +852,37 @@ mod tests {
             Err(Errno::ECHILD)
         );
         assert_eq!(call(sys_enosys, [0; 6]), Err(Errno::ENOSYS));
+    }
+
+    #[test]
+    fn default_limits_are_linuxs_where_forkvm_has_none() {
+        let (mut p, mut m, buf) = setup();
+        // (resource, Linux's default): MEMLOCK, MSGQUEUE, NICE, RTPRIO (they
+        // were unlimited, so `ulimit -e` said the nice value could be raised
+        // while setpriority refused it), then CPU, FSIZE, RTTIME.
+        for (r, want) in [
+            (8, 8 << 20),
+            (12, 819_200),
+            (13, 0),
+            (14, 0),
+            (0, RLIM_INFINITY),
+            (1, RLIM_INFINITY),
+            (15, RLIM_INFINITY),
+        ] {
+            assert_eq!(sys_getrlimit(&mut p, &mut m, &[r, buf, 0, 0, 0, 0]), Ok(0));
+            assert_eq!(
+                (m.read_u64(buf).unwrap(), m.read_u64(buf + 8).unwrap()),
+                (want, want),
+                "resource {r}"
+            );
+        }
+        // Not raised past them.
+        m.write_u64(buf, 1).unwrap();
+        m.write_u64(buf + 8, 1).unwrap();
+        assert_eq!(
+            sys_setrlimit(&mut p, &mut m, &[13, buf, 0, 0, 0, 0]),
+            Err(Errno::EPERM)
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! `/proc/self/maps` (what the program mapped), `/proc/self/cmdline` (its
 //! argument strings, read from its stack), `/proc/self/status`,
 //! `/proc/self/stat` and `statm` (its memory and threads),
-//! `/proc/meminfo` (its memory limit), `/proc/cpuinfo` and `/proc/stat` (one CPU) are
+//! `/proc/meminfo` (its memory limit), `/proc/cpuinfo` and `/proc/stat` (one CPU),
+//! `/proc/uptime` and `/proc/loadavg` (since it started, no load), the mount
+//! table `/proc/self/mounts` and `mountinfo` (one file system at /) are
 //! generated when opened, into a sealed in-memory file, so every read,
 //! seek, fstat and mmap path treats them as ordinary read-only files.
 //! Which names exist there (files, directories such as `/proc/self/fd`,
@@ -169,6 +171,21 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
                 "cpu  {ticks} 0 0 0 0 0 0 0 0 0\ncpu0 {ticks} 0 0 0 0 0 0 0 0 0\nintr 0\nctxt 0\n\
                  btime {boot}\nprocesses 1\nprocs_running 1\nprocs_blocked 0\nsoftirq 0\n"
             );
+        }
+        // One file system, the guest's view from / (df, findmnt and
+        // getmntent read these; df failed with no mount table).
+        b"self/mounts" => s.push_str("forkvm / forkvm rw,relatime 0 0\n"),
+        b"self/mountinfo" => s.push_str("1 0 0:1 / / rw,relatime - forkvm forkvm rw\n"),
+        b"uptime" => {
+            // Up since the process started, as sysinfo and /proc/stat's
+            // btime say; never idle (uptime(1), procps).
+            let up = p.started.elapsed();
+            let _ = writeln!(s, "{}.{:02} 0.00", up.as_secs(), up.subsec_millis() / 10);
+        }
+        b"loadavg" => {
+            // No load, as sysinfo's; one running of one, and the last pid
+            // (getloadavg(3), uptime(1)).
+            let _ = writeln!(s, "0.00 0.00 0.00 1/1 {pid}");
         }
         b"cpuinfo" => {
             let _ = write!(

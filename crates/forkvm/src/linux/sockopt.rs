@@ -94,6 +94,7 @@ pub(super) fn sys_setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
             with_socket(p, fd, |s, _| {
                 if matches!(name, SO_SNDBUF | SO_SNDBUFFORCE) {
                     s.sndbuf = doubled.max(MIN_SNDBUF);
+                    s.sndbuf_set = true;
                 } else {
                     s.rcvbuf = doubled.max(MIN_RCVBUF);
                 }

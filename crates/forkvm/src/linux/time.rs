@@ -481,31 +481,38 @@ fn sys_alarm(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// CPU time of the vCPU thread (the guest's user + system time). One
 /// thread runs all of a process's threads, so this is the process's.
-pub(super) fn cpu_time() -> std::time::Duration {
+pub(crate) fn cpu_time() -> std::time::Duration {
     let t = rustix::time::clock_gettime(ClockId::ThreadCPUTime);
     std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
-/// Implements times(2): guest CPU time as user time, in clock ticks (100 Hz).
+/// Implements times(2): guest CPU time as user time, its waited-for
+/// children's as theirs, in clock ticks (100 Hz).
 fn sys_times(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let ticks = |d: std::time::Duration| (d.as_millis() / 10) as u64;
     if a[0] != 0 {
         let mut b = [0u8; 32];
         b[0..8].copy_from_slice(&ticks(cpu_time()).to_le_bytes());
+        b[16..24].copy_from_slice(&ticks(p.children_cpu).to_le_bytes()); // tms_cutime
         mem.write(a[0], &b)?;
     }
     Ok(ticks(p.started.elapsed()) + 1)
 }
 
-/// Implements getrusage(2): CPU time and peak memory of the guest.
-fn sys_getrusage(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+/// Implements getrusage(2): CPU time and peak memory of the guest, or the
+/// CPU time of the children it waited for (RUSAGE_CHILDREN).
+fn sys_getrusage(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     // `who` is an int: RUSAGE_CHILDREN (-1) may come without sign extension.
     let who = i64::from(a[0] as i32);
     if !(-1..=1).contains(&who) {
         return Err(Errno::EINVAL);
     }
     let mut b = [0u8; 144];
-    if who != -1 {
+    if who == -1 {
+        let t = p.children_cpu;
+        b[0..8].copy_from_slice(&t.as_secs().to_le_bytes());
+        b[8..16].copy_from_slice(&u64::from(t.subsec_micros()).to_le_bytes());
+    } else {
         let t = cpu_time();
         b[0..8].copy_from_slice(&t.as_secs().to_le_bytes());
         b[8..16].copy_from_slice(&u64::from(t.subsec_micros()).to_le_bytes());
@@ -798,7 +805,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 98, name: "getrusage", handler: sys_getrusage, support: Support::Partial,
         note: "CPU time and peak mapped memory; other fields 0" },
     SyscallEntry { nr: 100, name: "times", handler: sys_times, support: Support::Partial,
-        note: "guest CPU time reported as user time" },
+        note: "guest CPU time reported as user time, its waited-for children's as theirs" },
     SyscallEntry { nr: 36, name: "getitimer", handler: sys_getitimer, support: Support::Full, note: "" },
     SyscallEntry { nr: 37, name: "alarm", handler: sys_alarm, support: Support::Full, note: "" },
     SyscallEntry { nr: 38, name: "setitimer", handler: sys_setitimer, support: Support::Partial,

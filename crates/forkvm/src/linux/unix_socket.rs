@@ -27,6 +27,11 @@ pub const SOCK_SEQPACKET: u32 = 5;
 
 /// Default (and largest settable, doubled) send buffer, as Linux's wmem_default.
 pub const DEFAULT_BUF: u32 = 212_992;
+/// What a virtual TCP connection buffers unless SO_SNDBUF is set: Linux
+/// autotunes a loopback connection's buffers up to tcp_wmem's 4 MiB, and
+/// single-threaded programs write megabytes to their own connection before
+/// reading it.
+pub const TCP_AUTO_SNDBUF: u32 = 4 << 20;
 /// Smallest send buffer Linux allows (SOCK_MIN_SNDBUF).
 pub const MIN_SNDBUF: u32 = 4608;
 /// Smallest receive buffer Linux allows (SOCK_MIN_RCVBUF).
@@ -113,6 +118,8 @@ pub struct Socket {
     pub shut: u8,
     /// SO_SNDBUF as getsockopt reports it.
     pub sndbuf: u32,
+    /// SO_SNDBUF was set (Linux's SOCK_SNDBUF_LOCK): no autotuning.
+    pub sndbuf_set: bool,
     /// SO_RCVBUF as getsockopt reports it.
     pub rcvbuf: u32,
     /// SO_RCVTIMEO (None: forever).
@@ -151,6 +158,7 @@ impl Socket {
             conn: None,
             shut: 0,
             sndbuf: DEFAULT_BUF,
+            sndbuf_set: false,
             rcvbuf: DEFAULT_BUF,
             rcvtimeo: None,
             sndtimeo: None,
@@ -194,6 +202,17 @@ impl Socket {
             lock(pair).tcp = true;
         }
         (a, b)
+    }
+
+    /// The bytes it may have queued at its peer: its send buffer, or for a
+    /// virtual TCP socket whose buffer the program left alone, what Linux
+    /// autotunes a loopback connection to ([`TCP_AUTO_SNDBUF`]).
+    pub fn send_capacity(&self) -> u32 {
+        if self.inet.is_some() && !self.sndbuf_set {
+            TCP_AUTO_SNDBUF
+        } else {
+            self.sndbuf
+        }
     }
 
     /// Whether this is a connection-oriented type (stream or seqpacket).
@@ -258,6 +277,7 @@ impl Socket {
             conn,
             shut: self.shut,
             sndbuf: self.sndbuf,
+            sndbuf_set: self.sndbuf_set,
             rcvbuf: self.rcvbuf,
             rcvtimeo: self.rcvtimeo,
             sndtimeo: self.sndtimeo,
@@ -431,7 +451,7 @@ impl Socket {
             r |= POLLERR;
         }
         // Linux: writable while at most a quarter of the send buffer is in flight.
-        let writable = g.bytes[1 - s].saturating_mul(4) <= self.sndbuf as usize
+        let writable = g.bytes[1 - s].saturating_mul(4) <= self.send_capacity() as usize
             || g.closed[1 - s]
             || g.shut[s] & SEND_SHUTDOWN != 0;
         if writable {
@@ -465,7 +485,8 @@ impl Socket {
         let (s, peer) = (*side, 1 - *side);
         let mut g = lock(pair);
         if g.tcp {
-            return tcp_send(&mut g, s, data, fds, self.sndbuf as usize);
+            let cap = self.send_capacity() as usize;
+            return tcp_send(&mut g, s, data, fds, cap);
         }
         if self.ty == SOCK_SEQPACKET && g.error[s] != 0 {
             // Datagram-style sends report a pending error first.

@@ -1,5 +1,11 @@
 //! Process ids, groups and sessions: getpid, getppid, getpgid, getpgrp,
 //! getsid, setpgid and setsid, answered from the run's process tree.
+//!
+//! The run's first process is as a program started from an interactive
+//! shell: the leader of its own process group, in the session of its
+//! parent (pid 1, outside the run). So setpgid(0, 0) succeeds in it, before
+//! and after it forks, and setsid is EPERM (a group leader); its children
+//! may make sessions of their own.
 
 use super::{lock, pid_of, Family};
 use crate::linux::{Args, Errno, Process, SysResult};
@@ -22,7 +28,7 @@ fn ids_of(p: &Process, pid: u64) -> Result<(u64, u64), Errno> {
     let me = pid_of(p);
     let pid = if pid == 0 { me } else { pid };
     match p.family.as_ref() {
-        None if pid == me => Ok((me, me)),
+        None if pid == me => Ok((me, crate::linux::process::PPID)),
         None => Err(Errno::ESRCH),
         Some(f) => lock(&f.tree.inner)
             .procs
@@ -67,10 +73,11 @@ pub(super) fn sys_setpgid(p: &mut Process, _: &mut GuestMemory, a: &Args) -> Sys
     }
     let pgid = if a[1] == 0 { pid } else { a[1] };
     let Some(f) = p.family.as_ref() else {
-        return if pid == me && pgid == me {
-            Ok(0)
-        } else {
-            Err(Errno::ESRCH)
+        return match (pid == me, pgid == me) {
+            (true, true) => Ok(0),
+            // No group of that id in its session.
+            (true, false) => Err(Errno::EPERM),
+            (false, _) => Err(Errno::ESRCH),
         };
     };
     let mut t = lock(&f.tree.inner);

@@ -86,6 +86,9 @@ struct Entry {
     subreaper: bool,
     /// Set when it gets a new parent (see [`refresh_ppid`]).
     adopted: Arc<AtomicBool>,
+    /// Its CPU time and its waited-for children's, once it ended (what
+    /// wait4's rusage reports).
+    cpu: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -209,8 +212,10 @@ impl Tree {
             pid,
             Entry {
                 ppid: super::process::PPID,
+                // As run from an interactive shell: the leader of its own
+                // group, in its parent's session (see child/ids.rs).
                 pgid: pid,
-                sid: pid,
+                sid: super::process::PPID,
                 status: None,
                 signals: signals.clone(),
                 no_zombies: false,
@@ -218,6 +223,7 @@ impl Tree {
                 pdeathsig: 0,
                 subreaper: false,
                 adopted: Arc::default(),
+                cpu: Duration::ZERO,
             },
         );
         let tree = Tree {
@@ -291,6 +297,7 @@ impl Tree {
                 pdeathsig: 0,
                 subreaper: false,
                 adopted: adopted.clone(),
+                cpu: Duration::ZERO,
             },
         );
         drop(t);
@@ -361,9 +368,9 @@ impl Family {
             && self.wait_started.is_none()
             && !self.signals.waiting()
             && !self.tree.ended.load(Ordering::SeqCst)
-            && t.procs
-                .get(&self.pid)
-                .is_some_and(|e| e.pgid == self.pid && e.sid == self.pid && e.status.is_none())
+            && t.procs.get(&self.pid).is_some_and(|e| {
+                e.pgid == self.pid && e.sid == super::process::PPID && e.status.is_none()
+            })
     }
 
     /// A child that could not be started: forget it.
@@ -371,6 +378,14 @@ impl Family {
         let mut t = lock(&self.tree.inner);
         if t.procs.remove(&self.pid).is_some() {
             t.alive = t.alive.saturating_sub(1);
+        }
+    }
+
+    /// The CPU time of the ending process (its own and its waited-for
+    /// children's), for its parent's wait to report.
+    pub fn record_cpu(&self, cpu: Duration) {
+        if let Some(e) = lock(&self.tree.inner).procs.get_mut(&self.pid) {
+            e.cpu = cpu;
         }
     }
 
@@ -785,11 +800,11 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 58, name: "vfork", handler: sys_vfork, support: Support::Partial,
         note: "the child is a VM over a copy of memory, lent (not charged against --memory) until it execs, exits or forks; the calling thread waits until it execs or exits, then gets the bytes it stored (within the parent's mappings; mappings it made or removed are not carried over)" },
     SyscallEntry { nr: 61, name: "wait4", handler: sys_wait4, support: Support::Partial,
-        note: "exit and kill statuses (none kept when SIGCHLD is ignored), WUNTRACED and WCONTINUED; rusage is zero" },
+        note: "exit and kill statuses (none kept when SIGCHLD is ignored), WUNTRACED and WCONTINUED; rusage holds an ended child's CPU time (with its waited-for children's) as user time" },
     SyscallEntry { nr: 109, name: "setpgid", handler: sys_setpgid, support: Support::Full, note: "" },
     SyscallEntry { nr: 112, name: "setsid", handler: sys_setsid, support: Support::Full, note: "" },
     SyscallEntry { nr: 247, name: "waitid", handler: sys_waitid, support: Support::Partial,
-        note: "P_ALL, P_PID, P_PGID, P_PIDFD (a non-blocking pidfd: EAGAIN); WEXITED, WSTOPPED, WCONTINUED, WNOWAIT; rusage is zero" },
+        note: "P_ALL, P_PID, P_PGID, P_PIDFD (a non-blocking pidfd: EAGAIN); WEXITED, WSTOPPED, WCONTINUED, WNOWAIT; rusage as wait4's" },
 ];
 
 #[cfg(test)]
@@ -986,19 +1001,24 @@ mod tests {
         );
         assert_eq!(test_call(&mut p, &mut m, sys_setpgid, &[a.pid, 0]), Ok(0));
         assert_eq!(test_call(&mut p, &mut m, sys_getpgid, &[a.pid]), Ok(a.pid));
-        assert_eq!(
-            test_call(&mut p, &mut m, sys_getsid, &[a.pid]),
-            Ok(PID_ROOT)
-        );
-        // The session leader can neither move nor make a new session.
-        assert_eq!(
-            test_call(&mut p, &mut m, sys_setpgid, &[0, a.pid]),
-            Err(Errno::EPERM)
-        );
+        // The first process is in its parent's session (as run from a
+        // shell), and so is its child.
+        let ppid = super::super::process::PPID;
+        assert_eq!(test_call(&mut p, &mut m, sys_getsid, &[a.pid]), Ok(ppid));
+        assert_eq!(test_call(&mut p, &mut m, sys_getsid, &[0]), Ok(ppid));
+        // It leads its own group, so it may stay there but not make a session.
+        assert_eq!(test_call(&mut p, &mut m, sys_setpgid, &[0, 0]), Ok(0));
         assert_eq!(
             test_call(&mut p, &mut m, sys_setsid, &[]),
             Err(Errno::EPERM)
         );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_setpgid, &[0, 424_242]),
+            Err(Errno::EPERM)
+        );
+        // It may join its child's group, in the same session.
+        assert_eq!(test_call(&mut p, &mut m, sys_setpgid, &[0, a.pid]), Ok(0));
+        assert_eq!(test_call(&mut p, &mut m, sys_getpgrp, &[]), Ok(a.pid));
         assert_eq!(
             test_call(&mut p, &mut m, sys_setpgid, &[424_242, 0]),
             Err(Errno::ESRCH)

@@ -8,6 +8,7 @@ use super::{
 use crate::linux::thread::Sched;
 use crate::linux::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
+use std::time::Duration;
 
 /// waitid's id types.
 const P_ALL: u64 = 0;
@@ -50,10 +51,16 @@ struct Want {
     continued: bool,
 }
 
-/// A child that `sel` selects with an event `want` asks for: (pid, event);
-/// an ended child is removed and a change forgotten unless `keep`. ECHILD
-/// when no child matches at all.
-fn reap(p: &Process, sel: Select, want: Want, keep: bool) -> Result<Option<(u64, Event)>, Errno> {
+/// A child that `sel` selects with an event `want` asks for: (pid, event,
+/// its CPU time if it ended); an ended child is removed (its CPU time added
+/// to the caller's children's) and a change forgotten unless `keep`.
+/// ECHILD when no child matches at all.
+fn reap(
+    p: &mut Process,
+    sel: Select,
+    want: Want,
+    keep: bool,
+) -> Result<Option<(u64, Event, Duration)>, Errno> {
     let Some(f) = p.family.as_ref() else {
         return Err(Errno::ECHILD);
     };
@@ -80,7 +87,7 @@ fn reap(p: &Process, sel: Select, want: Want, keep: bool) -> Result<Option<(u64,
             _ => None,
         };
         if let Some(event) = event {
-            found = Some((pid, event));
+            found = Some((pid, event, e.cpu));
             break;
         }
     }
@@ -88,10 +95,12 @@ fn reap(p: &Process, sel: Select, want: Want, keep: bool) -> Result<Option<(u64,
         return Err(Errno::ECHILD);
     }
     match (found, keep) {
-        (Some((pid, Event::Ended(_))), false) => {
+        (Some((pid, Event::Ended(_), cpu)), false) => {
             t.procs.remove(&pid);
+            drop(t);
+            p.children_cpu = p.children_cpu.saturating_add(cpu);
         }
-        (Some((pid, Event::Changed(_))), false) => {
+        (Some((pid, Event::Changed(_), _)), false) => {
             if let Some(e) = t.procs.get_mut(&pid) {
                 e.change = None;
             }
@@ -99,6 +108,18 @@ fn reap(p: &Process, sel: Select, want: Want, keep: bool) -> Result<Option<(u64,
         _ => {}
     }
     Ok(found)
+}
+
+/// The `struct rusage` a wait reports: an ended child's CPU time (its own
+/// and its waited-for children's) as user time; nothing for a stop or
+/// continue.
+fn rusage_of(event: Event, cpu: Duration) -> [u8; 144] {
+    let mut b = [0u8; 144];
+    if let Event::Ended(_) = event {
+        b[0..8].copy_from_slice(&cpu.as_secs().to_le_bytes());
+        b[8..16].copy_from_slice(&u64::from(cpu.subsec_micros()).to_le_bytes());
+    }
+    b
 }
 
 fn my_pgid(p: &Process) -> u64 {
@@ -138,12 +159,12 @@ fn wait4_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         continued: options & WCONTINUED != 0,
     };
     match reap(p, sel, want, false)? {
-        Some((child, event)) => {
+        Some((child, event, cpu)) => {
             if status != 0 {
                 mem.write_u32(status, event.wait_status() as u32)?;
             }
             if rusage != 0 {
-                mem.write(rusage, &[0u8; 144])?;
+                mem.write(rusage, &rusage_of(event, cpu))?;
             }
             Ok(child)
         }
@@ -193,7 +214,7 @@ fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         continued: options & WCONTINUED != 0,
     };
     match reap(p, sel, want, options & WNOWAIT != 0)? {
-        Some((child, event)) => {
+        Some((child, event, cpu)) => {
             if infop != 0 {
                 let mut info = [0u8; 128];
                 // The same code and value as the SIGCHLD for the event.
@@ -210,7 +231,7 @@ fn waitid_once(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
                 mem.write(infop, &info)?;
             }
             if rusage != 0 {
-                mem.write(rusage, &[0u8; 144])?;
+                mem.write(rusage, &rusage_of(event, cpu))?;
             }
             Ok(0)
         }

@@ -160,8 +160,12 @@ fn obj_of_resolved(r: Resolved) -> Result<Obj, Errno> {
 
 /// The object an open descriptor refers to, if it may be changed.
 pub(super) fn obj_of_fd(p: &Process, fd: i32) -> Result<Obj, Errno> {
-    let file = p.fds.get(fd)?;
-    let f = lock(&file);
+    obj_of_file(p, &p.fds.get(fd)?)
+}
+
+/// As [`obj_of_fd`] for an open file description.
+fn obj_of_file(p: &Process, file: &FileRef) -> Result<Obj, Errno> {
+    let f = lock(file);
     let (hfd, path) = match &f.kind {
         FileKind::File { fd, path }
         | FileKind::Dir { fd, path }
@@ -212,8 +216,19 @@ pub(super) fn obj_at(
     } else {
         absolute(p, dirfd, &path)?
     };
-    // Devices, descriptors and generated files are not the guest's to change.
+    // Devices, descriptors and generated files are not the guest's to change;
+    // a file or directory reached through /proc/self/fd/N is the one open
+    // there (glibc's fchmodat with AT_SYMLINK_NOFOLLOW chmods
+    // /proc/self/fd/N of an O_PATH descriptor: GNU tar -p).
     match resolve(p, &abs, follow) {
+        Ok(Target::Fd(f))
+            if matches!(
+                lock(&f).kind,
+                FileKind::File { .. } | FileKind::Dir { .. } | FileKind::PathOnly { .. }
+            ) =>
+        {
+            return obj_of_file(p, &f);
+        }
         Ok(Target::Fd(_) | Target::Dev(_) | Target::Virt(..)) => return Err(Errno::EPERM),
         Ok(Target::Host(_)) | Err(_) => {}
     }

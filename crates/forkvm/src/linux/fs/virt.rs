@@ -39,9 +39,17 @@ pub(super) struct Generated {
 }
 
 /// The files of a process directory (`/proc/<pid>` and `/proc/<pid>/task/<tid>`).
-const PROCESS_FILES: &[&[u8]] = &[b"cmdline", b"maps", b"stat", b"statm", b"status"];
+const PROCESS_FILES: &[&[u8]] = &[
+    b"cmdline",
+    b"maps",
+    b"mountinfo",
+    b"mounts",
+    b"stat",
+    b"statm",
+    b"status",
+];
 /// The files directly in /proc.
-const PROC_FILES: &[&[u8]] = &[b"cpuinfo", b"meminfo", b"stat"];
+const PROC_FILES: &[&[u8]] = &[b"cpuinfo", b"loadavg", b"meminfo", b"stat", b"uptime"];
 /// The /etc files the guest may be given (see `procfs::etc_file`).
 const ETC_FILES: &[&[u8]] = &[b"group", b"hosts", b"nsswitch.conf", b"passwd"];
 
@@ -106,6 +114,7 @@ fn proc_node(p: &Process, rest: &[u8]) -> Option<Node> {
     match rest {
         b"self" => return Some(Node::Link(pid.into_bytes())),
         b"thread-self" => return Some(Node::Link(format!("{pid}/task/{}", p.tid).into_bytes())),
+        b"mounts" => return Some(Node::Link(b"self/mounts".to_vec())),
         r if PROC_FILES.contains(&r) => {
             return Some(Node::File(Generated {
                 root_owned: true,
@@ -207,6 +216,7 @@ pub(super) fn list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
     }
     if dir == b"/proc" {
         let mut out = names(PROC_FILES, DT_REG);
+        out.push((b"mounts".to_vec(), DT_LNK));
         out.push((b"self".to_vec(), DT_LNK));
         out.push((b"thread-self".to_vec(), DT_LNK));
         out.push((pid.into_bytes(), DT_DIR));

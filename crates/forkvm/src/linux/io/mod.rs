@@ -1,5 +1,5 @@
 //! Data-transfer syscalls: read/write and their vector and positional forms,
-//! lseek, pipe/pipe2, sendfile, fsync, fadvise64 (readiness and poll/ppoll
+//! lseek, pipe/pipe2, sendfile, fsync (and the sync calls), fadvise64 (readiness and poll/ppoll
 //! are in [`super::poll`], ioctl in [`super::ioctl`]).
 //!
 //! Transfers go straight between guest memory and the host descriptor (or
@@ -8,6 +8,7 @@
 //! buffers are never sized by the guest beyond a fixed chunk.
 
 mod pipe;
+mod sync;
 mod vectored;
 
 use super::fdtable::{lock, FileKind, FileRef, OpenFile};
@@ -18,6 +19,7 @@ use crate::memory::GuestMemory;
 use pipe::{pipe_read, pipe_write, sys_pipe, sys_pipe2};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
+use sync::{sys_sync, sys_sync_file_range, sys_syncfs};
 pub(crate) use vectored::{gather, iovecs, scatter};
 use vectored::{sys_preadv, sys_pwritev, sys_readv, sys_writev};
 
@@ -638,6 +640,10 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "input must be a regular file or /dev/{null,zero,urandom}" },
     SyscallEntry { nr: 74, name: "fsync", handler: sys_fsync, support: Support::Full, note: "" },
     SyscallEntry { nr: 75, name: "fdatasync", handler: sys_fsync, support: Support::Full, note: "" },
+    SyscallEntry { nr: 162, name: "sync", handler: sys_sync, support: Support::Full, note: "" },
+    SyscallEntry { nr: 306, name: "syncfs", handler: sys_syncfs, support: Support::Full, note: "" },
+    SyscallEntry { nr: 277, name: "sync_file_range", handler: sys_sync_file_range, support: Support::Full,
+        note: "" },
     SyscallEntry { nr: 221, name: "fadvise64", handler: sys_fadvise64, support: Support::Partial,
         note: "advice is accepted and ignored" },
     SyscallEntry { nr: 293, name: "pipe2", handler: sys_pipe2, support: Support::Partial,

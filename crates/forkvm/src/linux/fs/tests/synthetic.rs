@@ -34,6 +34,8 @@ fn generated_files_stat_as_regular_files() {
         "/proc/meminfo",
         "/proc/cpuinfo",
         "/proc/stat",
+        "/proc/uptime",
+        "/proc/loadavg",
     ] {
         for follow in [true, false] {
             let st = stat(&mut p, &mut m, path, follow).unwrap_or_else(|e| panic!("{path}: {e:?}"));
@@ -136,7 +138,21 @@ fn proc_directories_stat_and_list() {
     assert_eq!(mode & S_IFMT, S_IFDIR);
     assert_eq!(
         list(&mut p, &mut m, d),
-        [".", "..", "cmdline", "cwd", "exe", "fd", "maps", "stat", "statm", "status", "task"]
+        [
+            ".",
+            "..",
+            "cmdline",
+            "cwd",
+            "exe",
+            "fd",
+            "maps",
+            "mountinfo",
+            "mounts",
+            "stat",
+            "statm",
+            "status",
+            "task"
+        ]
     );
     let fds = open(&mut p, &mut m, "/proc/self/fd", O_RDONLY | O_DIRECTORY).unwrap();
     assert_eq!(
@@ -151,10 +167,13 @@ fn proc_directories_stat_and_list() {
             "..",
             "2",
             "cpuinfo",
+            "loadavg",
             "meminfo",
+            "mounts",
             "self",
             "stat",
-            "thread-self"
+            "thread-self",
+            "uptime"
         ]
     );
     // A *at call and fchdir from a synthetic directory.
