@@ -875,3 +875,12 @@ fn copy_file_range_as_on_linux() {
 fn inotify_reports_the_programs_changes() {
     glibc_and_musl("inotify");
 }
+
+/// A removed working directory or directory descriptor: getcwd is ENOENT
+/// (node's process.cwd() gave the old path) and no name is found or made
+/// in it, not even once a directory of the same name is made again (files
+/// went into that new directory); `..` still leads out.
+#[test]
+fn a_removed_directory_is_no_place_for_names() {
+    glibc_and_musl_in_a_dir("removed_dirs");
+}
