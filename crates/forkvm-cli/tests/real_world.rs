@@ -884,3 +884,11 @@ fn inotify_reports_the_programs_changes() {
 fn a_removed_directory_is_no_place_for_names() {
     glibc_and_musl_in_a_dir("removed_dirs");
 }
+
+/// ioctl FICLONE and FICLONERANGE between /dev/shm files: EOPNOTSUPP after
+/// Linux's checks in its order (it was ENOTTY, which node's
+/// COPYFILE_FICLONE_FORCE reported instead of ENOTSUP).
+#[test]
+fn file_clone_ioctls_as_on_a_filesystem_without_shared_extents() {
+    glibc_and_musl("file_clone");
+}
