@@ -892,3 +892,20 @@ fn a_removed_directory_is_no_place_for_names() {
 fn file_clone_ioctls_as_on_a_filesystem_without_shared_extents() {
     glibc_and_musl("file_clone");
 }
+
+/// node's `fetch` (undici parses HTTP with WebAssembly, for which V8
+/// reserves ~10 GiB of address space) of its own server, under the default
+/// address space: it failed with "Cannot allocate Wasm memory" in 8 GiB.
+#[test]
+fn node_fetch_and_webassembly_fit_the_default_address_space() {
+    if !installed("/usr/bin/node") {
+        return;
+    }
+    let script = "const http = require('http'); \
+        const m = new WebAssembly.Memory({ initial: 1 }); \
+        const s = http.createServer((q, r) => r.end('ok ' + q.method + ' ' + q.url)); \
+        s.listen(0, '127.0.0.1', async () => { \
+          const res = await fetch('http://127.0.0.1:' + s.address().port + '/x', { method: 'POST', body: 'b' }); \
+          console.log(res.status, await res.text(), m.buffer.byteLength); s.close(); });";
+    node_script(script);
+}

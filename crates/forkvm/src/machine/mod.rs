@@ -954,7 +954,10 @@ const STACK_GUARD_MAX: u64 = 1 << 20;
 
 /// Address space given to dynamically linked programs: language runtimes
 /// (V8 reserves its code range, JVMs their heaps) need room to reserve.
-const DYNAMIC_ADDRESS_SPACE: u64 = 8 << 30;
+/// V8 reserves ~10 GiB for each WebAssembly memory and node's fetch makes
+/// one (undici's HTTP parser): with 8 GiB fetch failed ("Cannot allocate
+/// Wasm memory"); 32 GiB holds three, with no measurable cost at start or fork.
+const DYNAMIC_ADDRESS_SPACE: u64 = 32 << 30;
 
 /// rt_sigreturn(2): served by the run loop because it replaces the registers.
 const RT_SIGRETURN: u64 = 15;
