@@ -909,3 +909,16 @@ fn node_fetch_and_webassembly_fit_the_default_address_space() {
           console.log(res.status, await res.text(), m.buffer.byteLength); s.close(); });";
     node_script(script);
 }
+
+/// /proc/uptime, which libuv reads for node's os.uptime() (and `uptime`,
+/// procps and psutil read): it was missing (ENOENT).
+#[test]
+fn proc_uptime_reads_as_on_linux() {
+    if installed("/usr/bin/node") {
+        let script = "const fs = require('fs'), os = require('os'); \
+                      const f = fs.readFileSync('/proc/uptime', 'utf8'); \
+                      const [up, idle] = f.trim().split(' ').map(Number); \
+                      console.log(/^\\d+\\.\\d\\d \\d+\\.\\d\\d\\n$/.test(f), up >= 0, idle >= 0, Math.abs(os.uptime() - up) < 2)";
+        node_script(script);
+    }
+}

@@ -5,7 +5,8 @@
 //! `/proc/self/maps` (what the program mapped), `/proc/self/cmdline` (its
 //! argument strings, read from its stack), `/proc/self/status`,
 //! `/proc/self/stat` and `statm` (its memory and threads),
-//! `/proc/meminfo` (its memory limit), `/proc/cpuinfo` and `/proc/stat` (one CPU) are
+//! `/proc/meminfo` (its memory limit), `/proc/cpuinfo` and `/proc/stat` (one CPU),
+//! `/proc/uptime` (since the run started) are
 //! generated when opened, into a sealed in-memory file, so every read,
 //! seek, fstat and mmap path treats them as ordinary read-only files.
 //! Which names exist there (files, directories such as `/proc/self/fd`,
@@ -169,6 +170,12 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
                 "cpu  {ticks} 0 0 0 0 0 0 0 0 0\ncpu0 {ticks} 0 0 0 0 0 0 0 0 0\nintr 0\nctxt 0\n\
                  btime {boot}\nprocesses 1\nprocs_running 1\nprocs_blocked 0\nsoftirq 0\n"
             );
+        }
+        b"uptime" => {
+            // Up since the run started, as sysinfo says, and never idle,
+            // as /proc/stat says (libuv reads it for node's os.uptime()).
+            let up = p.started.elapsed();
+            let _ = writeln!(s, "{}.{:02} 0.00", up.as_secs(), up.subsec_millis() / 10);
         }
         b"cpuinfo" => {
             let _ = write!(
