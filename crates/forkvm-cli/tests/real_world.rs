@@ -922,3 +922,18 @@ fn proc_uptime_reads_as_on_linux() {
         node_script(script);
     }
 }
+
+/// /proc/self/comm and /proc/self/task/TID/comm: the program's name, and
+/// the one node's process.title gives it (ps and psutil read it; ENOENT).
+#[test]
+fn proc_comm_is_the_programs_name() {
+    if installed("/usr/bin/node") {
+        let script = "const fs = require('fs'); \
+                      const a = fs.readFileSync('/proc/self/comm', 'utf8'); \
+                      process.title = 'renamed-by-title'; \
+                      const b = fs.readFileSync('/proc/self/comm', 'utf8'); \
+                      const c = fs.readFileSync('/proc/self/task/' + process.pid + '/comm', 'utf8'); \
+                      console.log(JSON.stringify([a, b, c]))";
+        node_script(script);
+    }
+}

@@ -39,7 +39,7 @@ pub(super) struct Generated {
 }
 
 /// The files of a process directory (`/proc/<pid>` and `/proc/<pid>/task/<tid>`).
-const PROCESS_FILES: &[&[u8]] = &[b"cmdline", b"maps", b"stat", b"statm", b"status"];
+const PROCESS_FILES: &[&[u8]] = &[b"cmdline", b"comm", b"maps", b"stat", b"statm", b"status"];
 /// The files directly in /proc.
 const PROC_FILES: &[&[u8]] = &[b"cpuinfo", b"meminfo", b"stat", b"uptime"];
 /// The /etc files the guest may be given (see `procfs::etc_file`).
