@@ -937,3 +937,22 @@ fn proc_comm_is_the_programs_name() {
         node_script(script);
     }
 }
+
+/// More connections at once than the listen backlog (node's default, 511):
+/// Linux drops the SYNs it has no room for and the clients retry, so every
+/// connection is made, only later; forkvm refused those past the backlog
+/// (ECONNREFUSED).
+#[test]
+fn a_burst_of_connections_past_the_backlog_all_connect() {
+    if !installed("/usr/bin/node") {
+        return;
+    }
+    let script = "const net = require('net'); \
+        const s = net.createServer(c => c.end('x')); \
+        s.listen(0, '127.0.0.1', async () => { \
+          const r = await Promise.all(Array.from({ length: 600 }, () => new Promise(res => { \
+            const c = net.connect(s.address().port, '127.0.0.1'); let d = ''; \
+            c.on('data', x => d += x); c.on('end', () => res(d)); c.on('error', e => res(e.code)); }))); \
+          const n = {}; r.forEach(x => n[x] = (n[x] || 0) + 1); console.log(JSON.stringify(n)); s.close(); });";
+    node_script(script);
+}
