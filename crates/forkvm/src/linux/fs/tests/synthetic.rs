@@ -136,7 +136,10 @@ fn proc_directories_stat_and_list() {
     assert_eq!(mode & S_IFMT, S_IFDIR);
     assert_eq!(
         list(&mut p, &mut m, d),
-        [".", "..", "cmdline", "cwd", "exe", "fd", "maps", "stat", "statm", "status", "task"]
+        [
+            ".", "..", "cmdline", "comm", "cwd", "exe", "fd", "maps", "stat", "statm", "status",
+            "task"
+        ]
     );
     let fds = open(&mut p, &mut m, "/proc/self/fd", O_RDONLY | O_DIRECTORY).unwrap();
     assert_eq!(
@@ -154,7 +157,8 @@ fn proc_directories_stat_and_list() {
             "meminfo",
             "self",
             "stat",
-            "thread-self"
+            "thread-self",
+            "uptime"
         ]
     );
     // A *at call and fchdir from a synthetic directory.
