@@ -70,7 +70,7 @@ struct RunArgs {
     memory: u64,
     /// Guest address space in MiB when larger than --memory (reservations
     /// with PROT_NONE do not count against the limit). Default: --memory for
-    /// static programs, 1024 for static Go programs, 8192 for dynamically
+    /// static programs, 1024 for static Go programs, 32768 for dynamically
     /// linked ones (cgo too).
     #[arg(long, value_name = "MIB")]
     address_space: Option<u64>,

@@ -925,3 +925,84 @@ fn proc_uptime_and_loadavg() {
 fn mount_table_lists_the_root() {
     glibc_and_musl("mount_table");
 }
+
+/// A removed working directory or directory descriptor: getcwd is ENOENT
+/// (node's process.cwd() gave the old path) and no name is found or made
+/// in it, not even once a directory of the same name is made again (files
+/// went into that new directory); `..` still leads out.
+#[test]
+fn a_removed_directory_is_no_place_for_names() {
+    glibc_and_musl_in_a_dir("removed_dirs");
+}
+
+/// ioctl FICLONE and FICLONERANGE between /dev/shm files: EOPNOTSUPP after
+/// Linux's checks in its order (it was ENOTTY, which node's
+/// COPYFILE_FICLONE_FORCE reported instead of ENOTSUP).
+#[test]
+fn file_clone_ioctls_as_on_a_filesystem_without_shared_extents() {
+    glibc_and_musl("file_clone");
+}
+
+/// node's `fetch` (undici parses HTTP with WebAssembly, for which V8
+/// reserves ~10 GiB of address space) of its own server, under the default
+/// address space: it failed with "Cannot allocate Wasm memory" in 8 GiB.
+#[test]
+fn node_fetch_and_webassembly_fit_the_default_address_space() {
+    if !installed("/usr/bin/node") {
+        return;
+    }
+    let script = "const http = require('http'); \
+        const m = new WebAssembly.Memory({ initial: 1 }); \
+        const s = http.createServer((q, r) => r.end('ok ' + q.method + ' ' + q.url)); \
+        s.listen(0, '127.0.0.1', async () => { \
+          const res = await fetch('http://127.0.0.1:' + s.address().port + '/x', { method: 'POST', body: 'b' }); \
+          console.log(res.status, await res.text(), m.buffer.byteLength); s.close(); });";
+    node_script(script);
+}
+
+/// /proc/uptime, which libuv reads for node's os.uptime() (and `uptime`,
+/// procps and psutil read): it was missing (ENOENT).
+#[test]
+fn proc_uptime_reads_as_on_linux() {
+    if installed("/usr/bin/node") {
+        let script = "const fs = require('fs'), os = require('os'); \
+                      const f = fs.readFileSync('/proc/uptime', 'utf8'); \
+                      const [up, idle] = f.trim().split(' ').map(Number); \
+                      console.log(/^\\d+\\.\\d\\d \\d+\\.\\d\\d\\n$/.test(f), up >= 0, idle >= 0, Math.abs(os.uptime() - up) < 2)";
+        node_script(script);
+    }
+}
+
+/// /proc/self/comm and /proc/self/task/TID/comm: the program's name, and
+/// the one node's process.title gives it (ps and psutil read it; ENOENT).
+#[test]
+fn proc_comm_is_the_programs_name() {
+    if installed("/usr/bin/node") {
+        let script = "const fs = require('fs'); \
+                      const a = fs.readFileSync('/proc/self/comm', 'utf8'); \
+                      process.title = 'renamed-by-title'; \
+                      const b = fs.readFileSync('/proc/self/comm', 'utf8'); \
+                      const c = fs.readFileSync('/proc/self/task/' + process.pid + '/comm', 'utf8'); \
+                      console.log(JSON.stringify([a, b, c]))";
+        node_script(script);
+    }
+}
+
+/// More connections at once than the listen backlog (node's default, 511):
+/// Linux drops the SYNs it has no room for and the clients retry, so every
+/// connection is made, only later; forkvm refused those past the backlog
+/// (ECONNREFUSED).
+#[test]
+fn a_burst_of_connections_past_the_backlog_all_connect() {
+    if !installed("/usr/bin/node") {
+        return;
+    }
+    let script = "const net = require('net'); \
+        const s = net.createServer(c => c.end('x')); \
+        s.listen(0, '127.0.0.1', async () => { \
+          const r = await Promise.all(Array.from({ length: 600 }, () => new Promise(res => { \
+            const c = net.connect(s.address().port, '127.0.0.1'); let d = ''; \
+            c.on('data', x => d += x); c.on('end', () => res(d)); c.on('error', e => res(e.code)); }))); \
+          const n = {}; r.forEach(x => n[x] = (n[x] || 0) + 1); console.log(JSON.stringify(n)); s.close(); });";
+    node_script(script);
+}

@@ -203,6 +203,61 @@ fn sys_copy_file_range(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
     Ok(done)
 }
 
+/// ioctl(2) on the destination: share the source's data (its descriptor
+/// as the argument), or a range of it (`struct file_clone_range`).
+pub(super) const FICLONE: u32 = 0x4004_9409;
+pub(super) const FICLONERANGE: u32 = 0x4020_940d;
+/// `struct file_clone_range`: src_fd, src_offset, src_length, dest_offset.
+const CLONE_RANGE_SIZE: u64 = 32;
+
+/// FICLONE and FICLONERANGE on `out`: Linux's checks (ioctl_file_clone,
+/// vfs_clone_file_range) in its order, then EOPNOTSUPP, the answer of a
+/// filesystem that cannot share extents, after which programs copy (cp's
+/// default --reflink=auto, node's COPYFILE_FICLONE). Host extents are
+/// never shared: the files look like files of such a filesystem. It was
+/// ENOTTY, which node's COPYFILE_FICLONE_FORCE reported instead of ENOTSUP.
+pub(super) fn ioctl_clone(
+    p: &Process,
+    mem: &GuestMemory,
+    out: &FileRef,
+    req: u32,
+    arg: u64,
+) -> SysResult {
+    let src = if req == FICLONERANGE {
+        mem.read(arg, CLONE_RANGE_SIZE)?;
+        mem.read_u64(arg)?
+    } else {
+        arg
+    };
+    // The descriptor is an unsigned int to the kernel.
+    let input = fd_file(p, u64::from(src as u32))?;
+    let aliased = Arc::ptr_eq(&input, out);
+    let inf = lock(&input);
+    let outf = if aliased { None } else { Some(lock(out)) };
+    let out_ref: &OpenFile = outf.as_deref().unwrap_or(&inf);
+    // Different superblocks first: pipes and sockets are on none of ours.
+    let dev = |f: &OpenFile| match &f.kind {
+        FileKind::File { fd, .. } | FileKind::Dir { fd, .. } => {
+            rustix::fs::fstat(fd).ok().map(|st| st.st_dev)
+        }
+        _ => None,
+    };
+    match (dev(&inf), dev(out_ref)) {
+        (Some(a), Some(b)) if a != b => return Err(Errno::EXDEV),
+        (Some(_), None) | (None, Some(_)) => return Err(Errno::EXDEV),
+        _ => {}
+    }
+    host_fd(&inf)?;
+    host_fd(out_ref)?;
+    if !inf.readable()
+        || !out_ref.writable()
+        || out_ref.flags & super::fdtable::oflags::O_APPEND != 0
+    {
+        return Err(Errno::EBADF);
+    }
+    Err(Errno::EOPNOTSUPP)
+}
+
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 326, name: "copy_file_range", handler: sys_copy_file_range, support: Support::Partial,

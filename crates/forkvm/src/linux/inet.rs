@@ -49,7 +49,7 @@ const EINPROGRESS: Errno = Errno(115);
 const TCP_NODELAY: u64 = 1;
 const EADDRINUSE: Errno = Errno(98);
 /// Largest backlog recorded (SOMAXCONN).
-const SOMAXCONN: i32 = 4096;
+pub(super) const SOMAXCONN: i32 = 4096;
 
 /// A listening socket's queue of connections (pushed by the host for
 /// virtual TCP, made by connect for AF_UNIX names).

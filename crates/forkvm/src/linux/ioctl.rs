@@ -3,6 +3,7 @@
 //! queries, which go to the host's terminal; changing the terminal is
 //! refused, so a guest cannot leave the user's terminal in raw mode.
 
+use super::copy_range::{ioctl_clone, FICLONE, FICLONERANGE};
 use super::fdtable::{lock, oflags::O_NONBLOCK, FileKind};
 use super::io::host_std;
 use super::table::{Support, SyscallEntry};
@@ -94,6 +95,7 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
             mem.write(arg, &out[..len])?;
             Ok(0)
         }
+        FICLONE | FICLONERANGE => ioctl_clone(p, mem, &file, req, arg),
         _ => Err(Errno::ENOTTY),
     }
 }
@@ -101,5 +103,5 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 16, name: "ioctl", handler: sys_ioctl, support: Support::Partial,
-        note: "FIONBIO, FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); others ENOTTY" },
+        note: "FIONBIO, FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); FICLONE/FICLONERANGE are EOPNOTSUPP after Linux's checks (no shared extents); others ENOTTY" },
 ];

@@ -54,10 +54,17 @@ pub(super) fn own_listener(p: &Process, to: SocketAddr) -> Option<OwnListener> {
     Some(OwnListener { queue, family })
 }
 
+/// Connections queued past the backlog: Linux drops the SYNs it has no room
+/// for and the client sends them again, so a burst larger than the backlog
+/// still connects, later; here they are queued at once, up to this many
+/// more (a bound on what a program that connects and closes can pile up).
+const PAST_BACKLOG: usize = super::inet::SOMAXCONN as usize;
+
 /// connect(2) of the TCP socket `fd` to `to`, which `listener` listens on:
 /// connected at once (a nonblocking connect too, which Linux allows), the
-/// other end queued for accept. A queue already holding more than the
-/// backlog refuses (ECONNREFUSED) rather than leaving the connect pending.
+/// other end queued for accept. A queue already holding [`PAST_BACKLOG`]
+/// more than the backlog refuses (ECONNREFUSED) rather than leaving the
+/// connect pending.
 pub(super) fn connect(
     p: &mut Process,
     fd: u64,
@@ -66,7 +73,7 @@ pub(super) fn connect(
 ) -> SysResult {
     {
         let l = lock(&listener.queue);
-        if l.pending.len() > l.backlog.max(0) as usize {
+        if l.pending.len() > l.backlog.max(0) as usize + PAST_BACKLOG {
             return Err(Errno::ECONNREFUSED);
         }
     }

@@ -3,7 +3,7 @@
 //! host's are not allowed ([`etc_file`]).
 //!
 //! `/proc/self/maps` (what the program mapped), `/proc/self/cmdline` (its
-//! argument strings, read from its stack), `/proc/self/status`,
+//! argument strings, read from its stack), `/proc/self/comm`, `status`,
 //! `/proc/self/stat` and `statm` (its memory and threads),
 //! `/proc/meminfo` (its memory limit), `/proc/cpuinfo` and `/proc/stat` (one CPU),
 //! `/proc/uptime` and `/proc/loadavg` (since it started, no load), the mount
@@ -82,6 +82,12 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
                     .map(<[u8]>::to_vec)
                     .unwrap_or_default(),
             );
+        }
+        // Its name (prctl PR_SET_NAME, node's process.title), as ps and
+        // psutil read it.
+        b"self/comm" => {
+            let name = p.comm.split(|&b| b == 0).next().unwrap_or(b"");
+            return Some([name, b"\n"].concat());
         }
         b"self/maps" => {
             let stack_lo = mem.size() - p.mm.stack_size(mem.size());

@@ -347,7 +347,10 @@ const STACK_GUARD_MAX: u64 = 1 << 20;
 
 /// Address space given to dynamically linked programs: language runtimes
 /// (V8 reserves its code range, JVMs their heaps) need room to reserve.
-const DYNAMIC_ADDRESS_SPACE: u64 = 8 << 30;
+/// V8 reserves ~10 GiB for each WebAssembly memory and node's fetch makes
+/// one (undici's HTTP parser): with 8 GiB fetch failed ("Cannot allocate
+/// Wasm memory"); 32 GiB holds three, with no measurable cost at start or fork.
+const DYNAMIC_ADDRESS_SPACE: u64 = 32 << 30;
 
 /// The value of auxv entry `key` on an initial stack at `rsp`.
 fn find_auxv(mem: &GuestMemory, rsp: u64, key: u64) -> Option<u64> {

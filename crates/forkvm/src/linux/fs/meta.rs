@@ -521,6 +521,10 @@ pub(super) fn sys_faccessat2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
 
 /// Implements getcwd(2).
 pub(super) fn sys_getcwd(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    // Removed: Linux says so before looking at the buffer.
+    if cwd_removed(p) {
+        return Err(Errno::ENOENT);
+    }
     // Where the working directory is now, if it was renamed.
     let now = cwd_path(p);
     if now != p.cwd {

@@ -9,6 +9,12 @@
 //! object. The result is only ever a guest path walked like any other, so
 //! it cannot lead out of the roots; when nothing matches (a directory
 //! removed, or moved out of every root) the old text stays.
+//!
+//! A removed directory is no place at all: while the working directory or
+//! a directory descriptor is one ([`removed`]), getcwd answers ENOENT and
+//! names relative to it are not looked up by the old text (which may name a
+//! new directory of the same name), as Linux finds nothing in a dead
+//! directory (see [`path::absolute`]).
 
 use super::*;
 use std::os::fd::AsRawFd;
@@ -80,4 +86,15 @@ pub(super) fn cwd_path(p: &Process) -> Vec<u8> {
         Some(dir) => fresh_path(p, dir, text).unwrap_or_else(|| text.to_vec()),
         None => text.to_vec(),
     }
+}
+
+/// Whether the host directory `dir` was removed (rmdir, or replaced by a
+/// rename over it): a directory's link count drops to 0 then.
+pub(super) fn removed(dir: &OwnedFd) -> bool {
+    rustix::fs::fstat(dir).is_ok_and(|st| st.st_mode & S_IFMT == S_IFDIR && st.st_nlink == 0)
+}
+
+/// The working directory was removed.
+pub(super) fn cwd_removed(p: &Process) -> bool {
+    p.cwd_dir.as_ref().is_some_and(|d| removed(d))
 }

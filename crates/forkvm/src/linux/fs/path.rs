@@ -521,8 +521,13 @@ pub(super) fn parse_fd(s: &[u8]) -> Option<i32> {
 
 /// The guest directory a relative path starts from.
 pub(super) fn base_dir(p: &Process, dirfd: i32) -> Result<Vec<u8>, Errno> {
+    base_dir_removed(p, dirfd).map(|(path, _)| path)
+}
+
+/// [`base_dir`], and whether that directory was removed.
+fn base_dir_removed(p: &Process, dirfd: i32) -> Result<(Vec<u8>, bool), Errno> {
     if dirfd == AT_FDCWD {
-        return Ok(cwd_path(p));
+        return Ok((cwd_path(p), cwd_removed(p)));
     }
     let file = p.fds.get(dirfd)?;
     let mut f = lock(&file);
@@ -532,18 +537,41 @@ pub(super) fn base_dir(p: &Process, dirfd: i32) -> Result<Vec<u8>, Errno> {
             if let Some(now) = fresh_path(p, fd, path) {
                 *path = now;
             }
-            Ok(path.clone())
+            Ok((path.clone(), removed(fd)))
         }
         _ => Err(Errno::ENOTDIR),
     }
 }
 
 /// `path` made absolute against `dirfd` (AT_FDCWD: the cwd).
+/// In a removed directory Linux finds no name (ENOENT, creating included):
+/// only `..` leads out, to where it was. (`.` itself is ENOENT here, where
+/// Linux would still stat the dead directory.)
 pub(super) fn absolute(p: &Process, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno> {
     if path.starts_with(b"/") {
         return Ok(path.to_vec());
     }
-    let mut abs = base_dir(p, dirfd)?;
+    let (mut abs, dead) = base_dir_removed(p, dirfd)?;
+    if dead {
+        let mut rest = path;
+        while let Some(r) = rest.strip_prefix(b"/").or_else(|| rest.strip_prefix(b"./")) {
+            rest = r;
+        }
+        let Some(rest) = rest
+            .strip_prefix(b"..")
+            .filter(|r| r.is_empty() || r[0] == b'/')
+        else {
+            return Err(Errno::ENOENT);
+        };
+        // The parent it was removed from, then the rest of the path.
+        let cut = abs.iter().rposition(|&b| b == b'/').unwrap_or(0);
+        abs.truncate(cut.max(1));
+        if !abs.ends_with(b"/") && !rest.is_empty() {
+            abs.push(b'/');
+        }
+        abs.extend_from_slice(rest.strip_prefix(b"/").unwrap_or(rest));
+        return Ok(abs);
+    }
     if !abs.ends_with(b"/") {
         abs.push(b'/');
     }

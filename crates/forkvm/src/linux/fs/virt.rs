@@ -41,6 +41,7 @@ pub(super) struct Generated {
 /// The files of a process directory (`/proc/<pid>` and `/proc/<pid>/task/<tid>`).
 const PROCESS_FILES: &[&[u8]] = &[
     b"cmdline",
+    b"comm",
     b"maps",
     b"mountinfo",
     b"mounts",

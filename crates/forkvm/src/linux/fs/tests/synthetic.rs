@@ -142,6 +142,7 @@ fn proc_directories_stat_and_list() {
             ".",
             "..",
             "cmdline",
+            "comm",
             "cwd",
             "exe",
             "fd",
