@@ -23,6 +23,7 @@ pub mod names;
 pub mod net;
 pub mod net_recv;
 pub mod pidfd;
+pub mod pipe;
 pub mod poll;
 pub mod prctl;
 pub mod process;
