@@ -507,19 +507,24 @@ fn sys_getrusage(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
     if !(-1..=1).contains(&who) {
         return Err(Errno::EINVAL);
     }
-    let mut b = [0u8; 144];
-    if who == -1 {
-        let t = p.children_cpu;
-        b[0..8].copy_from_slice(&t.as_secs().to_le_bytes());
-        b[8..16].copy_from_slice(&u64::from(t.subsec_micros()).to_le_bytes());
+    let b = if who == -1 {
+        rusage(p.children_cpu)
     } else {
-        let t = cpu_time();
-        b[0..8].copy_from_slice(&t.as_secs().to_le_bytes());
-        b[8..16].copy_from_slice(&u64::from(t.subsec_micros()).to_le_bytes());
+        let mut b = rusage(cpu_time());
         b[32..40].copy_from_slice(&(mem.committed() >> 10).to_le_bytes()); // ru_maxrss, KiB
-    }
+        b
+    };
     mem.write(a[1], &b)?;
     Ok(0)
+}
+
+/// A `struct rusage` holding `user` as its user CPU time (ru_utime), the
+/// rest zero: what getrusage and the waits report.
+pub(crate) fn rusage(user: std::time::Duration) -> [u8; 144] {
+    let mut b = [0u8; 144];
+    b[0..8].copy_from_slice(&user.as_secs().to_le_bytes());
+    b[8..16].copy_from_slice(&u64::from(user.subsec_micros()).to_le_bytes());
+    b
 }
 
 /// POSIX per-process timers (timer_create and friends).

@@ -114,12 +114,10 @@ fn reap(
 /// and its waited-for children's) as user time; nothing for a stop or
 /// continue.
 fn rusage_of(event: Event, cpu: Duration) -> [u8; 144] {
-    let mut b = [0u8; 144];
-    if let Event::Ended(_) = event {
-        b[0..8].copy_from_slice(&cpu.as_secs().to_le_bytes());
-        b[8..16].copy_from_slice(&u64::from(cpu.subsec_micros()).to_le_bytes());
+    match event {
+        Event::Ended(_) => crate::linux::time::rusage(cpu),
+        _ => crate::linux::time::rusage(Duration::ZERO),
     }
-    b
 }
 
 fn my_pgid(p: &Process) -> u64 {
