@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{check, guest, guests_out, installed, Case, LIBS};
+use common::{check, glibc_and_musl, guest, guests_out, installed, Case, LIBS};
 use std::time::Duration;
 
 const BUSYBOX: &str = "/usr/bin/busybox";
@@ -25,13 +25,6 @@ fn out_dir() -> String {
 
 /// A C program doing fork, exec (of itself, with an inherited pipe and a
 /// close-on-exec fd), waitpid, kill, posix_spawn, setpgid, SIGCHLD.
-/// Runs guest `name`, built with glibc and with musl, natively and in forkvm.
-fn glibc_and_musl(name: &str) {
-    for libc in ["glibc", "musl"] {
-        check(&Case::new(guest(&format!("{name}.{libc}"))).limit(Duration::from_secs(30)));
-    }
-}
-
 #[test]
 fn c_fork_exec_waitpid_glibc_and_musl() {
     for libc in ["glibc", "musl"] {
@@ -363,13 +356,6 @@ fn nproc_limit_is_the_runs_process_limit() {
 #[test]
 fn nice_values_are_remembered() {
     glibc_and_musl("nice_values");
-}
-
-/// /proc/self and /proc/<pid> describe the process that reads them: a child
-/// read the first process's pid and parent.
-#[test]
-fn proc_self_is_the_reading_process() {
-    glibc_and_musl("proc_self");
 }
 
 /// What a signal carries and how signals queue: si_code and the sender's

@@ -247,7 +247,9 @@ impl Fork {
         // No deadline of its own: the children end with the use at the latest.
         m.proc.family = self.image.config.clone().map(|mut c| {
             c.timeout = Duration::MAX;
-            crate::linux::child::Tree::root(c)
+            let family = crate::linux::child::Tree::root(c);
+            family.publish(&m.proc, &m.mem);
+            family
         });
     }
 

@@ -549,6 +549,14 @@ pub fn check(case: &Case) -> (Run, Run) {
     (native, vm)
 }
 
+/// Runs guest `name`, built with glibc and with musl, natively and in
+/// forkvm (30 s each at most), and compares the runs.
+pub fn glibc_and_musl(name: &str) {
+    for libc in ["glibc", "musl"] {
+        check(&Case::new(guest(&format!("{name}.{libc}"))).limit(Duration::from_secs(30)));
+    }
+}
+
 /// `differential("hello.musl", &[], &[])`: the guest program `prog` (a name in
 /// tests/guests/out) natively vs `forkvm run [flags] prog args`.
 pub fn differential(prog: &str, args: &[&str], flags: &[&str]) -> (Run, Run) {

@@ -39,6 +39,8 @@ pub struct ExecReq {
     pub argv: Vec<OsString>,
     /// The new environment.
     pub env: Vec<OsString>,
+    /// The path execve was given (the process's new name comes from it).
+    pub name: Vec<u8>,
 }
 
 /// Reads a NULL-terminated array of strings at `addr` (NULL: empty).
@@ -137,6 +139,7 @@ pub fn resolve(
     mut argv: Vec<OsString>,
     env: Vec<OsString>,
 ) -> Result<ExecReq, Errno> {
+    let name = path.to_vec();
     let mut path = path.to_vec();
     for _ in 0..=MAX_SCRIPT_DEPTH {
         let host = executable(p, &path)?;
@@ -171,6 +174,7 @@ pub fn resolve(
                     program: host,
                     argv,
                     env,
+                    name,
                 });
             }
         }

@@ -199,14 +199,21 @@ pub struct Process {
     pub shm: sysv_shm::Attachments,
 }
 
+/// A process's name after it execs `path`, as Linux names it: the last
+/// component of the path given to execve (a symlink's or a script's own
+/// name, not what it leads to), 15 bytes at most.
+pub fn comm_of(path: &[u8]) -> [u8; 16] {
+    let mut comm = [0u8; 16];
+    let base = path.rsplit(|&b| b == b'/').next().unwrap_or(b"");
+    let n = base.len().min(15);
+    comm[..n].copy_from_slice(&base[..n]);
+    comm
+}
+
 impl Process {
     /// A fresh process with stdio open, at `cwd`, running `exe_path`.
     pub fn new(policy: Policy, mm: AddressSpace, cwd: String, exe_path: String) -> Self {
-        // Like Linux, the thread name starts as the program's file name (15 bytes at most).
-        let mut comm = [0u8; 16];
-        let base = exe_path.rsplit('/').next().unwrap_or("").as_bytes();
-        let n = base.len().min(15);
-        comm[..n].copy_from_slice(&base[..n]);
+        let comm = comm_of(exe_path.as_bytes());
         Self {
             policy,
             notes: trace::Notes::default(),

@@ -123,6 +123,9 @@ fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             let len = name.len().min(15);
             n[..len].copy_from_slice(&name[..len]);
             p.comm = n;
+            if let Some(f) = &p.family {
+                f.publish(p, mem);
+            }
             Ok(0)
         }
         PR_GET_NAME => {

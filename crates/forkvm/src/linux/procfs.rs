@@ -64,6 +64,9 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
     // A child process is itself, with its parent: not the run's first process.
     let pid = super::child::pid_of(p);
     let ppid = p.family.as_ref().map_or(PPID, super::child::Family::ppid);
+    if let Some(text) = other_process(p, path, pid) {
+        return Some(text);
+    }
     let path = path
         .strip_prefix(b"/proc/self/")
         .map(|rest| [b"self/".as_slice(), rest].concat())
@@ -135,19 +138,22 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
             );
         }
         b"self/stat" => {
-            // Linux's 52 fields; what is not tracked is 0. libuv reads the
-            // resident size (field 24) for node's process.memoryUsage().
-            let name = String::from_utf8_lossy(p.comm.split(|&b| b == 0).next().unwrap_or(b""));
-            let pages = mem.committed() / crate::abi::PAGE_SIZE;
-            let _ = writeln!(
-                s,
-                "{pid} ({name}) R {ppid} {pid} {pid} 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 {threads} 0 0 \
-                 {vsize} {pages} 18446744073709551615 0 0 0 0 0 0 {blocked} 0 0 0 0 0 17 0 0 0 0 0 0 \
-                 0 0 0 0 0 0 0 0",
-                threads = p.threads.count(),
-                vsize = mem.committed(),
-                blocked = p.sigmask,
-            );
+            // libuv reads the resident size (field 24) for node's
+            // process.memoryUsage().
+            let (pgid, sid) = super::child::seen(p, pid).map_or((pid, PPID), |s| (s.pgid, s.sid));
+            let line = StatLine {
+                pid,
+                comm: &p.comm,
+                state: 'R',
+                ppid,
+                pgid,
+                sid,
+                threads: p.threads.count() as u64,
+                start_ticks: 0,
+                vsize: mem.committed(),
+                blocked: p.sigmask,
+            };
+            line.write(&mut s);
         }
         b"self/statm" => {
             // size resident shared text lib data dt, in pages.
@@ -199,6 +205,97 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
                 "processor\t: 0\nvendor_id\t: forkvm\nmodel name\t: forkvm vCPU\ncpu MHz\t\t: 0.000\n\
                  cache size\t: 0 KB\nsiblings\t: 1\ncpu cores\t: 1\nflags\t\t: fpu tsc cx8 cmov mmx fxsr sse sse2 \
                  lm\n\n"
+            );
+        }
+        _ => return None,
+    }
+    Some(s.into_bytes())
+}
+
+/// The fields of a /proc/<pid>/stat line forkvm knows.
+struct StatLine<'a> {
+    pid: u64,
+    comm: &'a [u8; 16],
+    state: char,
+    ppid: u64,
+    pgid: u64,
+    sid: u64,
+    threads: u64,
+    /// When it started, in clock ticks (100 a second) after "boot" (when
+    /// the reader started, as /proc/stat's btime and /proc/uptime say).
+    start_ticks: u64,
+    vsize: u64,
+    blocked: u64,
+}
+
+impl StatLine<'_> {
+    /// Linux's 52 fields; what is not tracked is 0.
+    fn write(&self, s: &mut String) {
+        let name = String::from_utf8_lossy(self.comm.split(|&b| b == 0).next().unwrap_or(b""));
+        let pages = self.vsize / crate::abi::PAGE_SIZE;
+        let _ = writeln!(
+            s,
+            "{pid} ({name}) {state} {ppid} {pgid} {sid} 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 {threads} 0 \
+             {start} {vsize} {pages} 18446744073709551615 0 0 0 0 0 0 {blocked} 0 0 0 0 0 17 0 0 0 0 \
+             0 0 0 0 0 0 0 0 0 0",
+            pid = self.pid,
+            state = self.state,
+            ppid = self.ppid,
+            pgid = self.pgid,
+            sid = self.sid,
+            threads = self.threads,
+            start = self.start_ticks,
+            vsize = self.vsize,
+            blocked = self.blocked,
+        );
+    }
+}
+
+/// A file of another process's directory (`/proc/<pid>/...`, `pid` not the
+/// caller's), from what that process published (see `child::shown`).
+fn other_process(p: &Process, path: &[u8], own: u64) -> Option<Vec<u8>> {
+    let rest = path.strip_prefix(b"/proc/")?;
+    let slash = rest.iter().position(|&b| b == b'/')?;
+    let (digits, file) = (&rest[..slash], &rest[slash + 1..]);
+    let pid: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    if pid == own || pid.to_string().as_bytes() != digits {
+        return None;
+    }
+    let seen = super::child::seen(p, pid)?;
+    let shown = &seen.shown;
+    let name = String::from_utf8_lossy(shown.comm.split(|&b| b == 0).next().unwrap_or(b""));
+    let state = if seen.zombie { 'Z' } else { 'S' };
+    let mut s = String::new();
+    match file {
+        // A zombie's memory is gone: its command line reads as empty.
+        b"cmdline" if seen.zombie => return Some(Vec::new()),
+        b"cmdline" => return Some(shown.cmdline.clone()),
+        b"comm" => {
+            let _ = writeln!(s, "{name}");
+        }
+        b"stat" => {
+            let since = shown.started.saturating_duration_since(p.started);
+            StatLine {
+                pid,
+                comm: &shown.comm,
+                state,
+                ppid: seen.ppid,
+                pgid: seen.pgid,
+                sid: seen.sid,
+                threads: 1,
+                start_ticks: (since.as_millis() / 10) as u64,
+                vsize: 0,
+                blocked: 0,
+            }
+            .write(&mut s);
+        }
+        b"status" => {
+            let long = if seen.zombie { "zombie" } else { "sleeping" };
+            let _ = write!(
+                s,
+                "Name:\t{name}\nState:\t{state} ({long})\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t{}\n\
+                 Uid:\t{UID}\t{UID}\t{UID}\t{UID}\nGid:\t{UID}\t{UID}\t{UID}\t{UID}\nThreads:\t1\n",
+                seen.ppid
             );
         }
         _ => return None,

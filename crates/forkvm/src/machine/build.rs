@@ -27,7 +27,18 @@ impl Machine {
         let exe = std::fs::canonicalize(path)
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|_| path.to_string());
-        Self::build(file.bytes(), Some(file.fd()), &exe, config)
+        let mut m = Self::build(file.bytes(), Some(file.fd()), &exe, config)?;
+        // Named as the path it was started by, not the file that leads to.
+        m.proc.comm = linux::comm_of(path.as_bytes());
+        m.publish();
+        Ok(m)
+    }
+
+    /// Shows the first process to the run's others (see `child::shown`).
+    fn publish(&self) {
+        if let Some(f) = &self.proc.family {
+            f.publish(&self.proc, &self.mem);
+        }
     }
 
     /// Makes write roots `dirs` (also in `allow_write`) shared by every fork
@@ -42,7 +53,9 @@ impl Machine {
 
     /// Builds a VM for the ELF image `bytes`, which the guest knows as `exe_path`.
     pub fn new(bytes: &[u8], exe_path: &str, config: Config) -> Result<Self, MachineError> {
-        Self::build(bytes, None, exe_path, config)
+        let m = Self::build(bytes, None, exe_path, config)?;
+        m.publish();
+        Ok(m)
     }
 
     /// As [`Self::new`]; `fd` is the open file `bytes` come from, if any

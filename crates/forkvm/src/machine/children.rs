@@ -188,6 +188,7 @@ impl Machine {
             self.syscall_path,
         );
         child.ready = None;
+        req.family.publish(&child.proc, &child.mem);
         // A child starts with its parent's vector and FPU state.
         child.vcpu.set_xsave_area(&self.vcpu.xsave_area()?)?;
         child.write_ids(pid, crate::linux::child::pid_of(&self.proc))?;
@@ -220,7 +221,12 @@ impl Machine {
             })?;
             return Ok(true);
         };
-        let ExecReq { program, argv, env } = req;
+        let ExecReq {
+            program,
+            argv,
+            env,
+            name,
+        } = req;
         let mut config = family.tree.config.clone();
         config.argv = argv;
         config.env = env;
@@ -263,6 +269,8 @@ impl Machine {
         // The cwd as bytes (the config's is text).
         new.proc.cwd = old.cwd.clone();
         new.proc.family = old.family.take();
+        new.proc.comm = crate::linux::comm_of(&name);
+        family.publish(&new.proc, &new.mem);
         new.proc.tid = family.pid;
         new.proc.sigmask = old.sigmask;
         new.proc.sigqueue = std::mem::take(&mut old.sigqueue);

@@ -89,6 +89,10 @@ struct Entry {
     /// Its CPU time and its waited-for children's, once it ended (what
     /// wait4's rusage reports).
     cpu: Duration,
+    /// What the run's other processes see of it in /proc (see `shown`).
+    shown: Shown,
+    /// How often it published `shown`.
+    publishes: u32,
 }
 
 #[derive(Debug, Default)]
@@ -142,6 +146,7 @@ pub struct Family {
 
 mod handle;
 mod ids;
+mod shown;
 mod stop;
 mod wait;
 mod wake;
@@ -151,6 +156,7 @@ pub use wake::{sleep_until_woken, Waiter};
 pub use handle::{handle_of, Life, ProcHandle};
 pub(super) use ids::{pid_visible, sys_getpgid, sys_getpgrp, sys_getpid, sys_getppid, sys_getsid};
 use ids::{sys_setpgid, sys_setsid};
+pub use shown::{pids, seen, Seen, Shown};
 pub use stop::stop_if_asked;
 use wait::{sys_wait4, sys_waitid};
 
@@ -224,6 +230,8 @@ impl Tree {
                 subreaper: false,
                 adopted: Arc::default(),
                 cpu: Duration::ZERO,
+                shown: Shown::new(),
+                publishes: 0,
             },
         );
         let tree = Tree {
@@ -271,11 +279,13 @@ impl Tree {
         if t.alive as u64 >= self.max.load(Ordering::Relaxed) {
             return Err(Errno::EAGAIN);
         }
-        // A child inherits its parent's dispositions, SIGCHLD's included.
-        let (pgid, sid, no_zombies) = t
-            .procs
-            .get(&parent)
-            .map_or((parent, parent, false), |e| (e.pgid, e.sid, e.no_zombies));
+        // A child inherits its parent's dispositions, SIGCHLD's included,
+        // and shows what its parent did until it publishes its own.
+        let (pgid, sid, no_zombies, mut shown) = t.procs.get(&parent).map_or_else(
+            || (parent, parent, false, Shown::new()),
+            |e| (e.pgid, e.sid, e.no_zombies, e.shown.clone()),
+        );
+        shown.started = Instant::now();
         let mut pid = t.next_pid;
         while t.procs.contains_key(&pid) {
             pid += 1;
@@ -298,6 +308,8 @@ impl Tree {
                 subreaper: false,
                 adopted: adopted.clone(),
                 cpu: Duration::ZERO,
+                shown,
+                publishes: 0,
             },
         );
         drop(t);
@@ -369,7 +381,10 @@ impl Family {
             && !self.signals.waiting()
             && !self.tree.ended.load(Ordering::SeqCst)
             && t.procs.get(&self.pid).is_some_and(|e| {
-                e.pgid == self.pid && e.sid == super::process::PPID && e.status.is_none()
+                e.pgid == self.pid
+                    && e.sid == super::process::PPID
+                    && e.status.is_none()
+                    && e.publishes <= 1
             })
     }
 

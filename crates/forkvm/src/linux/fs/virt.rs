@@ -49,6 +49,8 @@ const PROCESS_FILES: &[&[u8]] = &[
     b"statm",
     b"status",
 ];
+/// The files of another process's directory (see `child::shown`).
+const OTHER_PROCESS_FILES: &[&[u8]] = &[b"cmdline", b"comm", b"stat", b"status"];
 /// The files directly in /proc.
 const PROC_FILES: &[&[u8]] = &[b"cpuinfo", b"loadavg", b"meminfo", b"stat", b"uptime"];
 /// The /etc files the guest may be given (see `procfs::etc_file`).
@@ -126,7 +128,7 @@ fn proc_node(p: &Process, rest: &[u8]) -> Option<Node> {
     }
     let (first, rest) = split_first(rest);
     if first != pid.as_bytes() {
-        return None;
+        return other_process_node(p, first, rest);
     }
     if rest.is_empty() {
         return Some(Node::Dir);
@@ -150,6 +152,25 @@ fn proc_node(p: &Process, rest: &[u8]) -> Option<Node> {
         return process_node(p, inner);
     }
     process_node(p, rest)
+}
+
+/// A name in the directory of another process of the run: what it
+/// published (see `child::shown`), never its memory or files.
+fn other_process_node(p: &Process, pid: &[u8], rest: &[u8]) -> Option<Node> {
+    let n: u64 = std::str::from_utf8(pid).ok()?.parse().ok()?;
+    if n.to_string().as_bytes() != pid {
+        return None;
+    }
+    let seen = crate::linux::child::seen(p, n)?;
+    match rest {
+        b"" => Some(Node::Dir),
+        r if OTHER_PROCESS_FILES.contains(&r) => Some(Node::File(PROC_FILE)),
+        // A zombie's program link reads as nothing (ENOENT).
+        b"exe" if !seen.zombie && !seen.shown.exe.is_empty() => {
+            Some(Node::Link(seen.shown.exe.into_bytes()))
+        }
+        _ => None,
+    }
 }
 
 /// A name inside a process directory.
@@ -220,11 +241,20 @@ pub(super) fn list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
         out.push((b"mounts".to_vec(), DT_LNK));
         out.push((b"self".to_vec(), DT_LNK));
         out.push((b"thread-self".to_vec(), DT_LNK));
-        out.push((pid.into_bytes(), DT_DIR));
+        for n in crate::linux::child::pids(p) {
+            out.push((n.to_string().into_bytes(), DT_DIR));
+        }
+        if !out.iter().any(|(n, _)| n == pid.as_bytes()) {
+            out.push((pid.into_bytes(), DT_DIR));
+        }
         return out;
     }
-    let Some(rest) = dir.strip_prefix(format!("/proc/{pid}").as_bytes()) else {
-        return Vec::new();
+    let own = format!("/proc/{pid}");
+    let Some(rest) = dir
+        .strip_prefix(own.as_bytes())
+        .filter(|r| r.is_empty() || r.starts_with(b"/"))
+    else {
+        return other_process_list(p, dir);
     };
     let (rest, in_task) = match rest.strip_prefix(b"/task/") {
         Some(t) => (split_first(t).1, true),
@@ -252,6 +282,24 @@ pub(super) fn list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The entries of another process's directory.
+fn other_process_list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
+    let Some(pid) = dir.strip_prefix(b"/proc/") else {
+        return Vec::new();
+    };
+    if !matches!(other_process_node(p, pid, b""), Some(Node::Dir)) {
+        return Vec::new();
+    }
+    let mut out: Vec<(Vec<u8>, u8)> = OTHER_PROCESS_FILES
+        .iter()
+        .map(|n| (n.to_vec(), DT_REG))
+        .collect();
+    if other_process_node(p, pid, b"exe").is_some() {
+        out.push((b"exe".to_vec(), DT_LNK));
+    }
+    out
 }
 
 pub(super) const DT_DIR: u8 = 4;

@@ -1,0 +1,83 @@
+//! /proc as the processes of a run see it: their own directory (from their
+//! live state) and each other's (what each published: name, command line,
+//! program, ids). Differential against native runs.
+
+mod common;
+
+use common::{check, glibc_and_musl, installed, Case};
+use std::time::Duration;
+
+const BUSYBOX: &str = "/usr/bin/busybox";
+
+/// /proc/self and /proc/<pid> describe the process that reads them: a child
+/// read the first process's pid and parent.
+#[test]
+fn proc_self_is_the_reading_process() {
+    glibc_and_musl("proc_self");
+}
+
+/// /proc/<pid> of the run's other processes: a child reads its parent's
+/// comm, stat and status, the parent its child's (renamed with
+/// PR_SET_NAME), cmdline and exe, running, as a zombie and once reaped, and
+/// /proc lists them. (Only a process's own directory existed: `cat
+/// /proc/$$/status` from a shell's child, ps and pgrep found nothing.)
+#[test]
+fn other_processes_of_the_run_are_in_proc() {
+    glibc_and_musl("proc_others");
+}
+
+/// A shell's children read the shell's /proc directory and their siblings'
+/// as they would natively.
+#[test]
+fn a_shells_children_read_its_proc_directory() {
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let script = r#"
+cat /proc/$$/comm
+$0 sleep 5 & p=$!
+i=0; while [ "$($0 tr '\0' ' ' < /proc/$p/cmdline)" != "$0 sleep 5 " ] && [ $i -lt 200 ]; do $0 sleep 0.05; i=$((i+1)); done
+$0 cat /proc/$p/comm
+$0 tr '\0' ' ' < /proc/$p/cmdline; echo
+$0 sed -n 's/^PPid:\t//p' /proc/$p/status | $0 grep -qx "$$" && echo "sleep's parent is the shell"
+$0 cut -d' ' -f3 /proc/$p/stat
+kill $p; wait $p >/dev/null 2>&1
+"#;
+    check(
+        &Case::new(BUSYBOX)
+            .args(["sh", "-c", script, BUSYBOX])
+            .flags(["--allow-read", BUSYBOX])
+            .limit(Duration::from_secs(60)),
+    );
+}
+
+/// procps's ps and pgrep see the processes of the run (only themselves before).
+#[test]
+fn ps_and_pgrep_see_the_run() {
+    if !installed("/usr/bin/ps") || !installed("/usr/bin/pgrep") {
+        return;
+    }
+    let script = "sleep 5 & ps -eo pid,ppid,comm,args; pgrep -a -P $$ sleep; kill $!";
+    let run = Case::new("/bin/sh")
+        .args(["-c", script])
+        .flags(["--allow-read", "/usr/bin"])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
+    let out = run.stdout_str();
+    assert_eq!(run.status, 0, "{}", run.describe());
+    let sleep = out
+        .lines()
+        .find(|l| l.contains("sleep 5") && !l.contains("sh -c"))
+        .unwrap_or_else(|| panic!("ps shows no sleep:\n{}", run.describe()));
+    assert!(
+        out.lines().any(|l| l.ends_with(script)),
+        "ps shows no shell:\n{}",
+        run.describe()
+    );
+    let pid = sleep.split_whitespace().next().unwrap_or("");
+    assert!(
+        out.lines().any(|l| l == format!("{pid} sleep 5")),
+        "pgrep -a found no sleep {pid}:\n{}",
+        run.describe()
+    );
+}
