@@ -75,6 +75,9 @@ pub struct Response {
     pub headers: Vec<u8>,
     /// The body.
     pub body: Vec<u8>,
+    /// The status line's reason phrase as a server program wrote it (empty:
+    /// the standard one for `status`).
+    pub reason: Vec<u8>,
 }
 
 /// Largest response body a guest may hand back.
@@ -250,6 +253,7 @@ impl Machine {
             status,
             headers,
             body,
+            reason: Vec::new(),
         })
     }
 
