@@ -505,6 +505,25 @@ fn run_of_a_server_times_out_with_a_hint() {
     assert!(err.contains("serve it with `forkvm serve`"), "{err}");
 }
 
+/// A pre-fork server (gunicorn's arbiter forks its worker before anything
+/// accepts) cannot be served; the error says why, not only that it ended.
+/// Here the shell forks to run a command while starting, and ends.
+#[test]
+fn a_server_that_forks_while_starting_is_told_why_it_cannot_be_served() {
+    let out = Command::new(forkvm_bin())
+        .args(["serve", "/bin/sh", "-c", "/bin/true; exit 3"])
+        .output()
+        .expect("run forkvm");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("ended before it was ready"), "{err}");
+    assert!(
+        err.contains("tried to make a child process while starting"),
+        "{err}"
+    );
+    assert_eq!(err.matches("child process").count(), 1, "said once: {err}");
+}
+
 #[test]
 fn a_silent_server_is_502_and_a_spinning_one_504() {
     let prog = guest("epoll_server.musl");
