@@ -414,6 +414,24 @@ fn nginx_head_range_gzip_return_and_proxy() {
     wrk(port, "/ret");
 }
 
+/// Shared memory a server maps before it listens (opcache's, a pre-forking
+/// server's scoreboard) is the master's in every request: its contents, a
+/// function pointer kept there, and a counter reset with the request.
+#[test]
+fn shared_memory_made_before_listening_is_the_masters_in_every_request() {
+    let prog = guest("shared_map.musl");
+    let nport = free_port();
+    let _ns = native(&prog, &[&nport.to_string()], nport);
+    let port = free_port();
+    let fs = forkvm(&prog, &[&port.to_string()], &[], port);
+    let want = "hello marker=5eed5eed far=far page count=1\n";
+    assert_eq!(get(nport, "/").text(), want);
+    assert_ne!(get(nport, "/").text(), want, "natively the counter counts");
+    for _ in 0..3 {
+        assert_eq!(get(port, "/").text(), want, "{}", fs.output());
+    }
+}
+
 #[test]
 fn reset_per_connection_shares_state_within_a_connection_only() {
     let prog = guest("epoll_server.musl");
