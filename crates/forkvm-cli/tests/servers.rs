@@ -432,6 +432,44 @@ fn shared_memory_made_before_listening_is_the_masters_in_every_request() {
     }
 }
 
+/// Concurrent requests that take the same file lock (php -S: opcache's lock
+/// file, opened before listening) wait for each other: one holding it while
+/// the other asks is served when the first is done, not 502 (the waiting
+/// fork was taken for a server waiting without answering).
+#[test]
+fn a_request_waits_for_a_lock_another_request_holds() {
+    let prog = guest("shared_map.musl");
+    let dir = common::scratch_dir("servers-lock-wait");
+    let dir_s = dir.to_string_lossy().into_owned();
+    let lock = dir.join("lock").to_string_lossy().into_owned();
+    let port = free_port();
+    let mut cmd = Command::new(forkvm_bin());
+    cmd.args(["serve", "--concurrency", "2", "--request-timeout", "20"])
+        .args(["--allow-write", &dir_s])
+        .arg(&prog)
+        .args([&port.to_string(), &lock]);
+    let fs = Server::start(cmd, port, "forkvm");
+    let want = "hello marker=5eed5eed far=far page count=1\n";
+    assert_eq!(get(port, "/").text(), want, "{}", fs.output());
+    // /slow holds the lock a second; the next request asks for it meanwhile.
+    let slow = std::thread::spawn(move || get(port, "/slow"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let other = get(port, "/");
+    let slow = slow.join().expect("the slow request");
+    assert_eq!(
+        (slow.status, slow.text()),
+        (200, want.into()),
+        "{}",
+        fs.output()
+    );
+    assert_eq!(
+        (other.status, other.text()),
+        (200, want.into()),
+        "{}",
+        fs.output()
+    );
+}
+
 #[test]
 fn reset_per_connection_shares_state_within_a_connection_only() {
     let prog = guest("epoll_server.musl");
