@@ -180,6 +180,12 @@ if needs_build "$OUT/two_ports.musl" "$SRV/two_ports.c" "$HERE/build.sh"; then
     musl-gcc "${CFLAGS[@]}" -o "$OUT/two_ports.musl.tmp" "$SRV/two_ports.c"
     mv -f "$OUT/two_ports.musl.tmp" "$OUT/two_ports.musl"
 fi
+if needs_build "$OUT/shared_map.musl" "$SRV/shared_map.c" "$HERE/build.sh"; then
+    ensure_musl_gcc
+    log "musl-gcc servers/shared_map.c -> out/shared_map.musl"
+    musl-gcc "${CFLAGS[@]}" -o "$OUT/shared_map.musl.tmp" "$SRV/shared_map.c"
+    mv -f "$OUT/shared_map.musl.tmp" "$OUT/shared_map.musl"
+fi
 if command -v go >/dev/null 2>&1; then
     if needs_build "$OUT/go_proxy" "$SRV/go_proxy/main.go" "$SRV/go_proxy/go.mod" "$HERE/build.sh"; then
         log "go build servers/go_proxy -> out/go_proxy"

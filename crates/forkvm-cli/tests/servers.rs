@@ -10,7 +10,7 @@
 mod common;
 
 use common::http::{
-    call, connect, free_port, get, keep_alive, read_response, request, wrk, Server,
+    call, connect, free_port, get, head, keep_alive, read_response, request, wrk, Server,
 };
 use common::{forkvm_bin, guest, installed, LIBS};
 use std::io::{Read, Write};
@@ -235,6 +235,11 @@ fn python_http_server_serves_a_directory() {
         assert_eq!(got.status, want.status, "{path}\n{}", fs.output());
         assert_eq!(got.body, want.body, "{path}\n{}", fs.output());
         assert_eq!(got.header("Content-Type"), want.header("Content-Type"));
+        // The server's own reason phrase ("File not found"), not the standard one.
+        assert_eq!(got.reason, want.reason, "{path}\n{}", fs.output());
+        let (want, got) = (head(nport, path), head(port, path));
+        assert_eq!(got.status, want.status, "HEAD {path}\n{}", fs.output());
+        assert_eq!(got.header("Content-Length"), want.header("Content-Length"));
     }
     assert_eq!(get(port, "/a.txt").text(), "hello from a file\n");
     // HTTP/1.0 server: forkvm keeps the client's connection alive all the same.
@@ -251,6 +256,11 @@ fn python_http_server_serves_a_directory() {
 
 /// An nginx configuration serving `root` on `port`, everything under `dir`.
 fn nginx_conf(dir: &Path, root: &Path, port: u16) -> PathBuf {
+    nginx_conf_with(dir, root, port, "")
+}
+
+/// The same with `more` in its server block.
+fn nginx_conf_with(dir: &Path, root: &Path, port: u16, more: &str) -> PathBuf {
     let d = dir.display();
     let conf = format!(
         "daemon off;\nmaster_process off;\nworker_processes 1;\nerror_log stderr notice;\n\
@@ -258,7 +268,7 @@ fn nginx_conf(dir: &Path, root: &Path, port: u16) -> PathBuf {
          http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
          fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
          server {{\n    listen 127.0.0.1:{port};\n    root {};\n    add_header X-Server nginx;\n\
-         location / {{ }}\n  }}\n}}\n",
+         location / {{ }}\n{more}  }}\n}}\n",
         root.display()
     );
     let path = dir.join("nginx.conf");
@@ -314,6 +324,150 @@ fn nginx_serves_a_static_file() {
         assert_eq!(r.text(), "hello from nginx\n", "{}", fs.output());
     }
     wrk(port, "/");
+}
+
+/// nginx beyond a static file, answered as natively: HEAD (its
+/// Content-Length is the file's, not the empty body's), gzip, byte ranges, a
+/// `return`, a 304, a large file by sendfile, and `proxy_pass` to a backend
+/// (the native nginx) reached through --allow-connect.
+#[test]
+fn nginx_head_range_gzip_return_and_proxy() {
+    let nginx = "/usr/sbin/nginx";
+    if !installed(nginx) {
+        return;
+    }
+    let root = common::scratch_dir("servers-nginx-features-root");
+    std::fs::write(root.join("index.html"), "hello from nginx\n".repeat(64)).expect("index");
+    let big: Vec<u8> = (0..3u32 << 20)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(root.join("big.bin"), &big).expect("big.bin");
+    let nport = free_port();
+    let more = format!(
+        "    gzip on;\n    gzip_types text/plain;\n    gzip_min_length 20;\n\
+         \x20   location = /ret {{ return 200 \"returned $request_method $args\\n\"; }}\n\
+         \x20   location /proxy/ {{ proxy_pass http://127.0.0.1:{nport}/; }}\n"
+    );
+    let ndir = common::scratch_dir(&format!("servers-nginx-features-native-{nport}"));
+    let nconf = nginx_conf_with(&ndir, &root, nport, &more);
+    let nconf_s = nconf.to_string_lossy().into_owned();
+    let ndir_s = ndir.to_string_lossy().into_owned();
+    let _ns = native(Path::new(nginx), &["-p", &ndir_s, "-c", &nconf_s], nport);
+    let port = free_port();
+    let dir = common::scratch_dir(&format!("servers-nginx-features-forkvm-{port}"));
+    let conf = nginx_conf_with(&dir, &root, port, &more);
+    let conf_s = conf.to_string_lossy().into_owned();
+    let dir_s = dir.to_string_lossy().into_owned();
+    let root_s = root.to_string_lossy().into_owned();
+    let backend = format!("127.0.0.1:{nport}");
+    let mut flags: Vec<&str> = LIBS.to_vec();
+    flags.extend(["--allow-read", "/usr", "--allow-read", "/etc"]);
+    flags.extend(["--allow-read", &root_s, "--allow-write", &dir_s]);
+    flags.extend(["--allow-connect", &backend]);
+    let fs = forkvm(
+        Path::new(nginx),
+        &["-p", &dir_s, "-c", &conf_s],
+        &flags,
+        port,
+    );
+    let ctx = || format!("--- forkvm output:\n{}", fs.output());
+
+    for path in ["/", "/index.html", "/big.bin", "/missing"] {
+        let (want, got) = (head(nport, path), head(port, path));
+        assert_eq!(got.status, want.status, "HEAD {path}\n{}", ctx());
+        for h in ["Content-Length", "ETag", "Last-Modified", "Content-Type"] {
+            assert_eq!(got.header(h), want.header(h), "HEAD {path}: {h}\n{}", ctx());
+        }
+    }
+    let send = |port: u16, extra: &str, path: &str| {
+        let mut s = connect(port);
+        let req =
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Connection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).expect("send");
+        read_response(&mut s, &mut Vec::new())
+    };
+    let etag = get(nport, "/index.html")
+        .header("ETag")
+        .map(str::to_string)
+        .unwrap_or_default();
+    let cases = [
+        ("Accept-Encoding: gzip\r\n".to_string(), "/index.html"),
+        ("Range: bytes=3-7\r\n".to_string(), "/index.html"),
+        ("Range: bytes=2000000-2000099\r\n".to_string(), "/big.bin"),
+        ("Range: bytes=99999999-\r\n".to_string(), "/index.html"),
+        (format!("If-None-Match: {etag}\r\n"), "/index.html"),
+        (String::new(), "/ret?a=1"),
+        (String::new(), "/proxy/index.html"),
+        (String::new(), "/big.bin"),
+    ];
+    for (extra, path) in &cases {
+        let (want, got) = (send(nport, extra, path), send(port, extra, path));
+        let what = format!("GET {path} with {extra:?}");
+        assert_eq!(got.status, want.status, "{what}\n{}", ctx());
+        assert_eq!(got.body, want.body, "{what}\n{}", ctx());
+        for h in ["Content-Encoding", "Content-Range", "Content-Type", "ETag"] {
+            assert_eq!(got.header(h), want.header(h), "{what}: {h}\n{}", ctx());
+        }
+    }
+    assert_eq!(get(port, "/big.bin").body, big, "{}", ctx());
+    assert_eq!(get(port, "/ret?b=2").text(), "returned GET b=2\n");
+    wrk(port, "/ret");
+}
+
+/// Shared memory a server maps before it listens (opcache's, a pre-forking
+/// server's scoreboard) is the master's in every request: its contents, a
+/// function pointer kept there, and a counter reset with the request.
+#[test]
+fn shared_memory_made_before_listening_is_the_masters_in_every_request() {
+    let prog = guest("shared_map.musl");
+    let nport = free_port();
+    let _ns = native(&prog, &[&nport.to_string()], nport);
+    let port = free_port();
+    let fs = forkvm(&prog, &[&port.to_string()], &[], port);
+    let want = "hello marker=5eed5eed far=far page count=1\n";
+    assert_eq!(get(nport, "/").text(), want);
+    assert_ne!(get(nport, "/").text(), want, "natively the counter counts");
+    for _ in 0..3 {
+        assert_eq!(get(port, "/").text(), want, "{}", fs.output());
+    }
+}
+
+/// Concurrent requests that take the same file lock (php -S: opcache's lock
+/// file, opened before listening) wait for each other: one holding it while
+/// the other asks is served when the first is done, not 502 (the waiting
+/// fork was taken for a server waiting without answering).
+#[test]
+fn a_request_waits_for_a_lock_another_request_holds() {
+    let prog = guest("shared_map.musl");
+    let dir = common::scratch_dir("servers-lock-wait");
+    let dir_s = dir.to_string_lossy().into_owned();
+    let lock = dir.join("lock").to_string_lossy().into_owned();
+    let port = free_port();
+    let mut cmd = Command::new(forkvm_bin());
+    cmd.args(["serve", "--concurrency", "2", "--request-timeout", "20"])
+        .args(["--allow-write", &dir_s])
+        .arg(&prog)
+        .args([&port.to_string(), &lock]);
+    let fs = Server::start(cmd, port, "forkvm");
+    let want = "hello marker=5eed5eed far=far page count=1\n";
+    assert_eq!(get(port, "/").text(), want, "{}", fs.output());
+    // /slow holds the lock a second; the next request asks for it meanwhile.
+    let slow = std::thread::spawn(move || get(port, "/slow"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let other = get(port, "/");
+    let slow = slow.join().expect("the slow request");
+    assert_eq!(
+        (slow.status, slow.text()),
+        (200, want.into()),
+        "{}",
+        fs.output()
+    );
+    assert_eq!(
+        (other.status, other.text()),
+        (200, want.into()),
+        "{}",
+        fs.output()
+    );
 }
 
 #[test]
@@ -405,6 +559,25 @@ fn run_of_a_server_times_out_with_a_hint() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(124), "{err}");
     assert!(err.contains("serve it with `forkvm serve`"), "{err}");
+}
+
+/// A pre-fork server (gunicorn's arbiter forks its worker before anything
+/// accepts) cannot be served; the error says why, not only that it ended.
+/// Here the shell forks to run a command while starting, and ends.
+#[test]
+fn a_server_that_forks_while_starting_is_told_why_it_cannot_be_served() {
+    let out = Command::new(forkvm_bin())
+        .args(["serve", "/bin/sh", "-c", "/bin/true; exit 3"])
+        .output()
+        .expect("run forkvm");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("ended before it was ready"), "{err}");
+    assert!(
+        err.contains("tried to make a child process while starting"),
+        "{err}"
+    );
+    assert_eq!(err.matches("child process").count(), 1, "said once: {err}");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use metrics::{KindLabel, Metrics, StatusLabel};
 use std::convert::Infallible;
@@ -334,11 +334,15 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         }
         Outcome::Crashed(info) => {
             eprint!("{}", machine.crash_report(&info));
-            anyhow::bail!("{name} crashed during initialisation");
+            anyhow::bail!(
+                "{name} crashed during initialisation{}",
+                fork_hint(&machine)
+            );
         }
         other => anyhow::bail!(
-            "{name} ended before it was ready (status {})",
-            other.status()
+            "{name} ended before it was ready (status {}){}",
+            other.status(),
+            fork_hint(&machine)
         ),
     }
     let server = machine.ready_point().is_some_and(|r| r.server);
@@ -769,6 +773,20 @@ impl ExactSize for Full<Bytes> {
     }
 }
 
+/// Why a served program that tried to fork while starting could not be
+/// served (empty if it did not try).
+fn fork_hint(machine: &forkvm::machine::Machine) -> &'static str {
+    if machine.notes().fork_while_starting {
+        ": it tried to make a child process while starting, which forkvm serve refuses \
+         (ENOSYS: the process that first waits for a connection is forked for each request, \
+         and no other process can be part of that snapshot); a pre-fork server (a master that \
+         forks the workers that accept, like gunicorn) cannot be served: run the server as one \
+         process, and any set-up commands before forkvm serve"
+    } else {
+        ""
+    }
+}
+
 type Timing = (Duration, Duration, Duration);
 
 async fn answer(
@@ -845,7 +863,7 @@ async fn answer(
     };
     let timing = Some((out.queue, out.reset, out.run));
     let (mut resp, kind) = match out.result {
-        workers::Result::Answered(r) => (guest_response(r), None),
+        workers::Result::Answered(r) => (guest_response(r, parts.method == Method::HEAD), None),
         workers::Result::NoResponse => (
             plain(
                 StatusCode::BAD_GATEWAY,
@@ -918,10 +936,19 @@ async fn answer(
     (resp, kind, timing)
 }
 
-fn guest_response(r: forkvm::machine::Response) -> Response<Full<Bytes>> {
+/// The guest's answer as hyper's; `head`: to a HEAD request, whose
+/// Content-Length (the size of what a GET gets) the server chose.
+fn guest_response(r: forkvm::machine::Response, head: bool) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(Bytes::from(r.body)));
     *resp.status_mut() =
         StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    // The server's own words (werkzeug's `404 NOT FOUND`), as a client of it sees them.
+    let standard = resp.status().canonical_reason().map(str::as_bytes);
+    if !r.reason.is_empty() && standard != Some(&r.reason[..]) {
+        if let Ok(reason) = hyper::ext::ReasonPhrase::try_from(r.reason) {
+            resp.extensions_mut().insert(reason);
+        }
+    }
     for line in r.headers.split(|&b| b == b'\n') {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
             continue;
@@ -932,8 +959,10 @@ fn guest_response(r: forkvm::machine::Response) -> Response<Full<Bytes>> {
             HeaderName::from_bytes(k.trim_ascii()),
             HeaderValue::from_bytes(v),
         ) {
-            // The server owns framing.
-            if k != hyper::header::CONTENT_LENGTH && k != hyper::header::TRANSFER_ENCODING {
+            // The server owns framing (a HEAD answer's length aside: it has no body).
+            let framing = (k == hyper::header::CONTENT_LENGTH && !head)
+                || k == hyper::header::TRANSFER_ENCODING;
+            if !framing {
                 resp.headers_mut().append(k, v);
             }
         }

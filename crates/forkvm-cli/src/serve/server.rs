@@ -82,7 +82,7 @@ pub fn parse_response(buf: &[u8], method: &[u8], closed: bool) -> Parsed {
     loop {
         let mut headers = [httparse::EMPTY_HEADER; 128];
         let mut r = httparse::Response::new(&mut headers);
-        let head = match r.parse(&buf[start..]) {
+        let head_len = match r.parse(&buf[start..]) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Parsed::Partial,
             Err(e) => return Parsed::Bad(format!("not an HTTP response: {e}")),
@@ -90,12 +90,15 @@ pub fn parse_response(buf: &[u8], method: &[u8], closed: bool) -> Parsed {
         let status = r.code.unwrap_or(0);
         if (100..200).contains(&status) && status != 101 {
             // An interim answer (100 Continue): the real one follows.
-            start += head;
+            start += head_len;
             continue;
         }
         let mut lines = Vec::new();
         let mut length: Option<usize> = None;
         let mut chunked = false;
+        // The answer to HEAD has no body: its Content-Length is the size a
+        // GET would get, so it is the server's to keep (hyper sends it as is).
+        let head = method == b"HEAD";
         for h in r.headers.iter() {
             let name = h.name.to_ascii_lowercase();
             if name == "content-length" {
@@ -108,7 +111,9 @@ pub fn parse_response(buf: &[u8], method: &[u8], closed: bool) -> Parsed {
             if name == "transfer-encoding" {
                 chunked = h.value.to_ascii_lowercase().ends_with(b"chunked");
             }
-            if HOP_BY_HOP.contains(&name.as_str()) {
+            if HOP_BY_HOP.contains(&name.as_str())
+                && !(head && name == "content-length" && length.is_some())
+            {
                 continue;
             }
             lines.extend_from_slice(h.name.as_bytes());
@@ -116,8 +121,8 @@ pub fn parse_response(buf: &[u8], method: &[u8], closed: bool) -> Parsed {
             lines.extend_from_slice(h.value);
             lines.push(b'\n');
         }
-        let rest = &buf[start + head..];
-        let no_body = method == b"HEAD" || status == 204 || status == 304;
+        let rest = &buf[start + head_len..];
+        let no_body = head || status == 204 || status == 304;
         let body = if no_body {
             Vec::new()
         } else if chunked {
@@ -140,6 +145,7 @@ pub fn parse_response(buf: &[u8], method: &[u8], closed: bool) -> Parsed {
             status,
             headers: lines,
             body,
+            reason: r.reason.unwrap_or("").as_bytes().to_vec(),
         });
     }
 }
@@ -433,8 +439,8 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            (d.status, &d.body[..], &d.headers[..]),
-            (200, &b"hello"[..], &b"X-A: 1\n"[..])
+            (d.status, &d.body[..], &d.headers[..], &d.reason[..]),
+            (200, &b"hello"[..], &b"X-A: 1\n"[..], &b"OK"[..])
         );
         let c = b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
         let Parsed::Done(d) = parse_response(c, b"GET", false) else {
@@ -451,11 +457,15 @@ mod tests {
             panic!()
         };
         assert_eq!(d.body, b"until close");
-        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
-        assert!(matches!(
-            parse_response(head, b"HEAD", false),
-            Parsed::Done(_)
-        ));
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nX-A: 1\r\n\r\n";
+        let Parsed::Done(d) = parse_response(head, b"HEAD", false) else {
+            panic!()
+        };
+        // HEAD's length is the server's: kept, with no body.
+        assert_eq!(
+            (&d.body[..], &d.headers[..]),
+            (&b""[..], &b"Content-Length: 99\nX-A: 1\n"[..])
+        );
         let cont = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
         let Parsed::Done(d) = parse_response(cont, b"POST", false) else {
             panic!()

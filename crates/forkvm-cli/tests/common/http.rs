@@ -77,6 +77,8 @@ impl Drop for Server {
 #[derive(Debug)]
 pub struct Resp {
     pub status: u16,
+    /// The status line's reason phrase.
+    pub reason: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
@@ -96,6 +98,15 @@ impl Resp {
 
 /// Reads one response (Content-Length framed, or up to EOF) from `s`, keeping extra bytes in `buf`.
 pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
+    read_answer(s, buf, false)
+}
+
+/// Reads one response to a HEAD request (no body, whatever its length says).
+pub fn read_head_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
+    read_answer(s, buf, true)
+}
+
+fn read_answer(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> Resp {
     let mut chunk = [0u8; 65536];
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -107,11 +118,12 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
-    let status: u16 = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
+    let mut status_line = lines.next().unwrap_or("").splitn(3, ' ');
+    let status: u16 = status_line
+        .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("bad status line in {head:?}"));
+    let reason = status_line.next().unwrap_or("").to_string();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
@@ -121,6 +133,7 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
         .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
         .map(|(_, v)| v.parse::<usize>().expect("content-length"));
     buf.drain(..head_end);
+    let len = if head_only { Some(0) } else { len };
     match len {
         Some(n) => {
             while buf.len() < n {
@@ -138,12 +151,36 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Resp {
         },
     }
     let n = len.unwrap_or(buf.len());
-    let body = buf.drain(..n).collect();
+    let mut body: Vec<u8> = buf.drain(..n).collect();
+    let chunked = headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
+    if chunked && len.is_none() {
+        body = dechunk(&body);
+    }
     Resp {
         status,
+        reason,
         headers,
         body,
     }
+}
+
+/// A whole chunked body (read to EOF) decoded.
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
+        let size_text = String::from_utf8_lossy(&b[..eol]);
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+            .unwrap_or_else(|_| panic!("bad chunk size {size_text:?}"));
+        b = &b[eol + 2..];
+        if size == 0 {
+            break;
+        }
+        out.extend_from_slice(&b[..size]);
+        b = &b[size + 2..];
+    }
+    out
 }
 
 pub fn connect(port: u16) -> TcpStream {
@@ -169,6 +206,14 @@ pub fn call(port: u16, method: &str, path: &str, body: &[u8]) -> Resp {
     s.write_all(&request(method, path, body, true))
         .expect("send");
     read_response(&mut s, &mut Vec::new())
+}
+
+/// A HEAD request on a fresh connection.
+pub fn head(port: u16, path: &str) -> Resp {
+    let mut s = connect(port);
+    s.write_all(&request("HEAD", path, b"", true))
+        .expect("send");
+    read_head_response(&mut s, &mut Vec::new())
 }
 
 pub fn get(port: u16, path: &str) -> Resp {

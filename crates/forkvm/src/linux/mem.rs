@@ -23,6 +23,7 @@ const MAP_PRIVATE: u64 = 0x02;
 const MAP_FIXED: u64 = 0x10;
 const MAP_ANONYMOUS: u64 = 0x20;
 const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+const MAP_HUGETLB: u64 = 0x4_0000;
 const MREMAP_MAYMOVE: u64 = 1;
 const MREMAP_FIXED: u64 = 2;
 const MADV_DONTNEED: u64 = 4;
@@ -141,6 +142,13 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         return Err(Errno::ENOMEM);
     }
     let anonymous = flags & MAP_ANONYMOUS != 0;
+    if anonymous && flags & MAP_HUGETLB != 0 {
+        // No huge pages for the guest, as on a host whose pool is empty
+        // (vm.nr_hugepages 0, the default): programs fall back to ordinary
+        // pages (PHP's opcache, whose huge mapping is a MAP_FIXED at an
+        // address it rounded up, over whatever it did not reserve).
+        return Err(Errno::ENOMEM);
+    }
     // MAP_SHARED (or MAP_SHARED_VALIDATE): written through to the file, or
     // shared with forked children. A read-only one of a file is the file
     // mapped copy-on-write (nothing writes through it), which shows its
@@ -151,6 +159,9 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         aligned(off)?;
         // Validate the fd before taking address space.
         check_mappable(p, fd)?;
+        if flags & MAP_HUGETLB != 0 {
+            return Err(Errno::EINVAL); // not a hugetlbfs file
+        }
         let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
         if shared_flag && prot & 2 != 0 {
             shared = Some(match p.fds.host_file_for_shared_mmap(fd)? {
@@ -604,7 +615,7 @@ fn sys_nop(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 9, name: "mmap", handler: sys_mmap, support: Support::Partial,
-        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); file mappings show later changes to the file (but a writable private one of at most 1 MiB is copied at mmap); an access past the end of the file is SIGBUS; read and write rights are enforced as for mprotect, PROT_EXEC is not" },
+        note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); file mappings show later changes to the file (but a writable private one of at most 1 MiB is copied at mmap); an access past the end of the file is SIGBUS; read and write rights are enforced as for mprotect, PROT_EXEC is not; no huge pages (MAP_HUGETLB: ENOMEM, as with an empty pool; of a file: EINVAL)" },
     SyscallEntry { nr: 10, name: "mprotect", handler: sys_mprotect, support: Support::Partial,
         note: "read and write rights are enforced on the host mapping behind guest RAM: the program's accesses fault (SIGSEGV, SEGV_ACCERR, which a handler may fix and retry) and system calls fail with EFAULT; PROT_EXEC is not (executability is fixed by the page tables built at load); ENOMEM past 4,096 protected ranges in a process (16,384 in a forkvm process)" },
     SyscallEntry { nr: 11, name: "munmap", handler: sys_munmap, support: Support::Partial,
@@ -638,6 +649,57 @@ mod tests {
         assert_eq!(msync(&[at + 1, 6, 4]), Err(Errno::EINVAL));
         assert_eq!(msync(&[at, 4096, 5]), Err(Errno::EINVAL));
         assert_eq!(msync(&[at, 4096, 8]), Err(Errno::EINVAL));
+    }
+
+    /// PHP's opcache reserves 128 MiB, unmaps it and maps MAP_HUGETLB|MAP_FIXED
+    /// at the address rounded up to 2 MiB, over what follows the reservation.
+    /// With no huge pages (an empty pool, the default) Linux refuses and PHP
+    /// falls back; accepting it cleared the mapping that followed (under
+    /// forkvm serve, `php -S` jumped to 0 at the end of every request).
+    #[test]
+    fn huge_pages_are_refused_and_touch_nothing() {
+        const MAP_SHARED_ANON: u64 = 0x21;
+        let (mut p, mut m, _) = test_process();
+        let [prot, flags] = RW_PRIVATE_ANON;
+        let next = test_call(
+            &mut p,
+            &mut m,
+            sys_mmap,
+            &[0, 0x1000, prot, flags, u64::MAX],
+        )
+        .expect("mmap");
+        m.write(next, b"kept").expect("write");
+        let huge = MAP_SHARED_ANON | MAP_FIXED | MAP_HUGETLB;
+        let over = next & !0xfff;
+        assert_eq!(
+            test_call(
+                &mut p,
+                &mut m,
+                sys_mmap,
+                &[over, 0x20_0000, prot, huge, u64::MAX]
+            ),
+            Err(Errno::ENOMEM)
+        );
+        assert_eq!(m.read(next, 4).expect("read"), b"kept");
+        assert_eq!(
+            test_call(
+                &mut p,
+                &mut m,
+                sys_mmap,
+                &[0, 0x20_0000, prot, MAP_SHARED_ANON | MAP_HUGETLB, u64::MAX]
+            ),
+            Err(Errno::ENOMEM)
+        );
+        // Of a file: not a hugetlbfs one (a bad descriptor is EBADF first).
+        assert_eq!(
+            test_call(
+                &mut p,
+                &mut m,
+                sys_mmap,
+                &[0, 0x1000, prot, 0x2 | MAP_HUGETLB, 99]
+            ),
+            Err(Errno::EBADF)
+        );
     }
 
     #[test]

@@ -20,6 +20,8 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// mmap's MAP_HUGETLB flag.
+const MAP_HUGETLB: u64 = 0x4_0000;
 /// Bytes of a buffer argument shown in a trace (strace's default `-s 32`).
 const STRING_LIMIT: usize = 32;
 /// Distinct notes kept per process; beyond it nothing more is checked or said.
@@ -35,6 +37,9 @@ pub struct Notes {
     pub denied: Vec<String>,
     /// The size of an mmap that failed with ENOMEM, if one did.
     pub mmap_enomem: Option<u64>,
+    /// A served program tried to make a child process while it started
+    /// (refused with ENOSYS: a pre-fork server).
+    pub fork_while_starting: bool,
 }
 
 impl Notes {
@@ -456,6 +461,12 @@ fn note(p: &mut Process, mem: &GuestMemory, nr: u64, args: &Args, e: Errno) {
         return;
     }
     let name = names::name(nr).unwrap_or("unknown");
+    if nr == 9 && e == Errno::ENOMEM && args[3] & MAP_HUGETLB != 0 {
+        // Not a lack of memory: programs fall back to ordinary pages.
+        p.notes
+            .once("mmap with MAP_HUGETLB: no huge pages for the guest (ENOMEM)".into());
+        return;
+    }
     if nr == 9 && e == Errno::ENOMEM {
         p.notes.mmap_enomem.get_or_insert(args[1]);
         p.notes.once(format!(
@@ -642,5 +653,15 @@ mod tests {
         assert_eq!(p.notes.mmap_enomem, Some(1 << 30));
         // fork(2) is no longer refused (linux::child): no note for it.
         assert_eq!(seen.len(), 4);
+        // A huge-page mapping refused is not a lack of memory: no --memory hint.
+        let mut q = test_process().0;
+        after(
+            &mut q,
+            &m,
+            9,
+            &[0, 128 << 20, 3, 0x4_0021, u64::MAX, 0],
+            &Err(Errno::ENOMEM),
+        );
+        assert_eq!(q.notes.mmap_enomem, None);
     }
 }

@@ -75,6 +75,9 @@ pub struct Response {
     pub headers: Vec<u8>,
     /// The body.
     pub body: Vec<u8>,
+    /// The status line's reason phrase as a server program wrote it (empty:
+    /// the standard one for `status`).
+    pub reason: Vec<u8>,
 }
 
 /// Largest response body a guest may hand back.
@@ -250,6 +253,7 @@ impl Machine {
             status,
             headers,
             body,
+            reason: Vec::new(),
         })
     }
 
@@ -299,6 +303,10 @@ impl Machine {
 /// epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6.
 const CONNECTION_WAITS: [u64; 9] = [43, 288, 232, 281, 441, 7, 271, 23, 270];
 
+/// fcntl and flock: the calls that wait for a file lock (F_SETLKW, flock).
+const SYS_FCNTL: u64 = 72;
+const SYS_FLOCK: u64 = 73;
+
 impl Machine {
     /// After a syscall: in [`Mode::UntilReady`], a program that listens on a
     /// virtual TCP socket and now waits for a connection (every thread
@@ -330,6 +338,22 @@ impl Machine {
         // the run goes on, within the request's time limit. It was taken
         // for a server waiting without answering (502).
         if self.mode == Mode::UntilIdle && crate::linux::child::others_alive(&self.proc) {
+            return Ok(None);
+        }
+        // So is a wait for a file lock: its holder is another VM (a request
+        // served at the same time, in a fork of the same master: php's
+        // opcache lock file), whose release wakes nothing here; the lock is
+        // asked for again, within the request's time limit.
+        let lock_wait = |nr: u64| nr == SYS_FCNTL || nr == SYS_FLOCK;
+        if self.mode == Mode::UntilIdle
+            && (lock_wait(self.trap_nr)
+                || self
+                    .proc
+                    .threads
+                    .others
+                    .iter()
+                    .any(|t| matches!(t.wait, Wait::Retry(_)) && lock_wait(t.regs.rax)))
+        {
             return Ok(None);
         }
         if self.mode == Mode::UntilReady

@@ -663,6 +663,7 @@ pub(super) fn fork(
         return Err(Errno::ENOSYS);
     }
     let Some(family) = p.family.as_ref() else {
+        p.notes.fork_while_starting = true;
         note(
             &NOTE_NO_TREE,
             "fork: a served program cannot make child processes while it starts (before its ready point); the call returns ENOSYS",
