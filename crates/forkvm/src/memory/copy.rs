@@ -10,7 +10,7 @@
 //! private pages.
 
 use super::guest_memory::{GuestMemory, MapError};
-use super::pagemap::{self, PAGE_IS_FILE, PAGE_IS_PRESENT};
+use super::pagemap::{self, PAGE_IS_FILE, PAGE_IS_PRESENT, PAGE_IS_SWAPPED};
 use crate::abi::PAGE_SIZE;
 
 fn map_err(size: u64, source: std::io::Error) -> MapError {
@@ -79,6 +79,18 @@ impl GuestMemory {
         // bytes, a stale memory what was left in it: a page is copied when
         // it differs from them.
         let fresh = unwanted == 0 && !stale;
+        // Of a stale memory, the pages that hold anything: one that holds
+        // nothing reads as zeros, so it is written only where the source's
+        // is not all zeros, and never read first (a read would map the zero
+        // page, and the write then fault again for a page of its own).
+        let held = match stale {
+            true => self.held_pages().map_err(|e| map_err(size, e))?,
+            false => Vec::new(),
+        };
+        let holds = |page: u64| {
+            let i = held.partition_point(|&(_, e)| e <= page);
+            held.get(i).is_some_and(|&(s, _)| s <= page)
+        };
         // Of a stale memory, what holds the source's bytes once the loop is
         // done (the source's ranges, less pages left out); the rest is
         // zeroed after.
@@ -88,7 +100,7 @@ impl GuestMemory {
                 return Ok(false);
             }
             let from = src.kernel_read(page, PAGE_SIZE).map_err(fault)?;
-            Ok(if fresh {
+            Ok(if fresh || (stale && !holds(page)) {
                 !is_zero(from)
             } else {
                 dst.kernel_read(page, PAGE_SIZE).map_err(fault)? != from
@@ -124,7 +136,7 @@ impl GuestMemory {
                         page += PAGE_SIZE;
                         continue;
                     }
-                    if fresh {
+                    if fresh || stale {
                         self.populate_host(run, page - run);
                     }
                     let bytes = src.kernel_read(run, page - run).map_err(fault)?;
@@ -163,6 +175,21 @@ impl GuestMemory {
             }
         }
         Ok(())
+    }
+
+    /// Offsets of the ranges of this memory whose pages hold anything:
+    /// present, or swapped out.
+    fn held_pages(&self) -> std::io::Result<Vec<(u64, u64)>> {
+        let base = self.base.as_ptr() as u64;
+        let end = base + self.size;
+        let mut all = pagemap::scan(base, end, PAGE_IS_PRESENT, 0)?;
+        all.extend(pagemap::scan(base, end, PAGE_IS_SWAPPED, 0)?);
+        all.sort_unstable();
+        let mut out = Vec::with_capacity(all.len());
+        for (s, e) in all {
+            pagemap::push_range(&mut out, s - base, e - base);
+        }
+        Ok(out)
     }
 
     /// Has the host allocate the pages of `off..off+len` (inside this
@@ -408,6 +435,10 @@ mod tests {
         src.kernel_slice_mut(0x20_0000, 3 * p).unwrap().fill(0x11);
         src.kernel_slice_mut(0x40_1000, p).unwrap().fill(0x22);
         src.kernel_slice_mut(size - p, p).unwrap().fill(0x33);
+        // Where the finished process held nothing (its first 2 MiB), and a
+        // page of zeros the source has populated over one it held.
+        src.kernel_slice_mut(p, p).unwrap().fill(0x66);
+        src.kernel_slice_mut(0x30_0000, p).unwrap().fill(0);
         let mut theirs = super::super::temp_file();
         theirs.write_all(&vec![0x44; p as usize]).unwrap();
         let theirs = std::sync::Arc::new(std::os::fd::OwnedFd::from(theirs));

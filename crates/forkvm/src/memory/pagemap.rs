@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 pub const PAGE_IS_PRESENT: u64 = 1 << 3;
 /// A page is backed by a file (here: the snapshot memfd, not yet copied).
 pub const PAGE_IS_FILE: u64 = 1 << 2;
+/// A page is swapped out.
+pub const PAGE_IS_SWAPPED: u64 = 1 << 4;
 
 /// `struct pm_scan_arg` (Debian 12's headers predate it).
 #[repr(C)]
