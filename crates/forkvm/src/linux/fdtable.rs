@@ -11,8 +11,12 @@ use crate::memory::GuestMemory;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// Most descriptors a process may have open (RLIMIT_NOFILE); fds are `0..MAX_FDS`.
-pub const MAX_FDS: usize = 1024;
+/// Most descriptors a process may have open (RLIMIT_NOFILE's hard limit,
+/// Linux's own default one); fds are `0..MAX_FDS`.
+pub const MAX_FDS: usize = 4096;
+/// RLIMIT_NOFILE's soft limit at start, as on Linux: a program that wants
+/// more raises it (Go's runtime and node do, to the hard limit).
+pub const DEFAULT_FD_LIMIT: usize = 1024;
 
 /// Open flags (x86-64 values).
 pub mod oflags {
@@ -216,7 +220,7 @@ impl FdTable {
                 slot(FileKind::Stderr, O_WRONLY),
             ],
             umask: 0o022,
-            limit: MAX_FDS,
+            limit: DEFAULT_FD_LIMIT,
         }
     }
 
@@ -831,7 +835,7 @@ mod tests {
     #[test]
     fn fd_limit_is_emfile() {
         let (mut p, mut m) = setup();
-        for _ in 3..MAX_FDS {
+        for _ in 3..DEFAULT_FD_LIMIT {
             call(&mut p, &mut m, sys_dup, [0, 0, 0, 0, 0, 0]).unwrap();
         }
         assert_eq!(

@@ -150,7 +150,10 @@ fn default_rlimit(p: &Process, mem: &GuestMemory, resource: u64) -> Result<(u64,
         2 | 9 => (mem.size(), mem.size()), // DATA, AS
         3 => (p.mm.stack_size(mem.size()), p.mm.stack_size(mem.size())), // STACK
         4 => (0, 0),                       // CORE
-        7 => (1024, 1024),                 // NOFILE
+        7 => (
+            super::fdtable::DEFAULT_FD_LIMIT as u64,
+            super::fdtable::MAX_FDS as u64,
+        ), // NOFILE
         6 => {
             // NPROC: the run's --max-processes (one where there are no children).
             let n = p.family.as_ref().map_or(1, |f| f.tree.max_processes());
@@ -805,6 +808,47 @@ mod tests {
 
     fn setup() -> (Process, GuestMemory, u64) {
         crate::linux::test_process()
+    }
+
+    /// RLIMIT_NOFILE starts at Linux's 1024 (soft) and 4096 (hard): a
+    /// program may raise its soft limit to the hard one and then hold more
+    /// than 1024 descriptors (Go's runtime and node raise it at start), not
+    /// raise the hard one.
+    #[test]
+    fn open_file_limit_rises_to_the_hard_limit() {
+        let (mut p, mut m, buf) = setup();
+        assert_eq!(
+            sys_getrlimit(&mut p, &mut m, &[RLIMIT_NOFILE, buf, 0, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(m.read_u64(buf), Ok(1024));
+        assert_eq!(m.read_u64(buf + 8), Ok(4096));
+        let dup = |p: &mut Process, m: &mut GuestMemory| {
+            crate::linux::dispatch(p, m, 32, &[0, 0, 0, 0, 0, 0]) as i64
+        };
+        while dup(&mut p, &mut m) >= 0 {}
+        assert_eq!(p.fds.open_fds().len(), 1024);
+        m.write_u64(buf + 8, 8192).expect("write");
+        m.write_u64(buf, 4096).expect("write");
+        assert_eq!(
+            sys_setrlimit(&mut p, &mut m, &[RLIMIT_NOFILE, buf, 0, 0, 0, 0]),
+            Err(Errno::EPERM)
+        );
+        m.write_u64(buf + 8, 4096).expect("write");
+        assert_eq!(
+            sys_setrlimit(&mut p, &mut m, &[RLIMIT_NOFILE, buf, 0, 0, 0, 0]),
+            Ok(0)
+        );
+        let mut last = 0;
+        loop {
+            let fd = dup(&mut p, &mut m);
+            if fd < 0 {
+                assert_eq!(fd, -(Errno::EMFILE.0 as i64));
+                break;
+            }
+            last = fd;
+        }
+        assert_eq!(last, 4095);
     }
 
     #[test]
