@@ -276,3 +276,13 @@ fn madvise_spans_several_mappings() {
         );
     }
 }
+
+/// MADV_WIPEONFORK zeroes the range in forked children, not in the parent
+/// (it was accepted and ignored: the child got the parent's bytes, so a
+/// generator keeping its state there, as AWS-LC and BoringSSL do, drew the
+/// same numbers in both), KEEPONFORK undoes it, shared memory is EINVAL.
+#[test]
+fn wipe_on_fork_zeroes_the_childs_copy() {
+    differential("wipe_on_fork.glibc", &[], &[]);
+    differential("wipe_on_fork.musl", &[], &[]);
+}

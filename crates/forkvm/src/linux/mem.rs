@@ -26,6 +26,8 @@ const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
 const MREMAP_MAYMOVE: u64 = 1;
 const MREMAP_FIXED: u64 = 2;
 const MADV_DONTNEED: u64 = 4;
+const MADV_WIPEONFORK: u64 = 18;
+const MADV_KEEPONFORK: u64 = 19;
 /// Freed ranges up to this size keep their pages (zeroed when reused).
 const KEEP_FREED: u64 = 256 << 10;
 
@@ -585,6 +587,19 @@ fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         return Err(Errno::ENOMEM);
     }
     let (parts, hole) = mapped_parts(p, addr, end)?;
+    if advice == MADV_WIPEONFORK || advice == MADV_KEEPONFORK {
+        // Private anonymous memory only, as on Linux (the file's pages are
+        // not checked: a private file mapping is wiped too).
+        let shared = parts
+            .iter()
+            .any(|&(s, e)| mem.outside_shared(s, e) != [(s, e)]);
+        if shared && advice == MADV_WIPEONFORK {
+            return Err(Errno::EINVAL);
+        }
+        for &(s, e) in &parts {
+            p.mm.set_wipe_on_fork(s, e - s, advice == MADV_WIPEONFORK);
+        }
+    }
     // MADV_FREE lets the kernel keep the contents: keeping them is cheapest.
     if advice == MADV_DONTNEED {
         for (start, end) in parts {
@@ -606,6 +621,17 @@ fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         return Err(Errno::ENOMEM);
     }
     Ok(0)
+}
+
+/// Zeroes a forked child's `MADV_WIPEONFORK` ranges: Linux gives the child
+/// fresh pages there (random-number generators such as AWS-LC's detect a
+/// fork this way; with the parent's bytes, parent and child drew the same
+/// numbers).
+pub fn wipe_after_fork(p: &Process, mem: &mut GuestMemory) {
+    let ranges: Vec<(u64, u64)> = p.mm.wipe_on_fork().collect();
+    for (start, len) in ranges {
+        zero_kept(mem, start, len);
+    }
 }
 
 /// Implements msync(2): shared mappings write through already, so only the
@@ -646,7 +672,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "MREMAP_FIXED is refused" },
     SyscallEntry { nr: 26, name: "msync", handler: sys_msync, support: Support::Full, note: "" },
     SyscallEntry { nr: 28, name: "madvise", handler: sys_madvise, support: Support::Partial,
-        note: "MADV_DONTNEED zeroes anonymous memory, reads a private file mapping's file again and leaves shared pages alone, across any number of mappings; a range with unmapped pages in the mmap area is ENOMEM after the advice is applied to the rest; MADV_FREE and other advice are accepted and ignored" },
+        note: "MADV_DONTNEED zeroes anonymous memory, reads a private file mapping's file again and leaves shared pages alone, across any number of mappings; a range with unmapped pages in the mmap area is ENOMEM after the advice is applied to the rest; MADV_WIPEONFORK zeroes the range in forked children (EINVAL on shared memory); MADV_FREE and other advice are accepted and ignored" },
     SyscallEntry { nr: 149, name: "mlock", handler: sys_nop, support: Support::Full, note: "" },
     SyscallEntry { nr: 150, name: "munlock", handler: sys_nop, support: Support::Full, note: "" },
 ];
