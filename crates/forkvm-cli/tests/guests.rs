@@ -259,3 +259,30 @@ fn cat_files_and_errors() {
 fn cat_stdin_to_stdout() {
     check(&Case::new(guest("cat.glibc")).stdin(pseudo_random(1 << 20, 11)));
 }
+
+/// MADV_DONTNEED over a range of several adjacent mappings drops every page
+/// (it dropped none: rustc's jemalloc purged merged extents, reused them as
+/// zeroed memory and LLVM crashed or looped on the garbage), and a range with
+/// a hole is ENOMEM after the mapped pages are dropped.
+#[test]
+fn madvise_spans_several_mappings() {
+    for libc in ["glibc", "musl"] {
+        let dir = scratch_dir(&format!("madvise_ranges-{libc}"));
+        let d = dir.to_str().expect("utf-8 path");
+        check(
+            &Case::new(guest(&format!("madvise_ranges.{libc}")))
+                .args([d])
+                .flags(["--allow-write", d]),
+        );
+    }
+}
+
+/// MADV_WIPEONFORK zeroes the range in forked children, not in the parent
+/// (it was accepted and ignored: the child got the parent's bytes, so a
+/// generator keeping its state there, as AWS-LC and BoringSSL do, drew the
+/// same numbers in both), KEEPONFORK undoes it, shared memory is EINVAL.
+#[test]
+fn wipe_on_fork_zeroes_the_childs_copy() {
+    differential("wipe_on_fork.glibc", &[], &[]);
+    differential("wipe_on_fork.musl", &[], &[]);
+}

@@ -27,6 +27,8 @@ const MAP_HUGETLB: u64 = 0x4_0000;
 const MREMAP_MAYMOVE: u64 = 1;
 const MREMAP_FIXED: u64 = 2;
 const MADV_DONTNEED: u64 = 4;
+const MADV_WIPEONFORK: u64 = 18;
+const MADV_KEEPONFORK: u64 = 19;
 /// Freed ranges up to this size keep their pages (zeroed when reused).
 const KEEP_FREED: u64 = 256 << 10;
 
@@ -555,25 +557,67 @@ fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     Ok(0)
 }
 
-/// Implements madvise(2): DONTNEED drops the range's contents (zero, or the
-/// file's for a private file mapping); other advice is accepted.
+/// The parts of `addr..end` that the program has mapped (heap pages and
+/// mmap regions), lowest first, and whether part of it in the mmap area is
+/// unmapped. A range may span several mappings: allocators such as jemalloc
+/// merge adjacent mmaps into one extent and purge it with one madvise. The
+/// program image and the stack are not in `mm`'s bookkeeping, so only the
+/// mmap area can have holes.
+fn mapped_parts(p: &Process, addr: u64, end: u64) -> Result<(Vec<(u64, u64)>, bool), Errno> {
+    let heap_top = page_up(p.mm.brk)?;
+    let mut parts: Vec<(u64, u64)> = std::iter::once((p.mm.brk_start, heap_top))
+        .chain(p.mm.mappings().map(|(s, l)| (s, s + l)))
+        .map(|(s, e)| (s.max(addr), e.min(end)))
+        .filter(|(s, e)| s < e)
+        .collect();
+    parts.sort_unstable();
+    let (mut at, hi) = (addr.max(heap_top), end.min(p.mm.mmap_top));
+    let mut hole = false;
+    for &(s, e) in &parts {
+        if e <= at {
+            continue;
+        }
+        if s > at && at < hi {
+            hole = true;
+        }
+        at = e;
+    }
+    Ok((parts, hole || at < hi))
+}
+
+/// Implements madvise(2): DONTNEED drops the contents of every mapped page
+/// of the range (zero, or the file's for a private file mapping); other
+/// advice is accepted. A range with unmapped pages is ENOMEM, after the
+/// advice is applied to the mapped ones, as on Linux.
 fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [addr, len, advice, ..] = *a;
     aligned(addr)?;
-    let len = page_up(len)?;
+    let len = page_up(len).map_err(|_| Errno::EINVAL)?;
     let end = addr.checked_add(len).ok_or(Errno::EINVAL)?;
     if end > mem.size() {
         return Err(Errno::ENOMEM);
     }
+    let (parts, hole) = mapped_parts(p, addr, end)?;
+    if advice == MADV_WIPEONFORK || advice == MADV_KEEPONFORK {
+        // Private anonymous memory only, as on Linux (the file's pages are
+        // not checked: a private file mapping is wiped too).
+        let shared = parts
+            .iter()
+            .any(|&(s, e)| mem.outside_shared(s, e) != [(s, e)]);
+        if shared && advice == MADV_WIPEONFORK {
+            return Err(Errno::EINVAL);
+        }
+        for &(s, e) in &parts {
+            p.mm.set_wipe_on_fork(s, e - s, advice == MADV_WIPEONFORK);
+        }
+    }
     // MADV_FREE lets the kernel keep the contents: keeping them is cheapest.
     if advice == MADV_DONTNEED {
-        let in_heap = addr >= p.mm.brk_start && end <= page_up(p.mm.brk)?;
-        let mapped = p.mm.mappings().any(|(s, l)| addr >= s && end <= s + l);
-        if in_heap || mapped {
+        for (start, end) in parts {
             // Shared pages keep their contents (they are the file's, or
             // shared with another process), as on Linux; private pages of a
             // file are the file's again, and anonymous ones zero.
-            for (from, to) in mem.outside_shared(addr, end) {
+            for (from, to) in mem.outside_shared(start, end) {
                 for (from, to) in mem.reload_private_files(from, to) {
                     if to - from <= KEEP_FREED {
                         zero_kept(mem, from, to - from);
@@ -584,7 +628,21 @@ fn sys_madvise(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             }
         }
     }
+    if hole {
+        return Err(Errno::ENOMEM);
+    }
     Ok(0)
+}
+
+/// Zeroes a forked child's `MADV_WIPEONFORK` ranges: Linux gives the child
+/// fresh pages there (random-number generators such as AWS-LC's detect a
+/// fork this way; with the parent's bytes, parent and child drew the same
+/// numbers).
+pub fn wipe_after_fork(p: &Process, mem: &mut GuestMemory) {
+    let ranges: Vec<(u64, u64)> = p.mm.wipe_on_fork().collect();
+    for (start, len) in ranges {
+        zero_kept(mem, start, len);
+    }
 }
 
 /// Implements msync(2): shared mappings write through already, so only the
@@ -625,7 +683,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "MREMAP_FIXED is refused" },
     SyscallEntry { nr: 26, name: "msync", handler: sys_msync, support: Support::Full, note: "" },
     SyscallEntry { nr: 28, name: "madvise", handler: sys_madvise, support: Support::Partial,
-        note: "MADV_DONTNEED zeroes anonymous memory, reads a private file mapping's file again and leaves shared pages alone; MADV_FREE and other advice are accepted and ignored" },
+        note: "MADV_DONTNEED zeroes anonymous memory, reads a private file mapping's file again and leaves shared pages alone, across any number of mappings; a range with unmapped pages in the mmap area is ENOMEM after the advice is applied to the rest; MADV_WIPEONFORK zeroes the range in forked children (EINVAL on shared memory); MADV_FREE and other advice are accepted and ignored" },
     SyscallEntry { nr: 149, name: "mlock", handler: sys_nop, support: Support::Full, note: "" },
     SyscallEntry { nr: 150, name: "munlock", handler: sys_nop, support: Support::Full, note: "" },
 ];

@@ -188,6 +188,9 @@ impl Machine {
             self.syscall_path,
         );
         child.ready = None;
+        if !req.shares_memory {
+            crate::linux::mem::wipe_after_fork(&child.proc, &mut child.mem);
+        }
         req.family.publish(&child.proc, &child.mem);
         // A child starts with its parent's vector and FPU state.
         child.vcpu.set_xsave_area(&self.vcpu.xsave_area()?)?;

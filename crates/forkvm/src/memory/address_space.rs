@@ -34,6 +34,32 @@ pub struct AddressSpace {
     /// out again instead of when freed, so their pages stay mapped (a fault
     /// each on PVM when dropped).
     dirty: BTreeMap<u64, u64>,
+    /// Ranges marked `MADV_WIPEONFORK`: a forked child sees them zeroed.
+    wipe_on_fork: BTreeMap<u64, u64>,
+}
+
+/// Removes the parts of `start..start+len` from `ranges` (start → length)
+/// and returns them, lowest first.
+fn cut(ranges: &mut BTreeMap<u64, u64>, start: u64, len: u64) -> Vec<(u64, u64)> {
+    let end = start.saturating_add(len);
+    let hit: Vec<(u64, u64)> = ranges
+        .range(..end)
+        .filter(|(&s, &l)| s + l > start)
+        .map(|(&s, &l)| (s, l))
+        .collect();
+    let mut out = Vec::new();
+    for (s, l) in hit {
+        ranges.remove(&s);
+        let (from, to) = (s.max(start), (s + l).min(end));
+        out.push((from, to - from));
+        if s < from {
+            ranges.insert(s, from - s);
+        }
+        if s + l > to {
+            ranges.insert(to, s + l - to);
+        }
+    }
+    out
 }
 
 impl AddressSpace {
@@ -49,6 +75,7 @@ impl AddressSpace {
             stack_guard: 0,
             maps: BTreeMap::new(),
             dirty: BTreeMap::new(),
+            wipe_on_fork: BTreeMap::new(),
         }
     }
 
@@ -127,6 +154,7 @@ impl AddressSpace {
     /// Forgets any part of mappings overlapping `addr..addr+len`.
     pub fn remove(&mut self, addr: u64, len: u64) {
         let Some(len) = page_up(len) else { return };
+        cut(&mut self.wipe_on_fork, addr, len);
         let end = addr.saturating_add(len);
         let overlapping: Vec<(u64, u64)> = self
             .maps
@@ -196,26 +224,20 @@ impl AddressSpace {
 
     /// Removes and returns the parts of `start..start+len` that were freed but not zeroed.
     pub fn take_dirty(&mut self, start: u64, len: u64) -> Vec<(u64, u64)> {
-        let end = start.saturating_add(len);
-        let hit: Vec<(u64, u64)> = self
-            .dirty
-            .range(..end)
-            .filter(|(&s, &l)| s + l > start)
-            .map(|(&s, &l)| (s, l))
-            .collect();
-        let mut out = Vec::new();
-        for (s, l) in hit {
-            self.dirty.remove(&s);
-            let (from, to) = (s.max(start), (s + l).min(end));
-            out.push((from, to - from));
-            if s < from {
-                self.dirty.insert(s, from - s);
-            }
-            if s + l > to {
-                self.dirty.insert(to, s + l - to);
-            }
+        cut(&mut self.dirty, start, len)
+    }
+
+    /// Marks `start..start+len` `MADV_WIPEONFORK` (`wipe`) or `MADV_KEEPONFORK`.
+    pub fn set_wipe_on_fork(&mut self, start: u64, len: u64, wipe: bool) {
+        cut(&mut self.wipe_on_fork, start, len);
+        if wipe && len > 0 {
+            self.wipe_on_fork.insert(start, len);
         }
-        out
+    }
+
+    /// The ranges a forked child sees zeroed (`MADV_WIPEONFORK`).
+    pub fn wipe_on_fork(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.wipe_on_fork.iter().map(|(&s, &l)| (s, l))
     }
 
     /// Live mappings, lowest first.
