@@ -566,7 +566,7 @@ fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
 fn mapped_parts(p: &Process, addr: u64, end: u64) -> Result<(Vec<(u64, u64)>, bool), Errno> {
     let heap_top = page_up(p.mm.brk)?;
     let mut parts: Vec<(u64, u64)> = std::iter::once((p.mm.brk_start, heap_top))
-        .chain(p.mm.mappings().map(|(s, l)| (s, s + l)))
+        .chain(p.mm.mappings_in(addr, end).map(|(s, l)| (s, s + l)))
         .map(|(s, e)| (s.max(addr), e.min(end)))
         .filter(|(s, e)| s < e)
         .collect();

@@ -244,6 +244,18 @@ impl AddressSpace {
     pub fn mappings(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.maps.iter().map(|(&s, &l)| (s, l))
     }
+
+    /// The live mappings that overlap `start..end`, highest first (a range
+    /// lookup: an allocator's madvise need not walk every mapping).
+    pub fn mappings_in(&self, start: u64, end: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        // Mappings do not overlap: going down from `end`, the first that
+        // ends at or below `start` has only such ones below it.
+        self.maps
+            .range(..end)
+            .rev()
+            .map(|(&s, &l)| (s, l))
+            .take_while(move |&(s, l)| s + l > start)
+    }
 }
 
 #[cfg(test)]
@@ -279,6 +291,23 @@ mod tests {
         a.remove(m, 0x1000);
         assert_eq!(a.alloc(0x2000).unwrap(), 0x100_0000 - 0x2000);
         assert_eq!(a.set_brk(0x10), 0x60_0000, "below start is refused");
+    }
+
+    #[test]
+    fn mappings_in_finds_exactly_the_overlapping_ones() {
+        let mut a = AddressSpace::new(0x50_0000, 0x100_0000);
+        for at in [0x80_0000, 0x80_3000, 0x90_0000] {
+            a.insert_fixed(at, 0x2000);
+        }
+        let got = |a: &AddressSpace, s, e| a.mappings_in(s, e).collect::<Vec<_>>();
+        assert_eq!(
+            got(&a, 0x80_1000, 0x80_4000),
+            [(0x80_3000, 0x2000), (0x80_0000, 0x2000)]
+        );
+        assert_eq!(got(&a, 0x80_2000, 0x80_3000), []);
+        assert_eq!(got(&a, 0x80_4000, 0x80_5000), [(0x80_3000, 0x2000)]);
+        assert_eq!(got(&a, 0x70_0000, 0xa0_0000).len(), 3);
+        assert_eq!(got(&a, 0x90_2000, 0xa0_0000), []);
     }
 
     #[test]
