@@ -96,6 +96,27 @@ fn trace_syscalls_keeps_guest_stdout() {
     assert_mentions(&vm, &vm.stderr, &["write"], "the syscall trace on stderr");
 }
 
+/// A call that waits is traced once as waiting and once with its result,
+/// never as the 0 of each look at it (which read as end of file).
+#[test]
+fn trace_shows_a_waiting_read_once_then_its_result() {
+    for libc in ["glibc", "musl"] {
+        let vm = Case::new(guest(&format!("trace_wait.{libc}")))
+            .flags(["--trace-syscalls"])
+            .run_forkvm();
+        assert_eq!(vm.status, 0, "{}", vm.describe());
+        assert_eq!(vm.stdout_str(), "read 1 byte: x\n", "{}", vm.describe());
+        let trace = vm.stderr_str();
+        let reads: Vec<&str> = trace
+            .lines()
+            .filter(|l| l.starts_with("[forkvm] read(") && l.contains(", 1) = "))
+            .collect();
+        assert_eq!(reads.len(), 2, "one wait, one result:\n{}", vm.describe());
+        assert!(reads[0].ends_with("= ? (waits)"), "{}", vm.describe());
+        assert!(reads[1].ends_with("\"x\", 1) = 1"), "{}", vm.describe());
+    }
+}
+
 #[test]
 fn exit_status_is_passed_through() {
     let prog = guest("args_env.glibc");

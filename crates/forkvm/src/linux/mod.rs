@@ -384,6 +384,7 @@ pub fn dispatch_leaving_signals(
     let entry = table::lookup(nr);
     p.frame_mask = None;
     child::note_wake_epoch(p);
+    let was_waiting = p.waiting.is_some();
     let result = match entry {
         // A signal from another process ended this one.
         _ if p.exit_status.is_some() => Ok(0),
@@ -400,12 +401,18 @@ pub fn dispatch_leaving_signals(
     };
     // A call that did not find itself waiting again ends the thread's wait
     // (whichever path served it: an exit or the poller).
-    if !matches!(p.sched, Some(thread::Sched::Retry(_))) {
+    if matches!(p.sched, Some(thread::Sched::Retry(_))) {
+        // Nothing ready yet: the call is made again later (its 0 is no
+        // result), so a trace shows the wait once, not each look.
+        if !was_waiting {
+            trace::waits(p, mem, nr, args);
+        }
+    } else {
         p.waiting = None;
         p.progress = p.progress.wrapping_add(1);
         child::wake_others_after(p, nr, args);
+        trace::after(p, mem, nr, args, &result);
     }
-    trace::after(p, mem, nr, args, &result);
     match result {
         Ok(v) => v,
         Err(e) => (-(e.0 as i64)) as u64,

@@ -171,6 +171,18 @@ pub fn after(p: &mut Process, mem: &GuestMemory, nr: u64, args: &Args, result: &
     }
 }
 
+/// A call that found nothing ready and waits (it is made again until it
+/// is): traced once, as `read(6, 0x7ffc0, 1) = ? (waits)`; its result is
+/// traced when it completes.
+pub fn waits(p: &Process, mem: &GuestMemory, nr: u64, args: &Args) {
+    if p.policy.trace_syscalls {
+        // As a failed call: output buffers show as addresses, nothing was read.
+        let line = line(mem, nr, args, &Err(Errno::EAGAIN));
+        let call = line.rsplit_once(" = ").map_or(line.as_str(), |(c, _)| c);
+        eprintln!("[forkvm] {call} = ? (waits)");
+    }
+}
+
 /// One strace-like line: `openat(AT_FDCWD, "/etc/x", O_RDONLY|O_CLOEXEC) = -1 ENOENT (No such file or directory)`.
 pub fn line(mem: &GuestMemory, nr: u64, args: &Args, result: &SysResult) -> String {
     let name = table::lookup(nr)
