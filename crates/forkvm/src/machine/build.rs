@@ -211,45 +211,28 @@ impl Machine {
         vcpu.reset(hv, &mut mem, cr3, Frame::user(entry, rsp, 0), 0)?;
         vcpu.set_syscall_path(hv, syscall_path)?;
         fast_page_init(&mut mem, proc.tid, hv.has_rdrand())?;
-        let exitless = if syscall_path.exitless(hv.platform) {
-            exitless::Exitless::new(&mut mem)
-        } else {
-            None
+        let at_random = find_auxv(&mem, rsp, loader::stack::auxv::AT_RANDOM);
+        let never = ReadyPoint {
+            rsp: 0,
+            fs_base: 0,
+            handler: 0,
+            server: false,
         };
-        Ok(Self {
-            exitless,
-            syscall_path,
+        let mut m = Self::from_parts(
             vcpu,
             mem,
             proc,
-            symbols: Arc::new(symbols),
-            timeout: config.timeout,
-            ready: None,
-            serve_config: None,
-            poisoned: false,
-            vcpu_fs_base: 0,
-            breakpoint: None,
-            stalled: false,
-            mode: Mode::Program,
-            output_watched: false,
-            in_kernel: true,
-            trap_rsp: 0,
-            trap_nr: 0,
-            at_random: None,
-            ready_handler: 0,
-            stage_sp: None,
-            response: None,
-            respond_ends_call: false,
-            debugger: None,
-            net_ready: false,
-            exits_by_call: Default::default(),
-            vfork_parent: None,
-            vfork_waits: Vec::new(),
-        })
-        .map(|mut m: Machine| {
-            m.at_random = find_auxv(&m.mem, rsp, loader::stack::auxv::AT_RANDOM);
-            m
-        })
+            Arc::new(symbols),
+            config.timeout,
+            never,
+            at_random,
+            syscall_path,
+        );
+        // A fresh program: no ready point yet, and the FS base the vCPU was
+        // just reset with (0).
+        m.ready = None;
+        m.vcpu_fs_base = 0;
+        Ok(m)
     }
 
     /// A machine over an existing VM and memory, in `proc`'s state at `ready`.
