@@ -101,20 +101,33 @@ fn spawn_times(n: usize, mut cmd: impl FnMut() -> Command) -> anyhow::Result<Vec
 /// Debian's python3, for the start-up rows.
 const PYTHON: &str = "/usr/bin/python3";
 
-/// `forkvm run python3 -c pass` and native `python3 -c pass` wall times
-/// (None when there is no python3 to run).
-fn python_rows(me: &std::path::Path, n: usize) -> anyhow::Result<Option<(Stats, Stats)>> {
-    if !std::path::Path::new(PYTHON).exists() {
+/// The shell and the program its loop runs, for the child-process row.
+const SHELL: &str = "/bin/sh";
+const TRUE: &str = "/bin/true";
+/// A shell running a program 20 times: a fork, an exec and a wait each.
+const SHELL_LOOP: &str =
+    "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do /bin/true; done";
+
+/// Wall times of host program `prog` with `args` under `forkvm run`
+/// (with `flags`) and natively (None when `prog` is not installed).
+fn host_program_rows(
+    me: &std::path::Path,
+    n: usize,
+    flags: &[&str],
+    prog: &str,
+    args: &[&str],
+) -> anyhow::Result<Option<(Stats, Stats)>> {
+    if !std::path::Path::new(prog).exists() {
         return Ok(None);
     }
     let vm = stats(spawn_times(n, || {
         let mut c = Command::new(me);
-        c.args(["run", PYTHON, "-c", "pass"]);
+        c.arg("run").args(flags).arg("--").arg(prog).args(args);
         c
     })?);
     let native = stats(spawn_times(n, || {
-        let mut c = Command::new(PYTHON);
-        c.args(["-c", "pass"]);
+        let mut c = Command::new(prog);
+        c.args(args);
         c
     })?);
     Ok(Some((vm, native)))
@@ -326,7 +339,15 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     let native_run = stats(spawn_times(spawns, || Command::new(&hello_path))?);
     // A real interpreter's start-up, where file system calls and page
     // faults dominate (issue 9's `python3 -c pass`), when Debian's is here.
-    let python = python_rows(&me, (n / 10).max(5))?;
+    let python = host_program_rows(&me, (n / 10).max(5), &[], PYTHON, &["-c", "pass"])?;
+    // Child processes as a shell script makes them: fork, exec, wait.
+    let shell = host_program_rows(
+        &me,
+        (n / 20).max(3),
+        &["--allow-read", TRUE],
+        SHELL,
+        &["-c", SHELL_LOOP],
+    )?;
 
     let mut fork_heap_native = None;
     let mut pipe_native = None;
@@ -437,6 +458,15 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             what: format!("`forkvm run {PYTHON} -c pass` wall time"),
             s: vm.clone(),
             floor_name: "native_python",
+            floor: native.median,
+        });
+    }
+    if let Some((vm, native)) = &shell {
+        rows.push(Row {
+            name: "shell_loop_wall",
+            what: format!("`forkvm run {SHELL} -c` running {TRUE} 20 times (fork, exec, wait)"),
+            s: vm.clone(),
+            floor_name: "native_shell_loop",
             floor: native.median,
         });
     }
@@ -557,6 +587,13 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
         floor_rows.push((
             "native_python",
             "native `python3 -c pass` wall time",
+            native,
+        ));
+    }
+    if let Some((_, native)) = &shell {
+        floor_rows.push((
+            "native_shell_loop",
+            "the same shell loop, run natively",
             native,
         ));
     }
