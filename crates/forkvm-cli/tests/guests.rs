@@ -286,3 +286,12 @@ fn wipe_on_fork_zeroes_the_childs_copy() {
     differential("wipe_on_fork.glibc", &[], &[]);
     differential("wipe_on_fork.musl", &[], &[]);
 }
+
+/// Signal-driven I/O settings read back as on Linux: FIOASYNC and O_ASYNC,
+/// F_SETOWN/F_SETOWN_EX owners (ESRCH for nobody), F_SETSIG. They were
+/// ENOTTY and EINVAL, and nginx's master gave up its worker over them.
+#[test]
+fn signal_driven_io_settings_read_back() {
+    differential("signal_io.glibc", &[], &[]);
+    differential("signal_io.musl", &[], &[]);
+}

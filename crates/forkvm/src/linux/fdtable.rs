@@ -30,6 +30,7 @@ pub mod oflags {
     pub const O_TRUNC: u32 = 0o1000;
     pub const O_APPEND: u32 = 0o2000;
     pub const O_NONBLOCK: u32 = 0o4000;
+    pub const O_ASYNC: u32 = 0o20000;
     pub const O_LARGEFILE: u32 = 0o100000;
     pub const O_DIRECTORY: u32 = 0o200000;
     pub const O_NOFOLLOW: u32 = 0o400000;
@@ -119,6 +120,11 @@ pub struct OpenFile {
     pub flags: u32,
     /// Current file offset (regular files; directories use the host fd's offset).
     pub offset: u64,
+    /// Who would get SIGIO: (`F_OWNER_*` kind, pid, or a negated group; 0: none)
+    /// (see `fasync`).
+    pub owner: (i32, i32),
+    /// The signal sent instead of SIGIO (`F_SETSIG`; 0: SIGIO).
+    pub owner_signal: u8,
 }
 
 /// A shared open file description.
@@ -131,6 +137,8 @@ impl OpenFile {
             kind,
             flags,
             offset: 0,
+            owner: (0, 0),
+            owner_signal: 0,
         }
     }
 
@@ -493,6 +501,11 @@ fn sys_fcntl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             if f.path_only() {
                 return Err(Errno::EBADF);
             }
+            if (arg as u32 ^ f.flags) & O_ASYNC != 0 {
+                drop(f);
+                super::fasync::set_async(&file, arg as u32 & O_ASYNC != 0);
+                f = lock(&file);
+            }
             let settable = O_APPEND | O_NONBLOCK;
             // A host file's writes append by its host descriptor's flag (a
             // pwrite there appends too): it follows the guest's.
@@ -528,6 +541,12 @@ fn sys_fcntl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             FileKind::File { fd, .. } => Ok(u64::from(rustix::fs::fcntl_get_seals(fd)?.bits())),
             _ => Err(Errno::EINVAL),
         },
+        cmd @ (super::fasync::F_SETOWN
+        | super::fasync::F_GETOWN
+        | super::fasync::F_SETSIG
+        | super::fasync::F_GETSIG
+        | super::fasync::F_SETOWN_EX
+        | super::fasync::F_GETOWN_EX) => super::fasync::fcntl_owner(p, mem, &file, cmd, a[2]),
         F_GETPIPE_SZ => match &lock(&file).kind {
             FileKind::Pipe(end) => Ok(lock(&end.pipe).capacity as u64),
             _ => Err(Errno::EBADF),
@@ -714,6 +733,8 @@ fn copy_file(
         kind,
         flags: f.flags,
         offset: f.offset,
+        owner: f.owner,
+        owner_signal: f.owner_signal,
     })
 }
 

@@ -61,6 +61,11 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
             };
             Ok(0)
         }
+        super::fasync::FIOASYNC => {
+            let on = mem.read_u32(arg)? != 0;
+            super::fasync::set_async(&file, on);
+            Ok(0)
+        }
         FIONREAD => {
             let f = lock(&file);
             let n = match &f.kind {
@@ -103,5 +108,5 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 16, name: "ioctl", handler: sys_ioctl, support: Support::Partial,
-        note: "FIONBIO, FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); FICLONE/FICLONERANGE are EOPNOTSUPP after Linux's checks (no shared extents); others ENOTTY" },
+        note: "FIONBIO, FIOASYNC (no SIGIO is sent), FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); FICLONE/FICLONERANGE are EOPNOTSUPP after Linux's checks (no shared extents); others ENOTTY" },
 ];

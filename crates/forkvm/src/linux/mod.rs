@@ -9,6 +9,7 @@ pub mod errno;
 pub mod event;
 pub mod exec;
 pub mod exitless;
+mod fasync;
 pub mod fdtable;
 pub mod fs;
 pub mod host_socket;
