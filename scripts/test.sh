@@ -34,7 +34,7 @@ for tool in cargo rustc gcc g++; do
     fi
 done
 # Debian packages the tests use: musl-gcc for guests, nginx/curl for the HTTP tests,
-# python3/lua/busybox/postgresql/redis as real-world guests.
+# python3/lua/busybox/postgresql/redis/gunicorn as real-world guests.
 need=()
 command -v musl-gcc >/dev/null 2>&1 || need+=(musl-tools)
 command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || need+=(nginx-light)
@@ -45,6 +45,7 @@ command -v lua5.4 >/dev/null 2>&1 || need+=(lua5.4)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v gunicorn >/dev/null 2>&1 || need+=(gunicorn)
 for t in xz:xz-utils bzip2:bzip2 git:git; do command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}"); done
 if ((${#need[@]})); then
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then

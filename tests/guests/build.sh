@@ -29,7 +29,7 @@ fi
 C_PROGRAMS=(hello getrandom_edges wild_read args_env read_file refused_file malloc_big sort floats time_random
     null_write infinite_loop memory_bomb hostile cat_stdin cat sigsegv_recover pthreads
     thread_signal alarm vector_state unix_sockets posix_timers fast_identity vdso_clock exitless_files exitless_memory
-    thread_ids tcp_loopback shared_mappings sigwait pipe_writes sigpipe file_locks child_sleep wait_masks append_and_cpu_clocks signal_restart sendfile_blocking sigchld_ignored recv_waitall signal_info file_mappings select_sets tcp_names cpu_timers memfd tmpfile fd_links tcp_close epoll_edges symlink_paths synthetic_stat dir_moves copy_range inotify memory_protection dir_perms fd_listing odd_cwd sysv_shm ignored_blocked thread_interrupt thread_altstack unix_creds proc_cmdline mremap_rights sync_calls tcp_buffer fd_path_chmod proc_load mount_table removed_dirs file_clone madvise_ranges wipe_on_fork trace_wait)
+    thread_ids tcp_loopback shared_mappings sigwait pipe_writes sigpipe file_locks child_sleep wait_masks append_and_cpu_clocks signal_restart sendfile_blocking sigchld_ignored recv_waitall signal_info file_mappings select_sets tcp_names cpu_timers memfd tmpfile fd_links tcp_close epoll_edges symlink_paths synthetic_stat dir_moves copy_range inotify memory_protection dir_perms fd_listing odd_cwd sysv_shm ignored_blocked thread_interrupt thread_altstack unix_creds proc_cmdline mremap_rights sync_calls tcp_buffer fd_path_chmod proc_load mount_table removed_dirs file_clone madvise_ranges wipe_on_fork trace_wait signal_io)
 CPP_PROGRAMS=(hello_cpp sort_cpp exceptions_cpp)
 RUST_PROGRAMS=(hello_rs panic_rs threads_rs tokio_rs tokio_signal_rs)
 
@@ -174,18 +174,16 @@ if needs_build "$OUT/fetch.musl" "$SRV/fetch.c" "$HERE/build.sh"; then
     musl-gcc "${CFLAGS[@]}" -o "$OUT/fetch.musl.tmp" "$SRV/fetch.c"
     mv -f "$OUT/fetch.musl.tmp" "$OUT/fetch.musl"
 fi
-if needs_build "$OUT/two_ports.musl" "$SRV/two_ports.c" "$HERE/build.sh"; then
-    ensure_musl_gcc
-    log "musl-gcc servers/two_ports.c -> out/two_ports.musl"
-    musl-gcc "${CFLAGS[@]}" -o "$OUT/two_ports.musl.tmp" "$SRV/two_ports.c"
-    mv -f "$OUT/two_ports.musl.tmp" "$OUT/two_ports.musl"
-fi
-if needs_build "$OUT/shared_map.musl" "$SRV/shared_map.c" "$HERE/build.sh"; then
-    ensure_musl_gcc
-    log "musl-gcc servers/shared_map.c -> out/shared_map.musl"
-    musl-gcc "${CFLAGS[@]}" -o "$OUT/shared_map.musl.tmp" "$SRV/shared_map.c"
-    mv -f "$OUT/shared_map.musl.tmp" "$OUT/shared_map.musl"
-fi
+# Small musl servers of the serve tests: two listening sockets, a shared
+# mapping between requests, a pre-fork server.
+for s in two_ports shared_map prefork; do
+    if needs_build "$OUT/$s.musl" "$SRV/$s.c" "$HERE/build.sh"; then
+        ensure_musl_gcc
+        log "musl-gcc servers/$s.c -> out/$s.musl"
+        musl-gcc "${CFLAGS[@]}" -o "$OUT/$s.musl.tmp" "$SRV/$s.c"
+        mv -f "$OUT/$s.musl.tmp" "$OUT/$s.musl"
+    fi
+done
 if command -v go >/dev/null 2>&1; then
     if needs_build "$OUT/go_proxy" "$SRV/go_proxy/main.go" "$SRV/go_proxy/go.mod" "$HERE/build.sh"; then
         log "go build servers/go_proxy -> out/go_proxy"

@@ -247,7 +247,8 @@ impl Fork {
         // No deadline of its own: the children end with the use at the latest.
         m.proc.family = self.image.config.clone().map(|mut c| {
             c.timeout = Duration::MAX;
-            let family = crate::linux::child::Tree::root(c);
+            let ids = self.image.ids.unwrap_or(crate::linux::child::Ids::FIRST);
+            let family = crate::linux::child::Tree::root_as(c, ids);
             family.publish(&m.proc, &m.mem);
             family
         });

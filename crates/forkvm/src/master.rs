@@ -52,6 +52,9 @@ pub(crate) struct Image {
     /// What a fork's child processes are started with (their exec), if
     /// forks may make them.
     pub(crate) config: Option<Config>,
+    /// The process ids of its forks' first process, when not a run's
+    /// usual ones (a pre-fork server's worker).
+    pub(crate) ids: Option<crate::linux::child::Ids>,
 }
 
 /// An initialised program, frozen; the source of forks.
@@ -89,6 +92,7 @@ impl Master {
             syscall_path: m.syscall_path,
             reseed: true,
             config: m.serve_config.clone(),
+            ids: m.serve_ids,
         });
         // The master's own VM is as good as a pooled one once its memory is a view of the snapshot.
         let Machine { vcpu, mut mem, .. } = m;

@@ -334,15 +334,11 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         }
         Outcome::Crashed(info) => {
             eprint!("{}", machine.crash_report(&info));
-            anyhow::bail!(
-                "{name} crashed during initialisation{}",
-                fork_hint(&machine)
-            );
+            anyhow::bail!("{name} crashed during initialisation");
         }
         other => anyhow::bail!(
-            "{name} ended before it was ready (status {}){}",
-            other.status(),
-            fork_hint(&machine)
+            "{name} ended before it was ready (status {})",
+            other.status()
         ),
     }
     let server = machine.ready_point().is_some_and(|r| r.server);
@@ -770,20 +766,6 @@ trait ExactSize {
 impl ExactSize for Full<Bytes> {
     fn size_hint_exact(&self) -> u64 {
         hyper::body::Body::size_hint(self).exact().unwrap_or(0)
-    }
-}
-
-/// Why a served program that tried to fork while starting could not be
-/// served (empty if it did not try).
-fn fork_hint(machine: &forkvm::machine::Machine) -> &'static str {
-    if machine.notes().fork_while_starting {
-        ": it tried to make a child process while starting, which forkvm serve refuses \
-         (ENOSYS: the process that first waits for a connection is forked for each request, \
-         and no other process can be part of that snapshot); a pre-fork server (a master that \
-         forks the workers that accept, like gunicorn) cannot be served: run the server as one \
-         process, and any set-up commands before forkvm serve"
-    } else {
-        ""
     }
 }
 

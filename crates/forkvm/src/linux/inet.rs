@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use super::served::{
-    connect_to_listener, connect_to_listener_on, listening_addr, listening_addrs, HostConn,
+    connect_to_listener, connect_to_listener_on, listening_addr, listening_addrs,
+    waits_for_connection, HostConn,
 };
 
 /// `AF_INET`.

@@ -7,6 +7,7 @@ use super::fdtable::{lock, FileKind};
 use super::inet::{find_listener, Inet};
 use super::unix_socket::Socket;
 use super::{Errno, Process};
+use crate::memory::GuestMemory;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
@@ -29,6 +30,77 @@ pub fn listening_addr(p: &Process) -> Option<SocketAddr> {
         }
     }
     None
+}
+
+/// Whether `fd` is one of the program's listening virtual sockets.
+fn is_listening(p: &Process, fd: i64) -> bool {
+    let Ok(fd) = i32::try_from(fd) else {
+        return false;
+    };
+    let Ok(f) = p.fds.get(fd) else { return false };
+    let of = lock(&f);
+    matches!(&of.kind, FileKind::Socket(s) if s.inet.as_ref().is_some_and(|i| i.listener.is_some()))
+}
+
+/// Most descriptors of a poll or select set looked at.
+const MAX_SET: u64 = 4096;
+
+/// Whether the call the program waits in (number `nr`, arguments `a`) waits
+/// for a connection: accept or accept4 on a listening virtual socket, or a
+/// poll, ppoll, select, pselect6 or epoll wait whose set holds one. A
+/// pre-fork server's arbiter holds the listening socket too, but sleeps in
+/// a select of its own pipe (gunicorn) or of nothing: that is not its
+/// worker's ready point. A set the host cannot read is not a wait for one.
+pub fn waits_for_connection(p: &Process, mem: &GuestMemory, nr: u64, a: &[u64; 6]) -> bool {
+    const ACCEPT: u64 = 43;
+    const ACCEPT4: u64 = 288;
+    const POLL: u64 = 7;
+    const PPOLL: u64 = 271;
+    const SELECT: u64 = 23;
+    const PSELECT6: u64 = 270;
+    const EPOLL_WAITS: [u64; 3] = [232, 281, 441];
+    const POLLIN: u16 = 1;
+    match nr {
+        ACCEPT | ACCEPT4 => is_listening(p, a[0] as i32 as i64),
+        POLL | PPOLL => {
+            let n = a[1].min(MAX_SET);
+            let Ok(set) = mem.read(a[0], n * 8) else {
+                return false;
+            };
+            set.chunks_exact(8).any(|e| {
+                let fd = i32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+                let events = u16::from_le_bytes([e[4], e[5]]);
+                events & POLLIN != 0 && is_listening(p, fd.into())
+            })
+        }
+        SELECT | PSELECT6 => {
+            let n = (a[0] as i32).clamp(0, MAX_SET as i32) as u64;
+            if a[1] == 0 || n == 0 {
+                return false;
+            }
+            let Ok(bits) = mem.read(a[1], n.div_ceil(64) * 8) else {
+                return false;
+            };
+            (0..n).any(|fd| {
+                bits[(fd / 8) as usize] & (1 << (fd % 8)) != 0 && is_listening(p, fd as i64)
+            })
+        }
+        nr if EPOLL_WAITS.contains(&nr) => {
+            let Ok(file) = p.fds.get(a[0] as i32) else {
+                return false;
+            };
+            let watched: Vec<i32> = match &lock(&file).kind {
+                FileKind::Event(super::event::EventObj::Epoll(set)) => set
+                    .iter()
+                    .filter(|(_, i)| !i.disabled)
+                    .map(|(&fd, _)| fd)
+                    .collect(),
+                _ => return false,
+            };
+            watched.into_iter().any(|fd| is_listening(p, fd.into()))
+        }
+        _ => false,
+    }
 }
 
 /// Every address the program listens on (its listening virtual sockets, in fd order).

@@ -285,9 +285,7 @@ fn sleep_ends(p: &mut Process) -> bool {
 
 /// Whether `p` is a child process of the run (not the first process).
 fn is_child(p: &Process) -> bool {
-    p.family
-        .as_ref()
-        .is_some_and(|f| f.pid != super::process::PID)
+    p.family.as_ref().is_some_and(|f| !f.is_first())
 }
 
 /// [`sleep_watching`] for `req`, measured on the monotonic clock.

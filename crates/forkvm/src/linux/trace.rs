@@ -37,9 +37,6 @@ pub struct Notes {
     pub denied: Vec<String>,
     /// The size of an mmap that failed with ENOMEM, if one did.
     pub mmap_enomem: Option<u64>,
-    /// A served program tried to make a child process while it started
-    /// (refused with ENOSYS: a pre-fork server).
-    pub fork_while_starting: bool,
 }
 
 impl Notes {

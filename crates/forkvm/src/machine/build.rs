@@ -262,6 +262,8 @@ impl Machine {
             timeout,
             ready: Some(ready),
             serve_config: None,
+            serve_ids: None,
+            handoff: None,
             poisoned: false,
             vcpu_fs_base: u64::MAX,
             breakpoint: None,

@@ -299,10 +299,6 @@ impl Machine {
     }
 }
 
-/// Syscalls in which a server waits for a connection: accept, accept4,
-/// epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6.
-const CONNECTION_WAITS: [u64; 9] = [43, 288, 232, 281, 441, 7, 271, 23, 270];
-
 /// fcntl and flock: the calls that wait for a file lock (F_SETLKW, flock).
 const SYS_FCNTL: u64 = 72;
 const SYS_FLOCK: u64 = 73;
@@ -356,9 +352,9 @@ impl Machine {
         {
             return Ok(None);
         }
+        let args = [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9];
         if self.mode == Mode::UntilReady
-            && (!CONNECTION_WAITS.contains(&self.trap_nr)
-                || crate::linux::inet::listening_addr(&self.proc).is_none())
+            && !crate::linux::inet::waits_for_connection(&self.proc, &self.mem, self.trap_nr, &args)
         {
             return Ok(None);
         }

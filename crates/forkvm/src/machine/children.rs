@@ -188,6 +188,8 @@ impl Machine {
             self.syscall_path,
         );
         child.ready = None;
+        // A starting master's children look for a ready point of their own.
+        child.handoff = self.handoff.clone();
         if !req.shares_memory {
             crate::linux::mem::wipe_after_fork(&child.proc, &mut child.mem);
         }
@@ -289,6 +291,7 @@ impl Machine {
         }
         new.write_ids(family.pid, family.ppid())?;
         new.mode = self.mode;
+        new.handoff = self.handoff.take();
         new.debugger = self.debugger.take();
         let to_parent = self.vfork_parent.take();
         let old = std::mem::replace(self, new);
@@ -336,7 +339,22 @@ fn run_child(mut m: Machine, family: Family) {
     // A child that computes without system calls still looks at the
     // signals sent to it (a kill, the run's end) this often.
     let _tick = crate::hypervisor::Deadline::tick(CHILD_TICK);
-    let status = match m.run() {
+    let outcome = match m.handoff.clone() {
+        Some(handoff) => match m.run_to_ready_point() {
+            Ok(Outcome::Ready) => match handoff.offer(m) {
+                // It is the master now; this thread's work is done.
+                Ok(()) => return,
+                // Another process got there first: this one ends.
+                Err(back) => {
+                    m = *back;
+                    Ok(Outcome::TimedOut(Duration::ZERO))
+                }
+            },
+            other => other,
+        },
+        None => m.run(),
+    };
+    let status = match outcome {
         Ok(Outcome::Exited(code)) => match m.proc.killed_by {
             Some(sig) => killed_status(sig),
             None => exit_status(code),

@@ -7,6 +7,7 @@ mod call;
 mod children;
 pub(crate) mod exitless;
 mod fault;
+mod handoff;
 mod syscall;
 mod threads;
 mod vfork;
@@ -160,6 +161,12 @@ pub struct Machine {
     pub(crate) ready: Option<ReadyPoint>,
     /// A master's configuration, for its forks' child processes.
     pub(crate) serve_config: Option<Config>,
+    /// A master's process ids when it is not its run's first process (the
+    /// worker of a pre-fork server, see [`handoff`]).
+    pub(crate) serve_ids: Option<linux::child::Ids>,
+    /// While a master starts: where a child process that reaches a ready
+    /// point leaves its machine (see [`handoff`]).
+    handoff: Option<Arc<handoff::Handoff>>,
     /// Every guest thread is blocked; the run loop waits before entering the guest.
     stalled: bool,
     /// A call failed (fault, timeout, exit); calls are refused until reset.
@@ -274,10 +281,20 @@ impl Machine {
 
     /// Runs until the program is initialised ([`Outcome::Ready`]), or ends otherwise.
     pub fn run_until_ready(&mut self, at: &ReadyAt) -> Result<Outcome, MachineError> {
-        // A master makes no child processes while it starts (they would
-        // outlive it); each fork of it gets a tree of its own per request
-        // (`Fork::reset`), made with this configuration.
-        self.serve_config = self.proc.family.take().map(|f| f.tree.config.clone());
+        // Its processes may fork while it starts (a pre-fork server's
+        // arbiter, a daemon): the first of them to reach a ready point
+        // becomes the master (see `handoff`). Not with a breakpoint, which
+        // the children's copies would hit.
+        let handoff = match at {
+            ReadyAt::Call if self.proc.family.is_some() => {
+                Some(Arc::new(handoff::Handoff::default()))
+            }
+            _ => None,
+        };
+        self.handoff = handoff.clone();
+        if handoff.is_none() {
+            self.serve_config = self.proc.family.take().map(|f| f.tree.config.clone());
+        }
         if let ReadyAt::Symbol(name) = at {
             let addr = self
                 .symbols
@@ -296,7 +313,10 @@ impl Machine {
             self.breakpoint = Some((addr, original));
         }
         self.mode = Mode::UntilReady;
-        let outcome = self.run_for(self.timeout);
+        let arrived = handoff.clone();
+        let outcome = self.run_for_or(self.timeout, &mut || {
+            arrived.as_ref().is_some_and(|h| h.has_arrived())
+        });
         self.mode = Mode::Program;
         let outcome = outcome?;
         if let Some((addr, byte)) = self.breakpoint.take() {
@@ -304,8 +324,22 @@ impl Machine {
                 .kernel_write(addr, &[byte])
                 .map_err(|f| MachineError::Internal(f.to_string()))?;
         }
-        if matches!(outcome, Outcome::Ready) {
-            self.mark_ready()?;
+        self.handoff = None;
+        let outcome = match &handoff {
+            Some(h) if !matches!(outcome, Outcome::Ready) => self.take_handed_over(h, outcome),
+            _ => {
+                if matches!(outcome, Outcome::Ready) {
+                    self.mark_ready()?;
+                }
+                outcome
+            }
+        };
+        // A master makes no child processes (they would outlive it): those
+        // it made while starting end now; each fork of it gets a tree of
+        // its own per request (`Fork::reset`), made with this configuration.
+        if let Some(f) = self.proc.family.take() {
+            self.serve_config = Some(f.tree.config.clone());
+            f.end_others();
         }
         Ok(outcome)
     }

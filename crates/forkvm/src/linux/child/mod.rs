@@ -103,10 +103,35 @@ struct Inner {
     procs: BTreeMap<u64, Entry>,
 }
 
+/// Who a tree's first process is: its pid, parent, group and session.
+/// A run's is [`Ids::FIRST`]; a served pre-fork server's forks keep the
+/// worker's own (see `machine::handoff`), which the program may have
+/// stored (gunicorn's worker compares its saved parent pid with getppid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ids {
+    pub pid: u64,
+    pub ppid: u64,
+    pub pgid: u64,
+    pub sid: u64,
+}
+
+impl Ids {
+    /// A program run from an interactive shell: the leader of its own
+    /// group, in its parent's session (see child/ids.rs).
+    pub const FIRST: Ids = Ids {
+        pid: super::process::PID,
+        ppid: super::process::PPID,
+        pgid: super::process::PID,
+        sid: super::process::PPID,
+    };
+}
+
 /// The processes of one run.
 #[derive(Debug)]
 pub struct Tree {
     inner: Mutex<Inner>,
+    /// The first process (the one not started by another of the run).
+    pub first: Ids,
     /// Most processes alive at once.
     max: AtomicU64,
     /// What every process of the run was started with (for execve).
@@ -204,11 +229,16 @@ impl Tree {
     }
 
     /// The tree of a new run whose first process has pid `PID` and the
-    /// configuration `config`; `None` as the limit means the default.
+    /// configuration `config`.
     pub fn root(config: Config) -> Family {
+        Self::root_as(config, Ids::FIRST)
+    }
+
+    /// [`Tree::root`] for a first process known as `first`.
+    pub fn root_as(config: Config, first: Ids) -> Family {
         let deadline = Instant::now().checked_add(config.timeout);
         let signals = Arc::new(Inbox::default());
-        let pid = super::process::PID;
+        let pid = first.pid;
         let mut inner = Inner {
             next_pid: FIRST_CHILD_PID,
             alive: 1,
@@ -217,11 +247,9 @@ impl Tree {
         inner.procs.insert(
             pid,
             Entry {
-                ppid: super::process::PPID,
-                // As run from an interactive shell: the leader of its own
-                // group, in its parent's session (see child/ids.rs).
-                pgid: pid,
-                sid: super::process::PPID,
+                ppid: first.ppid,
+                pgid: first.pgid,
+                sid: first.sid,
                 status: None,
                 signals: signals.clone(),
                 no_zombies: false,
@@ -236,6 +264,7 @@ impl Tree {
         );
         let tree = Tree {
             inner: Mutex::new(inner),
+            first,
             max: AtomicU64::new(DEFAULT_MAX_PROCESSES as u64),
             config,
             deadline,
@@ -336,6 +365,24 @@ impl Family {
         }
     }
 
+    /// Whether this is the run's first process.
+    pub fn is_first(&self) -> bool {
+        self.pid == self.tree.first.pid
+    }
+
+    /// This process as the tree knows it now (for a tree of its own, see
+    /// [`Tree::root_as`]).
+    pub fn ids(&self) -> Ids {
+        let t = lock(&self.tree.inner);
+        let e = t.procs.get(&self.pid);
+        Ids {
+            pid: self.pid,
+            ppid: e.map_or(super::process::PPID, |e| e.ppid),
+            pgid: e.map_or(self.pid, |e| e.pgid),
+            sid: e.map_or(super::process::PPID, |e| e.sid),
+        }
+    }
+
     /// The parent's pid.
     pub fn ppid(&self) -> u64 {
         lock(&self.tree.inner)
@@ -347,9 +394,16 @@ impl Family {
     /// Called when this process's run ended: if it is the first process,
     /// every other process stops at its next system call (SIGKILL).
     pub fn run_over(&self) {
-        if self.pid == super::process::PID {
+        if self.is_first() {
             self.tree.ended.store(true, Ordering::SeqCst);
         }
+    }
+
+    /// Ends every process of the tree but the first (they take SIGKILL at
+    /// their next system call or tick), without waiting for them.
+    pub fn end_others(&self) {
+        self.tree.ended.store(true, Ordering::SeqCst);
+        self.tree.wake.notify();
     }
 
     /// Ends every other process of the tree (they take SIGKILL at their
@@ -381,8 +435,8 @@ impl Family {
             && !self.signals.waiting()
             && !self.tree.ended.load(Ordering::SeqCst)
             && t.procs.get(&self.pid).is_some_and(|e| {
-                e.pgid == self.pid
-                    && e.sid == super::process::PPID
+                e.pgid == self.tree.first.pgid
+                    && e.sid == self.tree.first.sid
                     && e.status.is_none()
                     && e.publishes <= 1
             })
@@ -461,7 +515,7 @@ impl Family {
                 }
             }
         }
-        if self.pid == super::process::PID {
+        if self.is_first() {
             // The first process: nobody waits for it; the run is over.
             self.tree.ended.store(true, Ordering::SeqCst);
         } else if let Some(parent) = t.procs.get(&ppid) {
@@ -540,8 +594,7 @@ pub fn pid_of(p: &Process) -> u64 {
 /// call to the exit path, which delivers them.
 pub fn signals_waiting(p: &Process) -> bool {
     p.family.as_ref().is_some_and(|f| {
-        f.signals.waiting()
-            || (f.pid != super::process::PID && f.tree.ended.load(Ordering::Relaxed))
+        f.signals.waiting() || (!f.is_first() && f.tree.ended.load(Ordering::Relaxed))
     })
 }
 
@@ -574,13 +627,11 @@ fn take_sent(p: &mut Process) {
     let Some(f) = p.family.as_ref() else {
         return;
     };
-    if !f.signals.waiting()
-        && (f.pid == super::process::PID || !f.tree.ended.load(Ordering::Relaxed))
-    {
+    if !f.signals.waiting() && (f.is_first() || !f.tree.ended.load(Ordering::Relaxed)) {
         return;
     }
     let mut taken = f.signals.take();
-    if f.pid != super::process::PID && f.tree.ended.load(Ordering::Relaxed) {
+    if !f.is_first() && f.tree.ended.load(Ordering::Relaxed) {
         // The run is over: children end with it.
         let _ = taken.push(SigInfo::kernel(SIGKILL));
     }
@@ -663,10 +714,9 @@ pub(super) fn fork(
         return Err(Errno::ENOSYS);
     }
     let Some(family) = p.family.as_ref() else {
-        p.notes.fork_while_starting = true;
         note(
             &NOTE_NO_TREE,
-            "fork: a served program cannot make child processes while it starts (before its ready point); the call returns ENOSYS",
+            "fork: a program started up to a chosen symbol cannot make child processes; the call returns ENOSYS",
         );
         return Err(Errno::ENOSYS);
     };

@@ -77,7 +77,7 @@ pub fn stop_if_asked(p: &mut Process) {
     f.report(Change::Stopped(sig));
     let mut held = Pending::default();
     loop {
-        let over = f.pid != crate::linux::process::PID && f.tree.ended.load(Ordering::Relaxed);
+        let over = !f.is_first() && f.tree.ended.load(Ordering::Relaxed);
         if over || f.tree.remaining().is_zero() {
             return;
         }
