@@ -111,8 +111,11 @@ impl Machine {
             return outcome;
         };
         let family = worker.proc.family.take();
+        let comm = &worker.proc.comm;
+        let name =
+            String::from_utf8_lossy(&comm[..comm.iter().position(|&b| b == 0).unwrap_or(16)]);
         tracing::info!(
-            "process {} is the server: it waits for connections; the start-up's other processes end",
+            "process {} ({name}) is the server: it waits for connections; the start-up's other processes end",
             family.as_ref().map_or(0, |f| f.pid)
         );
         worker.serve_config = family.as_ref().map(|f| f.tree.config.clone());
