@@ -580,8 +580,10 @@ fn a_server_that_ends_while_starting_says_so() {
 /// accepts, then watches it in a select of its own (gunicorn's arbiter), or
 /// forks and exits first (a daemon: its child forks the worker). The worker
 /// waiting for its first connection is what every request forks, with the
-/// pid and parent pid it saved (forkvm refused fork while starting). The
-/// arbiter holds the listening socket too, but its wait is not for it.
+/// pid and parent pid it saved (forkvm refused fork while starting), and
+/// with the pipe its parent holds still open (the start-up's processes end
+/// only after the master is frozen). The arbiter holds the listening socket
+/// too, but its wait is not for it.
 #[test]
 fn a_pre_fork_servers_worker_is_served() {
     let prog = guest("prefork.musl");
@@ -590,10 +592,10 @@ fn a_pre_fork_servers_worker_is_served() {
     // Natively the count goes on (the start-up's probe was a connection).
     let native_text = get(nport, "/").text();
     assert!(
-        native_text.ends_with(" same_pid=1 same_parent=1\n"),
+        native_text.ends_with(" same_pid=1 same_parent=1 pipe_open=1\n"),
         "{native_text}"
     );
-    let want = "count=1 same_pid=1 same_parent=1\n";
+    let want = "count=1 same_pid=1 same_parent=1 pipe_open=1\n";
     for mode in ["arbiter", "daemon"] {
         let port = free_port();
         let fs = forkvm(&prog, &[&port.to_string(), mode], &[], port);
@@ -612,7 +614,7 @@ fn a_pre_fork_servers_worker_is_served() {
         );
         for n in 1..=3 {
             let got = get(port, "/");
-            let kept = format!("count={n} same_pid=1 same_parent=1\n");
+            let kept = format!("count={n} same_pid=1 same_parent=1 pipe_open=1\n");
             assert_eq!(got.text(), kept, "{mode}\n{}", fs.output());
         }
     }

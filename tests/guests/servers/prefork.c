@@ -9,10 +9,13 @@
  *                          in sigsuspend, as a daemonising nginx does
  *
  * The worker remembers its pid and its parent's at start, as gunicorn's does,
- * and answers each request with how many it served and whether getpid and
- * getppid still give what it saved (a worker whose parent changed stops). */
+ * and answers each request with how many it served, whether getpid and
+ * getppid still give what it saved (a worker whose parent changed stops),
+ * and whether the pipe its parent holds the other end of is still open (a
+ * node cluster worker exits when its channel to the primary closes). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +37,13 @@ static int listen_on(int port) {
 
 static long served;
 
-static void worker(int ls) {
+/* Whether the pipe's write end is still open somewhere. */
+static int pipe_open(int rd) {
+    struct pollfd p = {.fd = rd, .events = POLLIN};
+    return poll(&p, 1, 0) == 0;
+}
+
+static void worker(int ls, int from_parent) {
     pid_t me = getpid(), parent = getppid();
     for (;;) {
         if (getppid() != parent) {
@@ -59,8 +68,8 @@ static void worker(int ls) {
         }
         served++;
         char body[128], resp[256];
-        int bl = snprintf(body, sizeof body, "count=%ld same_pid=%d same_parent=%d\n", served,
-                          getpid() == me, getppid() == parent);
+        int bl = snprintf(body, sizeof body, "count=%ld same_pid=%d same_parent=%d pipe_open=%d\n",
+                          served, getpid() == me, getppid() == parent, pipe_open(from_parent));
         int rl = snprintf(resp, sizeof resp,
                           "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", bl,
                           body);
@@ -72,9 +81,15 @@ static void worker(int ls) {
 /* Listens, forks the worker, and watches it until it ends. */
 static void master(int port, int by_select) {
     int ls = listen_on(port);
+    int p[2];
+    if (pipe(p)) { perror("pipe"); exit(1); }
     pid_t w = fork();
     if (w < 0) { perror("fork"); exit(1); }
-    if (w == 0) worker(ls);
+    if (w == 0) {
+        close(p[1]);
+        worker(ls, p[0]);
+    }
+    close(p[0]);
     printf("listening on %d, worker started\n", port);
     fflush(stdout);
     for (;;) {

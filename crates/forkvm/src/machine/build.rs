@@ -264,6 +264,7 @@ impl Machine {
             serve_config: None,
             serve_ids: None,
             handoff: None,
+            startup: None,
             poisoned: false,
             vcpu_fs_base: u64::MAX,
             breakpoint: None,

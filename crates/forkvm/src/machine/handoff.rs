@@ -69,6 +69,36 @@ impl Handoff {
     }
 }
 
+/// The start-up's other processes, kept until the master's process state
+/// was copied (its template): the ends of pipes and sockets they hold are
+/// then still open in every fork, as they are natively while the arbiter
+/// lives (node's cluster worker exits when its channel to the primary
+/// closes; nginx's worker reads EOF from its master's and closes it). Dropped,
+/// they end (SIGKILL at their next call or tick), and the first process's
+/// machine goes.
+pub(super) struct Startup {
+    family: crate::linux::child::Family,
+    first: Option<Box<Machine>>,
+}
+
+impl Drop for Startup {
+    fn drop(&mut self) {
+        self.family.end_others();
+        drop(self.first.take());
+    }
+}
+
+impl Startup {
+    /// The processes of `family`'s tree but the master's, and the
+    /// start-up's first machine if it is not the master.
+    pub(super) fn new(family: crate::linux::child::Family, first: Option<Machine>) -> Box<Self> {
+        Box::new(Startup {
+            family,
+            first: first.map(Box::new),
+        })
+    }
+}
+
 /// How often a master whose first process ended looks whether any other
 /// process of its start-up still lives.
 const ORPHAN_LOOK: Duration = Duration::from_millis(20);
@@ -125,12 +155,11 @@ impl Machine {
             .filter(|i| *i != Ids::FIRST);
         worker.timeout = self.timeout;
         worker.handoff = None;
-        // The first process, and with it every other process of the
-        // start-up: they take SIGKILL at their next call or tick.
-        if let Some(f) = &family {
-            f.end_others();
+        let first = std::mem::replace(self, *worker);
+        match family {
+            Some(f) => self.startup = Some(Startup::new(f, Some(first))),
+            None => drop(first),
         }
-        drop(std::mem::replace(self, *worker));
         Outcome::Ready
     }
 }

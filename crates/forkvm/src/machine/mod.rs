@@ -167,6 +167,8 @@ pub struct Machine {
     /// While a master starts: where a child process that reaches a ready
     /// point leaves its machine (see [`handoff`]).
     handoff: Option<Arc<handoff::Handoff>>,
+    /// A master's start-up processes, until it is frozen (see [`handoff`]).
+    startup: Option<Box<handoff::Startup>>,
     /// Every guest thread is blocked; the run loop waits before entering the guest.
     stalled: bool,
     /// A call failed (fault, timeout, exit); calls are refused until reset.
@@ -335,11 +337,21 @@ impl Machine {
             }
         };
         // A master makes no child processes (they would outlive it): those
-        // it made while starting end now; each fork of it gets a tree of
-        // its own per request (`Fork::reset`), made with this configuration.
+        // it made while starting end once it is frozen (see `handoff`);
+        // each fork of it gets a tree of its own per request
+        // (`Fork::reset`), made with this configuration.
         if let Some(f) = self.proc.family.take() {
             self.serve_config = Some(f.tree.config.clone());
-            f.end_others();
+            if matches!(outcome, Outcome::Ready) && linux::child::others_alive_in(&f) {
+                tracing::warn!(
+                    "the program waits for connections while processes it started live on: \
+                     they end once it is frozen, and each request is served by it alone (a \
+                     server that hands connections to its workers, such as node's cluster \
+                     module by default, cannot work so; NODE_CLUSTER_SCHED_POLICY=none lets \
+                     node's workers accept)"
+                );
+            }
+            self.startup = Some(handoff::Startup::new(f, None));
         }
         Ok(outcome)
     }

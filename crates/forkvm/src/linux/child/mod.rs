@@ -560,9 +560,12 @@ impl Family {
 /// Whether other processes of the run are alive (a pipe's other end, a
 /// child to wait for may then change by itself at any moment).
 pub fn others_alive(p: &Process) -> bool {
-    p.family
-        .as_ref()
-        .is_some_and(|f| lock(&f.tree.inner).alive > 1)
+    p.family.as_ref().is_some_and(others_alive_in)
+}
+
+/// [`others_alive`] for the process whose place is `f`.
+pub fn others_alive_in(f: &Family) -> bool {
+    lock(&f.tree.inner).alive > 1
 }
 
 /// The calling thread blocks in wait4/waitid/sigsuspend: retried soon at
