@@ -115,6 +115,29 @@ fn c_client_fetches_through_allow_connect_as_natively() {
     assert_eq!(b.settle(), 0, "every connection closed");
 }
 
+/// `--allow-connect` is the run's: a program a shell starts (fork, exec)
+/// may connect too. The exec'd program lost it (ECONNREFUSED).
+#[test]
+fn a_program_started_by_a_shell_keeps_allow_connect() {
+    let b = Backend::start();
+    let fetch = guest("fetch.musl");
+    let dir = fetch
+        .parent()
+        .expect("guest dir")
+        .to_string_lossy()
+        .into_owned();
+    let script = format!("{} block 127.0.0.1 {} /sh", fetch.display(), b.port);
+    let case = Case::new("/bin/busybox")
+        .args(["sh", "-c", &script])
+        .flags(["--allow-connect", &b.addr(), "--allow-read", &dir]);
+    let (_, vm) = check(&case);
+    assert!(
+        vm.stdout_str().contains("backend path=/sh"),
+        "{}",
+        vm.describe()
+    );
+}
+
 #[test]
 fn connect_is_refused_without_the_flag_and_named_in_verbose_notes() {
     let b = Backend::start();

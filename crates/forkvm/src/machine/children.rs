@@ -283,6 +283,8 @@ impl Machine {
         new.proc.nice = old.nice;
         new.proc.prctl = old.prctl.after_exec();
         new.proc.rlimits = old.rlimits;
+        // The run's outbound policy (`--allow-connect`) is not the program's.
+        new.proc.outbound = old.outbound.clone();
         new.proc.xcpu_sent = old.xcpu_sent;
         for (n, o) in new.proc.sigactions.iter_mut().zip(old.sigactions.iter()) {
             if o.handler == 1 {
