@@ -33,22 +33,39 @@ pub const DEFAULT_ALLOW_READ: &[&str] = &[
     "/etc/localtime",
 ];
 
+/// What `--allow-connect` allows, resolved once at start-up.
+#[derive(Debug, Default)]
+pub struct Connect {
+    /// Every address a guest may connect to.
+    pub addrs: Vec<std::net::SocketAddr>,
+    /// Each host name given (not an address literal) with the addresses it
+    /// resolved to, for the guest's own /etc/hosts.
+    pub names: Vec<(String, std::net::IpAddr)>,
+}
+
 /// Resolves `--allow-connect HOST:PORT` values once, at start-up: every
 /// address HOST has (IPv4 and IPv6; `localhost` through the host's resolver).
-pub fn resolve_connect(specs: &[String]) -> anyhow::Result<Vec<std::net::SocketAddr>> {
+pub fn resolve_connect(specs: &[String]) -> anyhow::Result<Connect> {
     use std::net::ToSocketAddrs;
-    let mut out = Vec::new();
+    let mut out = Connect::default();
     for spec in specs {
         let addrs = spec
             .to_socket_addrs()
             .with_context(|| format!("--allow-connect {spec}: expected HOST:PORT that resolves"))?;
+        let host = spec.rsplit_once(':').map_or(spec.as_str(), |(h, _)| h);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let named = host.parse::<std::net::IpAddr>().is_err();
         for a in addrs {
-            if !out.contains(&a) {
-                out.push(a);
+            if !out.addrs.contains(&a) {
+                out.addrs.push(a);
+            }
+            let name = (host.to_string(), a.ip());
+            if named && !out.names.contains(&name) {
+                out.names.push(name);
             }
         }
     }
-    for a in &out {
+    for a in &out.addrs {
         tracing::debug!("--allow-connect: the guest may connect to {a}");
     }
     Ok(out)

@@ -163,8 +163,9 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
     let allow_connect = launch::resolve_connect(&args.allow_connect)?;
     let mut machine =
         Machine::from_file(&program, config).with_context(|| format!("cannot start {program}"))?;
-    let outbound = !allow_connect.is_empty();
-    machine.set_allow_connect(allow_connect);
+    let outbound = !allow_connect.addrs.is_empty();
+    machine.set_allow_connect(allow_connect.addrs);
+    machine.set_connect_names(allow_connect.names);
     machine.set_max_processes(usize::try_from(args.max_processes).unwrap_or(usize::MAX));
     let outcome = match args.gdb.as_deref() {
         None => {

@@ -214,6 +214,31 @@ fn localhost_resolves_at_start_and_ipv6_loopback_works() {
     );
 }
 
+/// A host name given to `--allow-connect` resolves in the guest too (its
+/// own /etc/hosts names it): the guest has no DNS, so a client that
+/// resolved the name itself found nothing. The name is this machine's host
+/// name where it resolves to 127.0.0.1 (skipped elsewhere).
+#[test]
+fn an_allowed_host_name_resolves_in_the_guest() {
+    let Ok(name) = std::fs::read_to_string("/proc/sys/kernel/hostname") else {
+        return;
+    };
+    let name = name.trim().to_string();
+    let b = Backend::start();
+    let spec = format!("{name}:{}", b.port);
+    let loopback = std::net::ToSocketAddrs::to_socket_addrs(&spec.as_str())
+        .is_ok_and(|mut a| a.any(|a| a.ip() == std::net::Ipv4Addr::LOCALHOST));
+    if name.is_empty() || name == "localhost" || !loopback {
+        return;
+    }
+    let url = format!("http://{spec}/by-name");
+    let case = Case::new(guest("go_proxy"))
+        .args(["get", &url])
+        .flags(["--allow-connect", &spec]);
+    let (_, vm) = check(&case);
+    assert_eq!(vm.stdout_str(), "status=200 backend path=/by-name\n");
+}
+
 #[test]
 fn go_http_client_fetches_as_natively() {
     let b = Backend::start();

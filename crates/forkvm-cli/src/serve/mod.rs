@@ -302,7 +302,9 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     let mut machine =
         Machine::new(&image, &exe, config).with_context(|| format!("cannot start {name}"))?;
     machine.set_persist(&args.persist);
-    machine.set_allow_connect(crate::launch::resolve_connect(&args.allow_connect)?);
+    let allow_connect = crate::launch::resolve_connect(&args.allow_connect)?;
+    machine.set_allow_connect(allow_connect.addrs);
+    machine.set_connect_names(allow_connect.names);
     let mut listen = args.listen;
     // A server program's other listening sockets (without --listen): one host listener each.
     let mut also_listen = Vec::new();

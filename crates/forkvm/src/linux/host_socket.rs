@@ -49,6 +49,9 @@ const MAX_NOTED: usize = 32;
 pub struct Outbound {
     allowed: Arc<Vec<SocketAddr>>,
     noted: Vec<SocketAddr>,
+    /// The host names given to `--allow-connect`, with the addresses they
+    /// resolved to, for the guest's own /etc/hosts (see `procfs::etc_file`).
+    names: Arc<Vec<(String, std::net::IpAddr)>>,
 }
 
 impl Outbound {
@@ -57,7 +60,20 @@ impl Outbound {
         Self {
             allowed: Arc::new(addrs.into_iter().map(canonical).collect()),
             noted: Vec::new(),
+            names: Arc::default(),
         }
+    }
+
+    /// Names the guest resolves through its own /etc/hosts: the host names
+    /// of `--allow-connect`, as the host resolved them at start-up (the
+    /// guest has no DNS: UDP is refused).
+    pub fn set_names(&mut self, names: Vec<(String, std::net::IpAddr)>) {
+        self.names = Arc::new(names);
+    }
+
+    /// The names set with [`Outbound::set_names`].
+    pub fn names(&self) -> &[(String, std::net::IpAddr)] {
+        &self.names
     }
 
     /// The allowed addresses.

@@ -30,12 +30,24 @@ use std::os::unix::ffi::OsStrExt;
 /// node's dns.lookup), for when the host's are not allowed: `localhost`
 /// resolves, and the guest's uid has a name. The host's files (its users,
 /// its names) stay private; `--allow-read` of the real file wins.
-pub fn etc_file(p: &Process, path: &[u8]) -> Option<&'static str> {
+pub fn etc_file(p: &Process, path: &[u8]) -> Option<std::borrow::Cow<'static, str>> {
     let text = match path {
         // 127.0.1.1 names the host, as Debian's installer writes it (see
-        // process::HOSTNAME; a unit test checks the two agree).
+        // process::HOSTNAME; a unit test checks the two agree); then the
+        // host names `--allow-connect` gave, as they resolved at start-up.
         b"/etc/hosts" => {
-            "127.0.0.1\tlocalhost\n127.0.1.1\tforkvm\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+            let base =
+                "127.0.0.1\tlocalhost\n127.0.1.1\tforkvm\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+            let names = p.outbound.names();
+            if names.is_empty() {
+                base
+            } else {
+                let mut text = base.to_string();
+                for (name, ip) in names {
+                    text.push_str(&format!("{ip}\t{name}\n"));
+                }
+                return allowed_etc(p, path).then_some(text.into());
+            }
         }
         b"/etc/passwd" => {
             "root:x:0:0:root:/root:/usr/sbin/nologin\n\
@@ -46,13 +58,17 @@ pub fn etc_file(p: &Process, path: &[u8]) -> Option<&'static str> {
         b"/etc/nsswitch.conf" => "passwd: files\ngroup: files\nhosts: files dns\n",
         _ => return None,
     };
+    allowed_etc(p, path).then_some(text.into())
+}
+
+/// Whether the guest sees its own file at `path` in /etc: the host's is not
+/// allowed (`--allow-read` of the real file wins).
+fn allowed_etc(p: &Process, path: &[u8]) -> bool {
     let host = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
-    let allowed = p
-        .policy
+    !p.policy
         .allow_read
         .iter()
-        .any(|root| host.starts_with(root));
-    (!allowed).then_some(text)
+        .any(|root| host.starts_with(root))
 }
 
 /// The contents of a synthetic file at the canonical absolute `path`

@@ -402,6 +402,12 @@ impl Machine {
         self.proc.outbound = crate::linux::host_socket::Outbound::new(addrs);
     }
 
+    /// Host names the program resolves to these addresses through its own
+    /// /etc/hosts (`--allow-connect`'s names; the guest has no DNS).
+    pub fn set_connect_names(&mut self, names: Vec<(String, std::net::IpAddr)>) {
+        self.proc.outbound.set_names(names);
+    }
+
     /// Pushes a new connection from `peer` onto the server's listening socket.
     pub fn connect(
         &mut self,
