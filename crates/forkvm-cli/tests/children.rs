@@ -195,7 +195,9 @@ fn sleeps_and_alarms_in_a_child() {
 }
 
 /// pselect, ppoll, epoll_pwait and sigsuspend let SIGCHLD through with
-/// their own masks, and the mask from before is back after the handler.
+/// their own masks, and the mask from before is back after the handler;
+/// a signal their masks block, sent during the wait, leaves them waiting
+/// (it ended them with EINTR: LTP's epoll_pwait01).
 #[test]
 fn waits_under_their_own_signal_mask() {
     glibc_and_musl("wait_masks");

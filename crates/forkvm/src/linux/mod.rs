@@ -160,6 +160,10 @@ pub struct Process {
     /// The mask the next signal frame saves instead of `sigmask`: set by a
     /// call that waited under a mask of its own (`signal::take_under_mask`).
     pub frame_mask: Option<u64>,
+    /// The mask from before the call the running thread waits in under a
+    /// mask of its own (`signal::take_under_mask`), put back when the wait
+    /// ends (`signal::end_wait_mask`).
+    pub wait_mask: Option<u64>,
     /// The running thread's sigaltstack (ss_sp, ss_flags, ss_size); the
     /// others keep theirs in their `thread::ThreadCtx`.
     pub altstack: (u64, i32, u64),
@@ -246,6 +250,7 @@ impl Process {
             sigactions: [SigAction::default(); 64],
             sigmask: 0,
             frame_mask: None,
+            wait_mask: None,
             altstack: signal::NO_ALTSTACK,
             comm,
             started: Instant::now(),
@@ -300,6 +305,7 @@ impl Process {
             sigactions: self.sigactions,
             sigmask: self.sigmask,
             frame_mask: None,
+            wait_mask: None,
             altstack: self.altstack,
             comm: self.comm,
             started: self.started,
@@ -409,6 +415,7 @@ pub fn dispatch_leaving_signals(
         }
     } else {
         p.waiting = None;
+        signal::end_wait_mask(p);
         p.progress = p.progress.wrapping_add(1);
         child::wake_others_after(p, nr, args);
         trace::after(p, mem, nr, args, &result);

@@ -101,6 +101,9 @@ pub struct ThreadCtx {
     pub wait: Wait,
     /// The deadline of a syscall it is waiting in (see [`wait`]).
     pub waiting: Option<Option<Instant>>,
+    /// The mask from before the call it waits in (see
+    /// [`super::Process::wait_mask`]).
+    pub wait_mask: Option<u64>,
     /// [`super::Process::progress`] when it stopped: a retried call that
     /// looked before other threads did more may find something ready.
     pub looked: u64,
