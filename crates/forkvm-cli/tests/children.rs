@@ -279,7 +279,10 @@ fn signals_with_nothing_to_do_do_not_end_sleeps() {
 
 /// A FUTEX_WAIT on shared memory woken by another process's change and
 /// FUTEX_WAKE returns 0, as on Linux (it said EAGAIN: the wait looks at
-/// the word again, and the second look found it changed).
+/// the word again, and the second look found it changed). A FUTEX_WAKE that
+/// changes nothing wakes it too and counts it (LTP's checkpoints: the wait
+/// timed out and the wake said 0), while a private one from another
+/// process does not.
 #[test]
 fn shared_futex_waits_end_woken() {
     glibc_and_musl("futex_shared");

@@ -29,6 +29,7 @@ pub mod prctl;
 pub mod process;
 pub mod procfs;
 mod served;
+pub mod shared_futex;
 pub mod signal;
 pub mod signalfd;
 pub mod sockopt;
@@ -164,6 +165,10 @@ pub struct Process {
     /// mask of its own (`signal::take_under_mask`), put back when the wait
     /// ends (`signal::end_wait_mask`).
     pub wait_mask: Option<u64>,
+    /// The running thread's wait on a futex in shared memory, registered
+    /// with the run so that another process's FUTEX_WAKE finds it (see
+    /// `shared_futex`); dropped when the wait ends.
+    pub shared_futex: Option<std::sync::Arc<shared_futex::Waiter>>,
     /// The running thread's sigaltstack (ss_sp, ss_flags, ss_size); the
     /// others keep theirs in their `thread::ThreadCtx`.
     pub altstack: (u64, i32, u64),
@@ -251,6 +256,7 @@ impl Process {
             sigmask: 0,
             frame_mask: None,
             wait_mask: None,
+            shared_futex: None,
             altstack: signal::NO_ALTSTACK,
             comm,
             started: Instant::now(),
@@ -306,6 +312,7 @@ impl Process {
             sigmask: self.sigmask,
             frame_mask: None,
             wait_mask: None,
+            shared_futex: None,
             altstack: self.altstack,
             comm: self.comm,
             started: self.started,
@@ -416,6 +423,7 @@ pub fn dispatch_leaving_signals(
     } else {
         p.waiting = None;
         signal::end_wait_mask(p);
+        p.shared_futex = None;
         p.progress = p.progress.wrapping_add(1);
         child::wake_others_after(p, nr, args);
         trace::after(p, mem, nr, args, &result);

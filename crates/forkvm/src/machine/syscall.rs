@@ -127,6 +127,7 @@ impl Machine {
             self.proc.sched = None;
             self.proc.waiting = None;
             linux::signal::end_wait_mask(&mut self.proc);
+            self.proc.shared_futex = None;
             // A FIFO open waiting for its partner closes the end it opened.
             linux::fs::interrupted_open(&mut self.proc);
             // A blocking write that sent some bytes returns their count.

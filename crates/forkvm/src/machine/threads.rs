@@ -32,6 +32,7 @@ impl Machine {
             wait,
             waiting: self.proc.waiting,
             wait_mask: self.proc.wait_mask,
+            shared_futex: self.proc.shared_futex.clone(),
             looked: self.proc.progress,
             fpu: self.vcpu.xsave_area()?,
         })
@@ -48,6 +49,7 @@ impl Machine {
         self.proc.tid = t.tid;
         self.proc.waiting = t.waiting;
         self.proc.wait_mask = t.wait_mask;
+        self.proc.shared_futex = t.shared_futex.clone();
         self.proc.clear_child_tid = t.clear_child_tid;
         self.proc.sigmask = t.sigmask;
         self.proc.altstack = t.altstack;
@@ -91,6 +93,7 @@ impl Machine {
                     wait: Wait::Runnable,
                     waiting: None,
                     wait_mask: None,
+                    shared_futex: None,
                     looked: self.proc.progress,
                     // A new thread starts with a copy of its creator's state, as on Linux.
                     fpu: self.vcpu.xsave_area()?,
