@@ -5,6 +5,7 @@
 
 pub mod child;
 pub mod copy_range;
+pub mod epoll;
 pub mod errno;
 pub mod event;
 pub mod exec;
