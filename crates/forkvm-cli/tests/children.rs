@@ -195,7 +195,9 @@ fn sleeps_and_alarms_in_a_child() {
 }
 
 /// pselect, ppoll, epoll_pwait and sigsuspend let SIGCHLD through with
-/// their own masks, and the mask from before is back after the handler.
+/// their own masks, and the mask from before is back after the handler;
+/// a signal their masks block, sent during the wait, leaves them waiting
+/// (it ended them with EINTR: LTP's epoll_pwait01).
 #[test]
 fn waits_under_their_own_signal_mask() {
     glibc_and_musl("wait_masks");
@@ -277,7 +279,10 @@ fn signals_with_nothing_to_do_do_not_end_sleeps() {
 
 /// A FUTEX_WAIT on shared memory woken by another process's change and
 /// FUTEX_WAKE returns 0, as on Linux (it said EAGAIN: the wait looks at
-/// the word again, and the second look found it changed).
+/// the word again, and the second look found it changed). A FUTEX_WAKE that
+/// changes nothing wakes it too and counts it (LTP's checkpoints: the wait
+/// timed out and the wake said 0), while a private one from another
+/// process does not.
 #[test]
 fn shared_futex_waits_end_woken() {
     glibc_and_musl("futex_shared");

@@ -2,11 +2,15 @@
  * that changes the word and calls FUTEX_WAKE, returns 0 (woken), as on
  * Linux; EAGAIN is only for a word that already differed when the wait
  * began (the child here changes it 500 ms after the fork, and the parent
- * says "woken" for an EAGAIN only if the change came first). */
+ * says "woken" for an EAGAIN only if the change came first).
+ * A wake that changes nothing wakes the waiter too (LTP's checkpoints: the
+ * waker repeats FUTEX_WAKE until it reports a waiter), and a private wake
+ * from another process reaches no one. */
 #define _GNU_SOURCE
 #include <errno.h>
 #define FUTEX_WAIT 0
 #define FUTEX_WAKE 1
+#define FUTEX_PRIVATE_FLAG 128
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,5 +59,38 @@ int main(void)
         else
             printf("round %d: %ld %s, word %u\n", round, r, strerror(e), s->word);
     }
+
+    s->word = 0;
+    pid_t c = fork();
+    if (c == 0) {
+        long n = 0;
+        for (int i = 0; i < 5000 && n == 0; i++) {
+            n = syscall(SYS_futex, &s->word, FUTEX_WAKE, 1, NULL, NULL, 0);
+            if (n == 0)
+                usleep(1000);
+        }
+        _exit(n == 1 ? 0 : 1);
+    }
+    struct timespec limit = {10, 0};
+    long r = syscall(SYS_futex, &s->word, FUTEX_WAIT, 0, &limit, NULL, 0);
+    int e = errno, st = 0;
+    waitpid(c, &st, 0);
+    printf("unchanged word: wait %ld %s, waker %s\n", r, r ? strerror(e) : "-",
+           WEXITSTATUS(st) == 0 ? "woke one" : "found no waiter");
+
+    c = fork();
+    if (c == 0) {
+        long n = 0;
+        for (int i = 0; i < 100; i++) {
+            n += syscall(SYS_futex, &s->word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+            usleep(1000);
+        }
+        _exit((int)n);
+    }
+    struct timespec short_limit = {0, 300000000};
+    r = syscall(SYS_futex, &s->word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &short_limit, NULL, 0);
+    e = errno;
+    waitpid(c, &st, 0);
+    printf("private: wait %ld %s, other process woke %d\n", r, r ? strerror(e) : "-", WEXITSTATUS(st));
     return 0;
 }

@@ -5,6 +5,7 @@
 
 pub mod child;
 pub mod copy_range;
+pub mod epoll;
 pub mod errno;
 pub mod event;
 pub mod exec;
@@ -30,6 +31,7 @@ pub mod prctl;
 pub mod process;
 pub mod procfs;
 mod served;
+pub mod shared_futex;
 pub mod signal;
 pub mod signalfd;
 pub mod sockopt;
@@ -161,6 +163,14 @@ pub struct Process {
     /// The mask the next signal frame saves instead of `sigmask`: set by a
     /// call that waited under a mask of its own (`signal::take_under_mask`).
     pub frame_mask: Option<u64>,
+    /// The mask from before the call the running thread waits in under a
+    /// mask of its own (`signal::take_under_mask`), put back when the wait
+    /// ends (`signal::end_wait_mask`).
+    pub wait_mask: Option<u64>,
+    /// The running thread's wait on a futex in shared memory, registered
+    /// with the run so that another process's FUTEX_WAKE finds it (see
+    /// `shared_futex`); dropped when the wait ends.
+    pub shared_futex: Option<std::sync::Arc<shared_futex::Waiter>>,
     /// The running thread's sigaltstack (ss_sp, ss_flags, ss_size); the
     /// others keep theirs in their `thread::ThreadCtx`.
     pub altstack: (u64, i32, u64),
@@ -247,6 +257,8 @@ impl Process {
             sigactions: [SigAction::default(); 64],
             sigmask: 0,
             frame_mask: None,
+            wait_mask: None,
+            shared_futex: None,
             altstack: signal::NO_ALTSTACK,
             comm,
             started: Instant::now(),
@@ -301,6 +313,8 @@ impl Process {
             sigactions: self.sigactions,
             sigmask: self.sigmask,
             frame_mask: None,
+            wait_mask: None,
+            shared_futex: None,
             altstack: self.altstack,
             comm: self.comm,
             started: self.started,
@@ -410,6 +424,8 @@ pub fn dispatch_leaving_signals(
         }
     } else {
         p.waiting = None;
+        signal::end_wait_mask(p);
+        p.shared_futex = None;
         p.progress = p.progress.wrapping_add(1);
         child::wake_others_after(p, nr, args);
         trace::after(p, mem, nr, args, &result);

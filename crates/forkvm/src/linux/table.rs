@@ -34,7 +34,7 @@ pub struct SyscallEntry {
 /// Highest syscall number + 1 that the dense table covers.
 const TABLE_SIZE: usize = 512;
 
-fn families() -> [&'static [SyscallEntry]; 22] {
+fn families() -> [&'static [SyscallEntry]; 23] {
     [
         super::fs::SYSCALLS,
         super::io::SYSCALLS,
@@ -50,6 +50,7 @@ fn families() -> [&'static [SyscallEntry]; 22] {
         super::fdtable::SYSCALLS,
         super::thread::SYSCALLS,
         super::event::SYSCALLS,
+        super::epoll::SYSCALLS,
         super::net::SYSCALLS,
         super::xattr::SYSCALLS,
         super::child::SYSCALLS,

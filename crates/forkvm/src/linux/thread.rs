@@ -25,7 +25,8 @@ const FUTEX_WAKE_OP: u64 = 5;
 const FUTEX_WAIT_BITSET: u64 = 9;
 const FUTEX_WAKE_BITSET: u64 = 10;
 const FUTEX_CLOCK_REALTIME: u64 = 256;
-const FUTEX_CMD_MASK: u64 = !(128 | FUTEX_CLOCK_REALTIME);
+const FUTEX_PRIVATE_FLAG: u64 = 128;
+const FUTEX_CMD_MASK: u64 = !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
 const FUTEX_BITSET_MATCH_ANY: u32 = u32::MAX;
 
 const CLONE_VM: u64 = 0x100;
@@ -101,6 +102,11 @@ pub struct ThreadCtx {
     pub wait: Wait,
     /// The deadline of a syscall it is waiting in (see [`wait`]).
     pub waiting: Option<Option<Instant>>,
+    /// The mask from before the call it waits in (see
+    /// [`super::Process::wait_mask`]).
+    pub wait_mask: Option<u64>,
+    /// Its wait on a shared futex (see [`super::Process::shared_futex`]).
+    pub shared_futex: Option<std::sync::Arc<super::shared_futex::Waiter>>,
     /// [`super::Process::progress`] when it stopped: a retried call that
     /// looked before other threads did more may find something ready.
     pub looked: u64,
@@ -369,9 +375,22 @@ fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             };
             if mem.shared_at(uaddr).is_some() {
                 // A word in shared memory (a process-shared semaphore or
-                // mutex): another process may change it, and its FUTEX_WAKE
-                // does not reach this one, so the wait looks at the word
-                // again every millisecond (a wake-up futex callers allow).
+                // mutex): another process may change it, so the wait looks
+                // at the word again every millisecond (a wake-up futex
+                // callers allow), and registers with the run for another
+                // process's FUTEX_WAKE, which may change nothing (see
+                // `shared_futex`).
+                if let Some(w) = &p.shared_futex {
+                    if w.woken() {
+                        p.waiting = None;
+                        return Ok(0);
+                    }
+                } else if let (Some(key), Some(f)) = (
+                    super::shared_futex::key(p, mem, uaddr, op & FUTEX_PRIVATE_FLAG != 0),
+                    &p.family,
+                ) {
+                    p.shared_futex = Some(f.tree.futexes.wait(key, bitset));
+                }
                 let now = Instant::now();
                 let timeout = deadline.map(|d| d.saturating_duration_since(now));
                 return match wait(p, timeout, Some(now + SHARED_FUTEX_RECHECK)) {
@@ -406,7 +425,17 @@ fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             if bitset == 0 {
                 return Err(Errno::EINVAL);
             }
-            Ok(p.threads.wake(uaddr, val, bitset))
+            let n = u64::from((val as u32).min(i32::MAX as u32));
+            let mut woken = p.threads.wake(uaddr, n, bitset);
+            if woken < n {
+                let private = op & FUTEX_PRIVATE_FLAG != 0;
+                if let (Some(key), Some(f)) =
+                    (super::shared_futex::key(p, mem, uaddr, private), &p.family)
+                {
+                    woken += f.tree.futexes.wake(key, n - woken, bitset);
+                }
+            }
+            Ok(woken)
         }
         FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => {
             if uaddr2 % 4 != 0 {

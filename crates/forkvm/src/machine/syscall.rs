@@ -126,6 +126,8 @@ impl Machine {
             // and the handler runs, as on Linux.
             self.proc.sched = None;
             self.proc.waiting = None;
+            linux::signal::end_wait_mask(&mut self.proc);
+            self.proc.shared_futex = None;
             // A FIFO open waiting for its partner closes the end it opened.
             linux::fs::interrupted_open(&mut self.proc);
             // A blocking write that sent some bytes returns their count.

@@ -31,6 +31,8 @@ impl Machine {
             pending_signal: None,
             wait,
             waiting: self.proc.waiting,
+            wait_mask: self.proc.wait_mask,
+            shared_futex: self.proc.shared_futex.clone(),
             looked: self.proc.progress,
             fpu: self.vcpu.xsave_area()?,
         })
@@ -46,6 +48,8 @@ impl Machine {
         }
         self.proc.tid = t.tid;
         self.proc.waiting = t.waiting;
+        self.proc.wait_mask = t.wait_mask;
+        self.proc.shared_futex = t.shared_futex.clone();
         self.proc.clear_child_tid = t.clear_child_tid;
         self.proc.sigmask = t.sigmask;
         self.proc.altstack = t.altstack;
@@ -88,6 +92,8 @@ impl Machine {
                     pending_signal: None,
                     wait: Wait::Runnable,
                     waiting: None,
+                    wait_mask: None,
+                    shared_futex: None,
                     looked: self.proc.progress,
                     // A new thread starts with a copy of its creator's state, as on Linux.
                     fpu: self.vcpu.xsave_area()?,

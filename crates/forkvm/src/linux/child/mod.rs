@@ -152,6 +152,8 @@ pub struct Tree {
     pub shm: Arc<super::sysv_shm::Namespace>,
     /// Wakes the run's sleeping processes (see `wake`).
     wake: wake::Wake,
+    /// The run's waits on futexes in shared memory.
+    pub futexes: super::shared_futex::Registry,
 }
 
 /// A process's place in its run's tree.
@@ -273,6 +275,7 @@ impl Tree {
             sockets: Mutex::new(Vec::new()),
             shm: Arc::default(),
             wake: wake::Wake::default(),
+            futexes: Default::default(),
         };
         Family {
             tree: Arc::new(tree),

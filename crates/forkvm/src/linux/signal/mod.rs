@@ -114,29 +114,44 @@ pub(super) fn deliver_waiting(p: &mut Process, set: u64) -> Result<(), Errno> {
 
 /// For a call that waits with `mask` as the signal mask while it waits
 /// (pselect6, ppoll, epoll_pwait, rt_sigsuspend), looked at each time the
-/// call is made: a signal that was blocked and that `mask` lets through is
-/// taken now, and the call must end with EINTR (`Err`). Its handler runs
-/// under `mask`; the frame saves the mask from before the call, so
-/// sigreturn puts that back, as on Linux. (GNU make's jobserver waits for
-/// SIGCHLD this way: a mask that ignored it hung `make -j2` for good.)
+/// call is made: `mask` is the process's mask until the wait ends (see
+/// [`end_wait_mask`]), so a signal it blocks that comes meanwhile waits in
+/// the queue and leaves the call waiting. A signal that was blocked and
+/// that `mask` lets through is taken now, and the call must end with EINTR
+/// (`Err`). Its handler runs under `mask`; the frame saves the mask from
+/// before the call, so sigreturn puts that back, as on Linux. (GNU make's
+/// jobserver waits for SIGCHLD this way: a mask that ignored it hung `make
+/// -j2` for good; and a SIGUSR1 that `mask` blocked ended an epoll_pwait
+/// with EINTR when it came during the wait.)
 pub fn take_under_mask(p: &mut Process, mask: u64) -> Result<(), Errno> {
+    p.wait_mask.get_or_insert(p.sigmask);
     if p.pending_signal.is_some() || p.exit_status.is_some() {
         return Err(Errno::EINTR);
     }
     let mask = mask & !UNBLOCKABLE;
-    let Some(info) = take_waiting(p, !mask) else {
-        return Ok(());
-    };
-    let before = p.sigmask;
     p.sigmask = mask;
-    send(p, info)?;
-    if p.pending_signal.is_none() && p.exit_status.is_none() {
-        // Its action is to do nothing: the wait goes on under the old mask.
-        p.sigmask = before;
-        return Ok(());
+    deliver_waiting(p, !mask)?;
+    if p.pending_signal.is_some() || p.exit_status.is_some() {
+        return Err(Errno::EINTR);
     }
-    p.frame_mask = Some(before);
-    Err(Errno::EINTR)
+    Ok(())
+}
+
+/// Ends the wait of a call made under a mask of its own (see
+/// [`take_under_mask`]): a handler due now runs under that mask and its
+/// frame saves the one from before, which sigreturn puts back; otherwise
+/// the mask from before is back at once, and a signal that waited for it
+/// to open is delivered (its handler runs as the call returns).
+pub fn end_wait_mask(p: &mut Process) {
+    let Some(before) = p.wait_mask.take() else {
+        return;
+    };
+    if p.pending_signal.is_some() {
+        p.frame_mask = Some(before);
+        return;
+    }
+    p.sigmask = before;
+    let _ = deliver_waiting(p, !before);
 }
 
 /// Reads the 8-byte signal set at `addr` a waiting call passes (with its

@@ -1,0 +1,524 @@
+//! epoll: an interest list of descriptors behind an epoll descriptor, and
+//! waits that report which are ready (see [`super::event`] for the other
+//! event objects, and [`super::poll`] for what each kind of descriptor
+//! reports).
+//!
+//! A wait that finds nothing ready blocks the calling thread (see
+//! [`super::thread::wait`]), so other guest threads run meanwhile.
+
+use super::event::{new_fd, next_change, EventObj};
+use super::fdtable::{lock, FileKind};
+use super::table::{Support, SyscallEntry};
+use super::thread;
+use super::{Args, Errno, Process, SysResult};
+use crate::memory::GuestMemory;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const O_CLOEXEC: u64 = 0o2000000;
+const EPOLL_CTL_ADD: u64 = 1;
+const EPOLL_CTL_DEL: u64 = 2;
+const EPOLL_CTL_MOD: u64 = 3;
+const EPOLLIN: u32 = 0x001;
+const EPOLLOUT: u32 = 0x004;
+const EPOLLERR: u32 = 0x008;
+const EPOLLHUP: u32 = 0x010;
+const EPOLLRDHUP: u32 = 0x2000;
+const EPOLLONESHOT: u32 = 1 << 30;
+const EPOLLET: u32 = 1 << 31;
+/// Most events one epoll_wait may return.
+const MAX_EVENTS: u64 = 1 << 16;
+
+/// One entry of an epoll interest list.
+#[derive(Debug, Clone, Copy)]
+pub struct Interest {
+    /// EPOLL* events asked for.
+    pub events: u32,
+    /// The user's data, returned with each event.
+    pub data: u64,
+    /// Disabled by EPOLLONESHOT after firing.
+    pub disabled: bool,
+    /// EPOLLET: the bits ready when last looked at; only bits that rose since are reported.
+    pub seen: u32,
+    /// EPOLLET: an eventfd's counter when last looked at: a write since is an edge
+    /// even if it stayed readable (mio's waker never reads it).
+    pub token: u64,
+}
+
+/// Implements epoll_create1(2).
+fn sys_epoll_create1(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] & !O_CLOEXEC != 0 {
+        return Err(Errno::EINVAL);
+    }
+    new_fd(p, EventObj::Epoll(BTreeMap::new()), a[0])
+}
+
+/// Implements epoll_create(2).
+fn sys_epoll_create(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] as i32 <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    sys_epoll_create1(p, mem, &[0; 6])
+}
+
+/// Runs `f` on the epoll set behind `epfd`.
+fn with_epoll<T>(
+    p: &Process,
+    epfd: u64,
+    f: impl FnOnce(&mut BTreeMap<i32, Interest>) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let file = p.fds.get(epfd as i32)?;
+    let mut of = lock(&file);
+    match &mut of.kind {
+        FileKind::Event(EventObj::Epoll(set)) => f(set),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Implements epoll_ctl(2).
+fn sys_epoll_ctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [epfd, op, fd, event, ..] = *a;
+    let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+    if fd as u64 == epfd {
+        return Err(Errno::EINVAL);
+    }
+    {
+        let file = p.fds.get(fd)?; // must be open
+        let f = lock(&file);
+        if f.path_only() {
+            return Err(Errno::EBADF);
+        }
+        // Regular files and directories cannot be polled: Linux refuses
+        // them (asyncio relies on EPERM to tell files from pipes).
+        if matches!(f.kind, FileKind::File { .. } | FileKind::Dir { .. }) {
+            return Err(Errno::EPERM);
+        }
+    }
+    let ev = if op == EPOLL_CTL_DEL {
+        None
+    } else {
+        let b = mem.read(event, 12)?;
+        let events = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let mut d = [0u8; 8];
+        d.copy_from_slice(&b[4..12]);
+        Some(Interest {
+            events: events | EPOLLERR | EPOLLHUP,
+            data: u64::from_le_bytes(d),
+            disabled: false,
+            seen: 0,
+            token: 0,
+        })
+    };
+    with_epoll(p, epfd, |set| {
+        match (op, ev) {
+            (EPOLL_CTL_ADD, Some(i)) => {
+                if set.contains_key(&fd) {
+                    return Err(Errno::EEXIST);
+                }
+                set.insert(fd, i);
+            }
+            (EPOLL_CTL_MOD, Some(i)) => {
+                let e = set.get_mut(&fd).ok_or(Errno::ENOENT)?;
+                *e = i;
+            }
+            (EPOLL_CTL_DEL, None) => {
+                set.remove(&fd).ok_or(Errno::ENOENT)?;
+            }
+            _ => return Err(Errno::EINVAL),
+        }
+        Ok(0)
+    })
+}
+
+/// Implements epoll_wait(2), epoll_pwait(2) and epoll_pwait2(2).
+fn epoll_wait(
+    p: &mut Process,
+    mem: &mut GuestMemory,
+    epfd: u64,
+    events: u64,
+    max: u64,
+    timeout: Option<Duration>,
+) -> SysResult {
+    if max == 0 || max > MAX_EVENTS {
+        return Err(Errno::EINVAL);
+    }
+    mem.slice_mut(events, max * 12)?;
+    let interests: Vec<(i32, Interest)> = with_epoll(p, epfd, |set| {
+        Ok(set.iter().map(|(k, v)| (*k, *v)).collect())
+    })?;
+    let now = Instant::now();
+    let mut ready = Vec::new();
+    let mut wake: Option<Instant> = None;
+    let mut gone = Vec::new();
+    let mut edges = Vec::new();
+    for (fd, i) in interests {
+        if i.disabled {
+            continue;
+        }
+        let Ok(file) = p.fds.get(fd) else {
+            gone.push(fd);
+            continue;
+        };
+        let mut f = lock(&file);
+        let r = super::poll::readiness_of(&mut f, now, p.sigqueue.bits());
+        let token = match &f.kind {
+            FileKind::Event(EventObj::EventFd { count, .. }) => *count,
+            FileKind::Socket(s) => s.edge_token(),
+            FileKind::Pipe(end) => {
+                let pipe = lock(&end.pipe);
+                match (end.read, end.write) {
+                    // A FIFO opened O_RDWR: either count moves it.
+                    (true, true) => pipe.reads.wrapping_add(pipe.writes),
+                    (false, _) => pipe.reads,
+                    (true, false) => pipe.writes,
+                }
+            }
+            _ => 0,
+        };
+        if let FileKind::Event(obj) = &f.kind {
+            if let Some(t) = next_change(obj, p.next_timer_due()) {
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+            }
+        }
+        let mut bits = 0u32;
+        if r & 1 != 0 {
+            bits |= EPOLLIN;
+        }
+        if r & 4 != 0 {
+            bits |= EPOLLOUT;
+        }
+        if r & 8 != 0 {
+            bits |= EPOLLERR;
+        }
+        if r & 16 != 0 {
+            bits |= EPOLLHUP;
+        }
+        if r & super::unix_socket::POLLRDHUP != 0 {
+            bits |= EPOLLRDHUP;
+        }
+        let mut bits = bits & i.events;
+        if i.events & EPOLLET != 0 {
+            // Edge-triggered: what rose since the last look (what stays
+            // ready is not reported again; a drop re-arms it).
+            let now_set = bits;
+            bits &= !i.seen;
+            if token != i.token {
+                // A socket's token counts what moved through its queues
+                // (a host socket's, its drains); a pipe's, the writes into
+                // it (read end) or the reads that
+                // made room (write end).
+                let rearm = match &f.kind {
+                    FileKind::Socket(_) => EPOLLIN | EPOLLOUT,
+                    FileKind::Pipe(end) if end.read && end.write => EPOLLIN | EPOLLOUT,
+                    FileKind::Pipe(end) if end.write => EPOLLOUT,
+                    _ => EPOLLIN,
+                };
+                bits |= now_set & rearm;
+            }
+            if bits == 0 || (ready.len() as u64) < max {
+                edges.push((fd, now_set, token));
+            }
+        }
+        if bits != 0 && (ready.len() as u64) < max {
+            ready.push((fd, bits, i.data, i.events & EPOLLONESHOT != 0));
+        }
+    }
+    with_epoll(p, epfd, |set| {
+        for fd in &gone {
+            set.remove(fd);
+        }
+        for (fd, seen, token) in &edges {
+            if let Some(e) = set.get_mut(fd) {
+                e.seen = *seen;
+                e.token = *token;
+            }
+        }
+        for (fd, _, _, oneshot) in &ready {
+            if *oneshot {
+                if let Some(e) = set.get_mut(fd) {
+                    e.disabled = true;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if ready.is_empty() && timeout != Some(Duration::ZERO) {
+        return match thread::wait(p, timeout, wake) {
+            thread::Waited::TimedOut => Ok(0),
+            thread::Waited::Retry => Ok(0),
+        };
+    }
+    let mut out = vec![0u8; ready.len() * 12];
+    for (i, (_, bits, data, _)) in ready.iter().enumerate() {
+        out[i * 12..i * 12 + 4].copy_from_slice(&bits.to_le_bytes());
+        out[i * 12 + 4..i * 12 + 12].copy_from_slice(&data.to_le_bytes());
+    }
+    mem.write(events, &out)?;
+    Ok(ready.len() as u64)
+}
+
+fn ms_timeout(ms: u64) -> Option<Duration> {
+    let ms = ms as i32;
+    (ms >= 0).then(|| Duration::from_millis(ms as u64))
+}
+
+/// Implements epoll_wait(2).
+fn sys_epoll_wait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    epoll_wait(p, mem, a[0], a[1], a[2], ms_timeout(a[3]))
+}
+
+/// Implements epoll_pwait(2): a signal its mask lets through ends the wait.
+fn sys_epoll_pwait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if let Some(mask) = super::signal::read_wait_mask(mem, a[4], a[5])? {
+        super::signal::take_under_mask(p, mask)?;
+    }
+    epoll_wait(p, mem, a[0], a[1], a[2], ms_timeout(a[3]))
+}
+
+/// Implements epoll_pwait2(2).
+fn sys_epoll_pwait2(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let t = if a[3] == 0 {
+        None
+    } else {
+        Some(super::poll::read_timespec(mem, a[3])?)
+    };
+    if let Some(mask) = super::signal::read_wait_mask(mem, a[4], a[5])? {
+        super::signal::take_under_mask(p, mask)?;
+    }
+    epoll_wait(p, mem, a[0], a[1], a[2], t)
+}
+
+pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry {
+        nr: 213,
+        name: "epoll_create",
+        handler: sys_epoll_create,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 232,
+        name: "epoll_wait",
+        handler: sys_epoll_wait,
+        support: Support::Partial,
+        note: "EPOLLET reports readiness that rose since the last epoll_wait looked (a drop between two looks re-arms it; an eventfd or pipe write, and a pipe read for its writer, is an edge)",
+    },
+    SyscallEntry {
+        nr: 233,
+        name: "epoll_ctl",
+        handler: sys_epoll_ctl,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 281,
+        name: "epoll_pwait",
+        handler: sys_epoll_pwait,
+        support: Support::Partial,
+        note: "as epoll_wait; a signal the mask lets through ends the wait (EINTR)",
+    },
+    SyscallEntry {
+        nr: 291,
+        name: "epoll_create1",
+        handler: sys_epoll_create1,
+        support: Support::Full,
+        note: "",
+    },
+    SyscallEntry {
+        nr: 441,
+        name: "epoll_pwait2",
+        handler: sys_epoll_pwait2,
+        support: Support::Partial,
+        note: "as epoll_wait",
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::event::{sys_eventfd2, write, KindEvent};
+    use crate::linux::fdtable::OpenFile;
+
+    const O_NONBLOCK: u64 = 0o4000;
+    use crate::linux::test_process;
+
+    fn call(
+        p: &mut Process,
+        m: &mut GuestMemory,
+        h: crate::linux::Handler,
+        a: [u64; 6],
+    ) -> SysResult {
+        h(p, m, &a)
+    }
+
+    #[test]
+    fn edge_triggered_reports_rises_and_eventfd_writes_once() {
+        let (mut p, mut m, buf) = test_process();
+        let ep = call(&mut p, &mut m, sys_epoll_create1, [0; 6]).unwrap();
+        let ev = call(&mut p, &mut m, sys_eventfd2, [0, O_NONBLOCK, 0, 0, 0, 0]).unwrap();
+        let (a, _b) = crate::linux::unix_socket::Socket::pair(1);
+        let sock = p
+            .fds
+            .insert(OpenFile::new(FileKind::Socket(a), 2), false)
+            .unwrap() as u64;
+        for (fd, events) in [
+            (ev, EPOLLIN | EPOLLET),
+            (sock, EPOLLIN | EPOLLOUT | EPOLLET),
+        ] {
+            let mut e = [0u8; 12];
+            e[..4].copy_from_slice(&events.to_le_bytes());
+            e[4..].copy_from_slice(&fd.to_le_bytes());
+            m.write(buf, &e).unwrap();
+            let add = [ep, EPOLL_CTL_ADD, fd, buf, 0, 0];
+            assert_eq!(call(&mut p, &mut m, sys_epoll_ctl, add), Ok(0));
+        }
+        let events = buf + 0x100;
+        let wait = [ep, events, 8, 0, 0, 0];
+        // The socket is writable: reported once, not again while it stays so.
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        assert_eq!(m.read_u64(events + 4), Ok(sock));
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        // Each eventfd write is an edge, even while it stays readable (never read).
+        let file = p.fds.get(ev as i32).unwrap();
+        for _ in 0..2 {
+            write(lock(&file).kind_event(), &1u64.to_le_bytes()).unwrap();
+            assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+            assert_eq!(m.read_u64(events + 4), Ok(ev));
+            assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        }
+    }
+
+    /// A pipe under EPOLLET: every write is an edge for its reader, even
+    /// while it stays readable, and so is a drain and refill between two
+    /// looks (Go's os/exec pipes waited for good when the refill came from
+    /// a child between the reader's EAGAIN and its next epoll_wait).
+    #[test]
+    fn edge_triggered_pipes_see_every_write() {
+        let (mut p, mut m, buf) = test_process();
+        let ep = call(&mut p, &mut m, sys_epoll_create1, [0; 6]).unwrap();
+        let (r, w) = crate::linux::fdtable::PipeEnd::pair();
+        let pipe = r.pipe.clone();
+        let rfd = p
+            .fds
+            .insert(
+                OpenFile::new(FileKind::Pipe(r), crate::linux::fdtable::oflags::O_NONBLOCK),
+                false,
+            )
+            .unwrap() as u64;
+        let wfd = p
+            .fds
+            .insert(
+                OpenFile::new(
+                    FileKind::Pipe(w),
+                    1 | crate::linux::fdtable::oflags::O_NONBLOCK,
+                ),
+                false,
+            )
+            .unwrap() as u64;
+        let put = |p: &mut Process, m: &mut GuestMemory, n: u64| {
+            assert_eq!(
+                crate::linux::dispatch(p, m, 1, &[wfd, buf + 0x200, n, 0, 0, 0]),
+                n
+            );
+        };
+        let mut e = [0u8; 12];
+        e[..4].copy_from_slice(&(EPOLLIN | EPOLLET).to_le_bytes());
+        e[4..].copy_from_slice(&rfd.to_le_bytes());
+        m.write(buf, &e).unwrap();
+        let add = [ep, EPOLL_CTL_ADD, rfd, buf, 0, 0];
+        assert_eq!(call(&mut p, &mut m, sys_epoll_ctl, add), Ok(0));
+        let wait = [ep, buf + 0x100, 8, 0, 0, 0];
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        put(&mut p, &mut m, 1);
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        // Another write while still readable: an edge, as on Linux.
+        put(&mut p, &mut m, 1);
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        // Drained and refilled between two looks: an edge.
+        lock(&pipe).buf.clear();
+        put(&mut p, &mut m, 3);
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+    }
+
+    #[test]
+    fn epoll_reports_ready_descriptors_with_their_data() {
+        let (mut p, mut m, buf) = test_process();
+        let ep = call(&mut p, &mut m, sys_epoll_create1, [0; 6]).unwrap();
+        let ev = call(&mut p, &mut m, sys_eventfd2, [0, 0, 0, 0, 0, 0]).unwrap();
+        // struct epoll_event { u32 events; u64 data } (packed, 12 bytes)
+        let mut e = [0u8; 12];
+        e[..4].copy_from_slice(&EPOLLIN.to_le_bytes());
+        e[4..].copy_from_slice(&0xfeed_u64.to_le_bytes());
+        m.write(buf, &e).unwrap();
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_epoll_ctl,
+                [ep, EPOLL_CTL_ADD, ev, buf, 0, 0]
+            ),
+            Ok(0)
+        );
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_epoll_ctl,
+                [ep, EPOLL_CTL_ADD, ev, buf, 0, 0]
+            ),
+            Err(Errno::EEXIST)
+        );
+        let events = buf + 0x100;
+        // Nothing ready, zero timeout: 0 at once.
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 0, 0, 0]),
+            Ok(0)
+        );
+        // Nothing ready, a timeout: the thread waits (the call is made again).
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 50, 0, 0]),
+            Ok(0)
+        );
+        assert!(matches!(
+            p.sched.take(),
+            Some(crate::linux::thread::Sched::Retry(_))
+        ));
+        p.waiting = None;
+        let f = p.fds.get(ev as i32).unwrap();
+        write(lock(&f).kind_event(), &1u64.to_le_bytes()).unwrap();
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 0, 0, 0]),
+            Ok(1)
+        );
+        let got = m.read(events, 12).unwrap();
+        assert_eq!(
+            u32::from_le_bytes(got[..4].try_into().unwrap()) & EPOLLIN,
+            EPOLLIN
+        );
+        assert_eq!(u64::from_le_bytes(got[4..12].try_into().unwrap()), 0xfeed);
+        assert_eq!(
+            call(
+                &mut p,
+                &mut m,
+                sys_epoll_ctl,
+                [ep, EPOLL_CTL_DEL, ev, 0, 0, 0]
+            ),
+            Ok(0)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 0, 0, 0]),
+            Ok(0)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 0, 0, 0, 0]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, sys_epoll_wait, [ev, events, 8, 0, 0, 0]),
+            Err(Errno::EINVAL),
+            "not an epoll fd"
+        );
+    }
+}
