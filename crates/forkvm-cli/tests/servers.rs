@@ -276,6 +276,24 @@ fn nginx_conf_with(dir: &Path, root: &Path, port: u16, more: &str) -> PathBuf {
     path
 }
 
+/// `forkvm serve` of nginx with configuration `conf`, its files under `dir`
+/// (written) and `root` (read), and `more` flags.
+fn nginx_in_forkvm(conf: &Path, dir: &Path, root: &Path, more: &[&str], port: u16) -> Server {
+    let conf_s = conf.to_string_lossy().into_owned();
+    let dir_s = dir.to_string_lossy().into_owned();
+    let root_s = root.to_string_lossy().into_owned();
+    let mut flags: Vec<&str> = LIBS.to_vec();
+    flags.extend(["--allow-read", "/usr", "--allow-read", "/etc"]);
+    flags.extend(["--allow-read", &root_s, "--allow-write", &dir_s]);
+    flags.extend(more);
+    forkvm(
+        Path::new("/usr/sbin/nginx"),
+        &["-p", &dir_s, "-c", &conf_s],
+        &flags,
+        port,
+    )
+}
+
 #[test]
 fn nginx_serves_a_static_file() {
     let nginx = "/usr/sbin/nginx";
@@ -293,18 +311,7 @@ fn nginx_serves_a_static_file() {
     let port = free_port();
     let dir = common::scratch_dir(&format!("servers-nginx-forkvm-{port}"));
     let conf = nginx_conf(&dir, &root, port);
-    let conf_s = conf.to_string_lossy().into_owned();
-    let dir_s = dir.to_string_lossy().into_owned();
-    let root_s = root.to_string_lossy().into_owned();
-    let mut flags: Vec<&str> = LIBS.to_vec();
-    flags.extend(["--allow-read", "/usr", "--allow-read", "/etc"]);
-    flags.extend(["--allow-read", &root_s, "--allow-write", &dir_s]);
-    let fs = forkvm(
-        Path::new(nginx),
-        &["-p", &dir_s, "-c", &conf_s],
-        &flags,
-        port,
-    );
+    let fs = nginx_in_forkvm(&conf, &dir, &root, &[], port);
     for (method, path) in [
         ("GET", "/"),
         ("GET", "/index.html"),
@@ -356,20 +363,8 @@ fn nginx_head_range_gzip_return_and_proxy() {
     let port = free_port();
     let dir = common::scratch_dir(&format!("servers-nginx-features-forkvm-{port}"));
     let conf = nginx_conf_with(&dir, &root, port, &more);
-    let conf_s = conf.to_string_lossy().into_owned();
-    let dir_s = dir.to_string_lossy().into_owned();
-    let root_s = root.to_string_lossy().into_owned();
     let backend = format!("127.0.0.1:{nport}");
-    let mut flags: Vec<&str> = LIBS.to_vec();
-    flags.extend(["--allow-read", "/usr", "--allow-read", "/etc"]);
-    flags.extend(["--allow-read", &root_s, "--allow-write", &dir_s]);
-    flags.extend(["--allow-connect", &backend]);
-    let fs = forkvm(
-        Path::new(nginx),
-        &["-p", &dir_s, "-c", &conf_s],
-        &flags,
-        port,
-    );
+    let fs = nginx_in_forkvm(&conf, &dir, &root, &["--allow-connect", &backend], port);
     let ctx = || format!("--- forkvm output:\n{}", fs.output());
 
     for path in ["/", "/index.html", "/big.bin", "/missing"] {
@@ -638,18 +633,7 @@ fn nginx_with_its_default_master_process_and_daemon() {
     let text = std::fs::read_to_string(&conf).expect("nginx.conf");
     let text = text.replace("daemon off;\nmaster_process off;\n", "");
     std::fs::write(&conf, text).expect("nginx.conf");
-    let conf_s = conf.to_string_lossy().into_owned();
-    let dir_s = dir.to_string_lossy().into_owned();
-    let root_s = root.to_string_lossy().into_owned();
-    let mut flags: Vec<&str> = LIBS.to_vec();
-    flags.extend(["--allow-read", "/usr", "--allow-read", "/etc"]);
-    flags.extend(["--allow-read", &root_s, "--allow-write", &dir_s]);
-    let fs = forkvm(
-        Path::new(nginx),
-        &["-p", &dir_s, "-c", &conf_s],
-        &flags,
-        port,
-    );
+    let fs = nginx_in_forkvm(&conf, &dir, &root, &[], port);
     for _ in 0..3 {
         let got = get(port, "/");
         assert_eq!(got.status, 200, "{}", fs.output());
