@@ -572,8 +572,9 @@ fn a_server_that_ends_while_starting_says_so() {
 }
 
 /// A pre-fork server: the first process listens and forks the worker that
-/// accepts, then watches it in a select of its own (gunicorn's arbiter), or
-/// forks and exits first (a daemon: its child forks the worker). The worker
+/// accepts, then watches it in a select of its own (gunicorn's arbiter) or
+/// sleeps (ended for the hand-over: the sleep never came back to the run
+/// loop), or forks and exits first (a daemon: its child forks the worker). The worker
 /// waiting for its first connection is what every request forks, with the
 /// pid and parent pid it saved (forkvm refused fork while starting), and
 /// with the pipe its parent holds still open (the start-up's processes end
@@ -591,7 +592,7 @@ fn a_pre_fork_servers_worker_is_served() {
         "{native_text}"
     );
     let want = "count=1 same_pid=1 same_parent=1 pipe_open=1\n";
-    for mode in ["arbiter", "daemon"] {
+    for mode in ["arbiter", "sleeper", "daemon"] {
         let port = free_port();
         let fs = forkvm(&prog, &[&port.to_string(), mode], &[], port);
         for _ in 0..3 {

@@ -4,6 +4,7 @@
  *   prefork PORT arbiter   the first process listens, forks one worker that
  *                          accepts, and watches it in a select() loop with a
  *                          timeout, as gunicorn's arbiter does
+ *   prefork PORT sleeper   the same, the first process sleeping in sleep()
  *   prefork PORT daemon    the first process forks and exits; its child makes
  *                          a session, listens, forks the worker and waits
  *                          in sigsuspend, as a daemonising nginx does
@@ -45,6 +46,8 @@ static int pipe_open(int rd) {
 
 static void worker(int ls, int from_parent) {
     pid_t me = getpid(), parent = getppid();
+    /* Ready only once the parent waits (in select, sleep or sigsuspend). */
+    usleep(200 * 1000);
     for (;;) {
         if (getppid() != parent) {
             fputs("worker: parent changed, stopping\n", stderr);
@@ -79,7 +82,9 @@ static void worker(int ls, int from_parent) {
 }
 
 /* Listens, forks the worker, and watches it until it ends. */
-static void master(int port, int by_select) {
+enum watch { BY_SELECT, BY_SLEEP, BY_SIGSUSPEND };
+
+static void master(int port, enum watch how) {
     int ls = listen_on(port);
     int p[2];
     if (pipe(p)) { perror("pipe"); exit(1); }
@@ -98,9 +103,11 @@ static void master(int port, int by_select) {
             fprintf(stderr, "master: worker ended (status %#x)\n", status);
             exit(1);
         }
-        if (by_select) {
+        if (how == BY_SELECT) {
             struct timeval tv = {.tv_sec = 1};
             select(0, NULL, NULL, NULL, &tv);
+        } else if (how == BY_SLEEP) {
+            sleep(100);
         } else {
             sigset_t none;
             sigemptyset(&none);
@@ -110,17 +117,19 @@ static void master(int port, int by_select) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fputs("usage: prefork PORT arbiter|daemon\n", stderr); return 2; }
+    if (argc < 3) { fputs("usage: prefork PORT arbiter|sleeper|daemon\n", stderr); return 2; }
     int port = atoi(argv[1]);
     signal(SIGCHLD, SIG_DFL);
     if (!strcmp(argv[2], "arbiter")) {
-        master(port, 1);
+        master(port, BY_SELECT);
+    } else if (!strcmp(argv[2], "sleeper")) {
+        master(port, BY_SLEEP);
     } else if (!strcmp(argv[2], "daemon")) {
         pid_t d = fork();
         if (d < 0) { perror("fork"); return 1; }
         if (d > 0) return 0;
         setsid();
-        master(port, 0);
+        master(port, BY_SIGSUSPEND);
     }
     fputs("prefork: unknown mode\n", stderr);
     return 2;

@@ -36,6 +36,11 @@ impl Handoff {
         if slot.is_some() {
             return Err(Box::new(m));
         }
+        // The first process may be in a call that waits long (a sleep):
+        // it ends, and its machine goes on to take this one.
+        if let Some(f) = &m.proc.family {
+            f.end_first();
+        }
         *slot = Some(Box::new(m));
         self.arrived.notify_all();
         Ok(())
@@ -125,8 +130,10 @@ impl Machine {
     /// is [`Outcome::Ready`]. The start-up's other processes end.
     pub(super) fn take_handed_over(&mut self, handoff: &Handoff, outcome: Outcome) -> Outcome {
         let deadline = Instant::now() + self.timeout;
+        // Stopped when a machine arrived, or ended by it (SIGKILL, see
+        // `Handoff::offer`), or ended by itself (a daemon's first process):
+        // then one may still come while other processes live.
         let worker = match outcome {
-            Outcome::Stopped => handoff.take_by(Instant::now()),
             Outcome::Exited(_) => loop {
                 if let Some(m) = handoff.take_by(Instant::now() + ORPHAN_LOOK) {
                     break Some(m);
@@ -135,7 +142,7 @@ impl Machine {
                     break handoff.take_by(Instant::now());
                 }
             },
-            _ => None,
+            _ => handoff.take_by(Instant::now()),
         };
         let Some(mut worker) = worker else {
             return outcome;

@@ -409,6 +409,16 @@ impl Family {
         self.tree.wake.notify();
     }
 
+    /// Ends the tree's first process (SIGKILL, taken at its next call, or
+    /// at once if it sleeps or waits): a pre-fork server's arbiter once its
+    /// worker took over (see `machine::handoff`).
+    pub fn end_first(&self) {
+        if let Some(e) = lock(&self.tree.inner).procs.get(&self.tree.first.pid) {
+            let _ = e.signals.push(SigInfo::kernel(SIGKILL));
+        }
+        self.tree.wake.notify();
+    }
+
     /// Ends every other process of the tree (they take SIGKILL at their
     /// next system call or tick) and waits, at most `limit`, until their
     /// threads are done with their VMs. Returns whether all ended.
