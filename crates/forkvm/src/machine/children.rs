@@ -1,7 +1,8 @@
 //! The host side of child processes (see `linux::child`, `linux::exec`):
 //! a fork is a new VM over a copy of the caller's memory, run on its own
-//! host thread; an exec builds the new program with the loader and moves
-//! the surviving process state into it.
+//! host thread; an exec builds the new program with the loader, in a VM
+//! from the pool when there is one (`VmPool::take_renewed`), and moves the
+//! surviving process state into it.
 //!
 //! Copying a running parent: the child's memory is anonymous memory holding
 //! a copy of every page the parent has populated (`GuestMemory::copy_from`),
