@@ -47,10 +47,18 @@ impl VmPool {
         POOL.get_or_init(VmPool::default)
     }
 
-    /// An idle VM whose memory has `size` bytes, emptied.
+    /// An idle VM whose memory has `size` bytes, emptied: one that holds no
+    /// finished child's pages if there is one (emptying those costs).
     pub fn take(&self, size: u64) -> Option<Slot> {
         loop {
-            let mut slot = self.idle.lock().ok()?.get_mut(&size)?.pop()?;
+            let mut slot = {
+                let mut idle = self.idle.lock().ok()?;
+                let v = idle.get_mut(&size)?;
+                match v.iter().rposition(|s| !s.mem.is_stale()) {
+                    Some(i) => v.swap_remove(i),
+                    None => v.pop()?,
+                }
+            };
             // A finished child's pages are for a fork's copy only.
             if !slot.mem.is_stale() || slot.mem.empty_all().is_ok() {
                 return Some(slot);
@@ -67,6 +75,27 @@ impl VmPool {
         match v.iter().rposition(|s| s.mem.is_stale()) {
             Some(i) => Some(v.swap_remove(i)),
             None => v.pop(),
+        }
+    }
+
+    /// An idle VM whose memory has `size` bytes for a new program (exec),
+    /// its memory renewed (`GuestMemory::renew`) and its vCPU made as good as
+    /// a new one over it (`Vcpu::renew`): one that holds no finished child's
+    /// pages if there is one (those are for the next fork's copy).
+    pub fn take_renewed(&self, size: u64) -> Option<Slot> {
+        loop {
+            let mut slot = {
+                let mut idle = self.idle.lock().ok()?;
+                let v = idle.get_mut(&size)?;
+                match v.iter().rposition(|s| !s.mem.is_stale()) {
+                    Some(i) => v.swap_remove(i),
+                    None => v.pop()?,
+                }
+            };
+            // One that cannot be renewed is dropped: the next, or a new VM.
+            if slot.mem.renew().is_ok() && slot.vcpu.renew().is_ok() {
+                return Some(slot);
+            }
         }
     }
 
@@ -147,5 +176,25 @@ mod tests {
             .filter(|s| s.mem.is_stale())
             .count();
         assert_eq!(kept, MAX_STALE);
+        // A new program (exec) gets a VM as new: one without kept pages
+        // first (those are for forks), else a stale one emptied.
+        let zeros = |s: &Slot| {
+            (0..size).step_by(abi::PAGE_SIZE as usize).all(|p| {
+                s.mem
+                    .kernel_read(p, abi::PAGE_SIZE)
+                    .unwrap()
+                    .iter()
+                    .all(|&b| b == 0)
+            })
+        };
+        let pool = VmPool::default();
+        pool.give(stale_slot(size, 0x99));
+        let fresh = GuestMemory::new(size).unwrap();
+        pool.give(Slot::create(fresh, abi::PAGE_TABLES_ADDR).unwrap());
+        let slot = pool.take_renewed(size).unwrap();
+        assert!(!slot.mem.is_stale() && zeros(&slot));
+        let slot = pool.take_renewed(size).unwrap();
+        assert!(!slot.mem.is_stale() && zeros(&slot));
+        assert!(pool.take_renewed(size).is_none());
     }
 }

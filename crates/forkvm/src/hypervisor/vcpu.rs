@@ -183,6 +183,8 @@ pub struct Vcpu {
     xsave_layout: XsaveLayout,
     /// What LSTAR holds.
     lstar: u64,
+    /// The debug registers were set (by a debugger's watchpoints).
+    debug_regs_set: bool,
 }
 
 impl Vcpu {
@@ -206,9 +208,38 @@ impl Vcpu {
             xsave_layout: hv.xsave_layout,
             lstar: 0,
             slots: 0,
+            debug_regs_set: false,
         };
         me.sync_slots(mem)?;
         Ok(me)
+    }
+
+    /// Makes a VM that ran another program (a pooled one) as good as a new
+    /// one for a program about to be built over `mem`, its memory renewed
+    /// (`GuestMemory::renew`) at the same host addresses: no event pending,
+    /// no debug registers, the initial FPU/SSE/AVX state, no queued
+    /// registers. [`Self::sync_slots`] and [`Self::reset`] then give it the
+    /// slots, system registers, MSRs and registers as to a new VM. Slots of
+    /// chunks only the last program used stay (their memory reads as
+    /// zeros), as in a pooled VM a fork's copy takes.
+    pub fn renew(&mut self) -> Result<(), KvmError> {
+        self.vcpu.clear_sync_dirty_reg(SyncReg::Register);
+        // An exception or interrupt on its way in would be the last
+        // program's (not seen after an exit: an error, and the VM dropped).
+        if self.event_in_flight()? {
+            return Err(KvmError::Missing("a vCPU with no event in flight"));
+        }
+        // As a new VM's: DR6 and DR7 with only their fixed bits set (an
+        // ioctl a debugger's VM alone needs; no other sets them).
+        if self.debug_regs_set {
+            self.set_debug_regs(&kvm_bindings::kvm_debugregs {
+                dr6: 0xffff_0ff0,
+                dr7: 0x400,
+                ..Default::default()
+            })?;
+            self.debug_regs_set = false;
+        }
+        self.set_xsave_area(&self.initial_xsave_area())
     }
 
     /// Whether `mem` uses chunks that have no memory slot yet.
@@ -548,7 +579,8 @@ impl Vcpu {
     }
 
     /// Loads the guest's debug registers (an ioctl; gdb's watchpoints).
-    pub fn set_debug_regs(&self, regs: &kvm_bindings::kvm_debugregs) -> Result<(), KvmError> {
+    pub fn set_debug_regs(&mut self, regs: &kvm_bindings::kvm_debugregs) -> Result<(), KvmError> {
+        self.debug_regs_set = true;
         ioctl("SET_DEBUGREGS", || self.vcpu.set_debug_regs(regs))
     }
 

@@ -5,6 +5,7 @@
 use super::{exitless, Config, Machine, MachineError, Mode, ReadyPoint};
 use crate::abi;
 use crate::guest_kernel::{self, Frame};
+use crate::hypervisor::pool::VmPool;
 use crate::hypervisor::{Hypervisor, SyscallPath, Vcpu};
 use crate::linux::{self, Policy, Process};
 use crate::loader::{self, LoadError, StackParams, Symbols};
@@ -16,7 +17,18 @@ use std::time::Duration;
 
 impl Machine {
     /// Loads the program at `path` (argv[0] defaults to it).
-    pub fn from_file(path: &str, mut config: Config) -> Result<Self, MachineError> {
+    pub fn from_file(path: &str, config: Config) -> Result<Self, MachineError> {
+        Self::from_file_in(path, config, None)
+    }
+
+    /// As [`Self::from_file`], in a VM from `pool` when it has one of the
+    /// size the program gets (exec: creating a VM costs more than building
+    /// the program).
+    pub(crate) fn from_file_in(
+        path: &str,
+        mut config: Config,
+        pool: Option<&VmPool>,
+    ) -> Result<Self, MachineError> {
         let file = loader::ProgramFile::open(path).map_err(|source| MachineError::Read {
             path: path.to_string(),
             source,
@@ -27,7 +39,7 @@ impl Machine {
         let exe = std::fs::canonicalize(path)
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|_| path.to_string());
-        let mut m = Self::build(file.bytes(), Some(file.fd()), &exe, config)?;
+        let mut m = Self::build(file.bytes(), Some(file.fd()), &exe, config, pool)?;
         // Named as the path it was started by, not the file that leads to.
         m.proc.comm = linux::comm_of(path.as_bytes());
         m.publish();
@@ -53,18 +65,20 @@ impl Machine {
 
     /// Builds a VM for the ELF image `bytes`, which the guest knows as `exe_path`.
     pub fn new(bytes: &[u8], exe_path: &str, config: Config) -> Result<Self, MachineError> {
-        let m = Self::build(bytes, None, exe_path, config)?;
+        let m = Self::build(bytes, None, exe_path, config, None)?;
         m.publish();
         Ok(m)
     }
 
     /// As [`Self::new`]; `fd` is the open file `bytes` come from, if any
-    /// (its pages are then mapped rather than copied).
+    /// (its pages are then mapped rather than copied); in a VM from `pool`
+    /// if it has one of the right size.
     fn build(
         bytes: &[u8],
         fd: Option<std::os::fd::BorrowedFd<'_>>,
         exe_path: &str,
         config: Config,
+        pool: Option<&VmPool>,
     ) -> Result<Self, MachineError> {
         let image = loader::parse(bytes)?;
         let limit = config
@@ -91,7 +105,11 @@ impl Machine {
             .map_or(limit, |w| w.max(limit))
             .min(abi::MAX_GUEST_MEMORY);
         let hv = Hypervisor::get()?;
-        let mut mem = GuestMemory::new(memory)?;
+        // A pooled VM, as new (`VmPool::take_renewed`), or a new one.
+        let (mut mem, vcpu) = match pool.and_then(|p| p.take_renewed(memory)) {
+            Some(slot) => (slot.mem, Some(slot.vcpu)),
+            None => (GuestMemory::new(memory)?, None),
+        };
         guest_kernel::install(&mut mem)?;
 
         // The stack sits at the top of RAM; mmap regions grow down below it.
@@ -207,7 +225,13 @@ impl Machine {
         // The first process of a run: child processes it makes share this tree.
         proc.family = Some(linux::child::Tree::root(config.clone()));
 
-        let mut vcpu = Vcpu::new(hv, &mem)?;
+        let mut vcpu = match vcpu {
+            Some(mut v) => {
+                v.sync_slots(&mem)?;
+                v
+            }
+            None => Vcpu::new(hv, &mem)?,
+        };
         vcpu.reset(hv, &mut mem, cr3, Frame::user(entry, rsp, 0), 0)?;
         vcpu.set_syscall_path(hv, syscall_path)?;
         fast_page_init(&mut mem, proc.tid, hv.has_rdrand())?;
@@ -284,6 +308,7 @@ impl Machine {
             exits_by_call: Default::default(),
             vfork_parent: None,
             vfork_waits: Vec::new(),
+            retired: None,
         }
     }
 }

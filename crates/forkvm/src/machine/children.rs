@@ -1,7 +1,8 @@
 //! The host side of child processes (see `linux::child`, `linux::exec`):
 //! a fork is a new VM over a copy of the caller's memory, run on its own
-//! host thread; an exec builds the new program with the loader and moves
-//! the surviving process state into it.
+//! host thread; an exec builds the new program with the loader, in a VM
+//! from the pool when there is one (`VmPool::take_renewed`), and moves the
+//! surviving process state into it.
 //!
 //! Copying a running parent: the child's memory is anonymous memory holding
 //! a copy of every page the parent has populated (`GuestMemory::copy_from`),
@@ -237,7 +238,7 @@ impl Machine {
         config.env = env;
         config.cwd = String::from_utf8_lossy(&self.proc.cwd).into_owned();
         config.timeout = family.tree.remaining();
-        let mut new = match Machine::from_file(&program, config) {
+        let mut new = match Machine::from_file_in(&program, config, Some(VmPool::global())) {
             Ok(m) => m,
             Err(e) => {
                 tracing::debug!("execve {program}: {e}");
@@ -298,17 +299,21 @@ impl Machine {
         let to_parent = self.vfork_parent.take();
         let old = std::mem::replace(self, new);
         // A vfork child's parent goes on once the new program replaced the
-        // old one, with the old one's stores. Its VM goes before its memory.
-        let Machine { vcpu, mem, .. } = old;
-        match to_parent {
-            Some(to_parent) => {
-                drop(vcpu);
-                drop(to_parent.hand_over(mem));
-            }
-            // The old program's VM goes to the pool, its pages kept for the
-            // next fork's copy: a shell forks and execs again and again.
-            None => recycle(vcpu, mem),
+        // old one, with the old one's stores. The old program's VM goes to
+        // the pool when this process ends (its pages kept for the next
+        // fork's copy where it can): a shell forks and execs again and
+        // again, and emptying it now would delay the new program.
+        let Machine {
+            vcpu, mem, retired, ..
+        } = old;
+        if let Some(Slot { vcpu, mem }) = retired {
+            recycle(vcpu, mem);
         }
+        let mem = match to_parent {
+            Some(to_parent) => to_parent.hand_over(mem),
+            None => Some(mem),
+        };
+        self.retired = mem.map(|mem| Slot { vcpu, mem });
         Ok(true)
     }
 }
@@ -380,7 +385,11 @@ fn run_child(mut m: Machine, family: Family) {
     // child found the child's locks still held.
     let to_parent = m.vfork_parent.take();
     let Machine {
-        vcpu, mem, proc, ..
+        vcpu,
+        mem,
+        proc,
+        retired,
+        ..
     } = m;
     drop(proc);
     match to_parent {
@@ -398,5 +407,9 @@ fn run_child(mut m: Machine, family: Family) {
             recycle(vcpu, mem);
             family.exited(status);
         }
+    }
+    // The VM of the program it exec'd from, after the parent may go on.
+    if let Some(Slot { vcpu, mem }) = retired {
+        recycle(vcpu, mem);
     }
 }

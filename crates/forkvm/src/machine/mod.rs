@@ -215,6 +215,9 @@ pub struct Machine {
     vfork_parent: Option<vfork::ToParent>,
     /// Threads waiting for their vfork child to exec or end.
     vfork_waits: Vec<vfork::Waiting>,
+    /// The VM of the program this one replaced (exec), for the pool once
+    /// this process ends: emptying it is not on the new program's way.
+    retired: Option<crate::hypervisor::pool::Slot>,
 }
 
 /// What a run waits for; forkvm's own hypercalls mean something only in their mode.
@@ -704,6 +707,35 @@ mod tests {
             let mut m = Machine::new(&img, "/prog", cfg).unwrap();
             assert_eq!(m.run().unwrap().status(), 0, "{syscalls}");
         }
+    }
+
+    /// exec builds its program in a pooled VM another program ran in: the
+    /// pool's VM is taken, and the program runs there as in a new one.
+    #[test]
+    fn a_program_is_built_in_a_pooled_vm() {
+        use crate::hypervisor::pool::{Slot, VmPool};
+        let img = builtin::syscall_loop(100).unwrap();
+        let dir = std::env::temp_dir().join(format!("forkvm-pooled-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("prog");
+        std::fs::write(&path, &img).unwrap();
+        let pool = VmPool::default();
+        let mut first = Machine::new(&img, "/prog", config()).unwrap();
+        assert_eq!(first.run().unwrap().status(), 0);
+        let size = first.mem.size();
+        let Machine { vcpu, mut mem, .. } = first;
+        mem.empty_keeping_pages().unwrap();
+        pool.give(Slot { vcpu, mem });
+        for _ in 0..2 {
+            let path = path.to_str().unwrap();
+            let mut m = Machine::from_file_in(path, config(), Some(&pool)).unwrap();
+            assert_eq!(pool.idle(size), 0, "the pooled VM was taken");
+            assert_eq!(m.run().unwrap().status(), 0);
+            let Machine { vcpu, mut mem, .. } = m;
+            mem.empty_all().unwrap();
+            pool.give(Slot { vcpu, mem });
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -104,6 +104,11 @@ pub struct GuestMemory {
     /// only [`GuestMemory::copy_from`] may take such a memory, and it
     /// overwrites or zeroes every page.
     pub(super) stale: bool,
+    /// The host mapping is a private view of a snapshot's memfd (set by
+    /// `remap`, kept when the snapshot is let go of, cleared when anonymous
+    /// memory replaces it all): where the view holds no page of its own it
+    /// shows the memfd's bytes, and `MADV_DONTNEED` brings those back.
+    pub(super) view: bool,
 }
 
 /// Page moves a memory may make before mremap copies instead. A move adds
@@ -197,6 +202,7 @@ impl GuestMemory {
             prot_counted: 0,
             lifted: std::cell::Cell::new(false),
             stale: false,
+            view: false,
             vfork_snapshot: std::cell::Cell::new(None),
         })
     }

@@ -398,6 +398,7 @@ impl GuestMemory {
             lifted: std::cell::Cell::new(true),
             vfork_snapshot: std::cell::Cell::new(None),
             stale: false,
+            view: true,
         })
         .map(|mut m: GuestMemory| {
             m.recount_prot();
@@ -424,6 +425,7 @@ impl GuestMemory {
         .map_err(map_err(self.size))?;
         // Whatever was there is gone.
         self.stale = false;
+        self.view = true;
         self.snapshot = Some(snap.clone());
         self.user_map = snap.user_map.clone();
         // A fresh view is read-write: the snapshot's rights go on before the guest runs.
@@ -445,7 +447,10 @@ impl GuestMemory {
     /// child's memory whose stores were taken and which is emptied next:
     /// its parent may then bring that snapshot up to date in place for its
     /// next child ([`Snapshot::capture_reusing`]), which changes what this
-    /// memory shows where it did not write; nothing reads it any more.
+    /// memory shows where it did not write; nothing reads it any more. The
+    /// host mapping stays a view of the snapshot's memfd until emptied
+    /// ([`GuestMemory::empty_all`]): emptying it keeping its pages would
+    /// leave the memfd's bytes wherever it holds none of its own.
     pub fn release_snapshot(&mut self) {
         self.snapshot = None;
     }
