@@ -496,6 +496,18 @@ fn epoll_edges_survive_a_drain_and_refill() {
     glibc_and_musl("epoll_edges");
 }
 
+/// An epoll set inside another, or under poll/select, is readable when it
+/// has an event (it never was: a nested event loop waited forever; LTP's
+/// epoll_wait09); loops and nesting past 4 are ELOOP, /dev/null and
+/// /dev/zero EPERM, in Linux's order of checks (epoll_ctl04-07); and with
+/// more descriptors ready than a call takes, the calls go round all of
+/// them (the first three were reported every time, the rest never:
+/// epoll_wait14).
+#[test]
+fn epoll_sets_nest_and_report_fairly() {
+    glibc_and_musl("epoll_sets");
+}
+
 /// ITIMER_VIRTUAL and ITIMER_PROF fire on CPU time (they were EINVAL, so
 /// profilers got nothing), and clocks named by number work: CLOCK_TAI and
 /// the CPU clocks of clock_getcpuclockid and pthread_getcpuclockid.
