@@ -87,7 +87,7 @@ if [[ $need_musl == 1 ]]; then
 fi
 
 # Child processes (fork, exec, wait): tests/guests/children/*.c.
-for p in forkexec forkbomb forkloop pipe_pingpong forkmem fork_server shared_sockets proc_self bigspawn sleep_signals send_whole nice_values stop_cont orphans rlimits fifos unix_dgram vfork_share mask_race sleep_restarts futex_shared pidfd wait_signal vfork_fresh process_group child_rusage proc_others; do
+for p in forkexec forkbomb forkloop pipe_pingpong forkmem fork_server shared_sockets proc_self bigspawn sleep_signals send_whole nice_values stop_cont orphans rlimits fifos unix_dgram vfork_share mask_race sleep_restarts futex_shared pidfd wait_signal vfork_fresh process_group child_rusage proc_others proc_state; do
     if needs_build "$OUT/$p.glibc" "$HERE/children/$p.c" "${COMMON_DEPS[@]}"; then
         compile gcc "$OUT/$p.glibc" "$HERE/children/$p.c"
     fi

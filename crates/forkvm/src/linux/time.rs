@@ -237,6 +237,18 @@ fn sleep_watching(
     clock: SleepClock,
     left: impl Fn() -> std::time::Duration,
 ) -> NanosleepRelativeResult {
+    super::child::set_asleep(p, true);
+    let r = sleep_watching_asleep(p, clock, left);
+    super::child::set_asleep(p, false);
+    r
+}
+
+/// [`sleep_watching`] while /proc shows the process sleeping.
+fn sleep_watching_asleep(
+    p: &mut Process,
+    clock: SleepClock,
+    left: impl Fn() -> std::time::Duration,
+) -> NanosleepRelativeResult {
     // Decided once: a child that exits during the sleep still signals.
     let watch = super::child::others_alive(p);
     let span = |d: std::time::Duration| Timespec {
