@@ -599,6 +599,8 @@ fn big_blocking_pipe_writes_complete() {
 /// SA_RESTART makes an interrupted read go on (it failed with EINTR), a
 /// signal a handler raises again runs after it returns (it was lost), and
 /// the SIGTERM idiom of node (reset, raise again) ends the process.
+/// SA_RESETHAND resets only the handler, keeping the flags (they were
+/// cleared too: LTP's sigaction01).
 #[test]
 fn restarted_calls_and_signals_raised_in_handlers() {
     glibc_and_musl("signal_restart");
