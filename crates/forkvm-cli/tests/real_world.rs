@@ -754,7 +754,8 @@ fn proc_self_fd_and_cwd_links_read_as_on_linux() {
 /// Linux: open(O_CREAT) through a dangling link creates its target (it was
 /// ELOOP), and a ".." after a link leaves the link's target, not the link's
 /// directory (mkdir and unlink applied it to the text: "a/../x" with
-/// a -> b/c made ./x instead of b/x).
+/// a -> b/c made ./x instead of b/x). An empty name is ENOENT (unlink("")
+/// was EROFS or EISDIR, mkdir("") EEXIST: LTP's unlink07).
 #[test]
 fn symlinks_in_created_and_removed_paths() {
     glibc_and_musl_in_a_dir("symlink_paths");
