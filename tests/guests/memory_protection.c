@@ -188,6 +188,19 @@ int main(void) {
     printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     expect_fault("parent: still PROT_NONE", read_byte, ro + 2 * page, ro + 2 * page);
 
+    /* mprotect of memory never mapped, or of a range with a hole, is ENOMEM;
+     * the hole stays unmapped. */
+    int r = mprotect(NULL, page + 1, PROT_READ);
+    printf("mprotect(NULL): %d %s\n", r, r ? strerror(errno) : "-");
+    char *three = mmap(NULL, 3 * page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(three + page, page);
+    r = mprotect(three, 3 * page, PROT_READ | PROT_WRITE);
+    printf("mprotect over a hole: %d %s\n", r, r ? strerror(errno) : "-");
+    r = mprotect(three + page, page, PROT_READ);
+    printf("mprotect of the hole: %d %s\n", r, r ? strerror(errno) : "-");
+    expect_fault("read in the hole", read_byte, three + page, three + page);
+    printf("mprotect of nothing at NULL: %d\n", mprotect(NULL, 0, PROT_READ));
+
     /* A thread overflowing its stack hits the guard page: SIGSEGV on the alternate stack. */
     pthread_attr_t attr;
     pthread_attr_init(&attr);

@@ -1,7 +1,8 @@
 /* A handler with SA_RESTART makes an interrupted blocking read go on (glibc's
  * signal() sets it); without it the read fails with EINTR. A signal a
  * handler raises again while it is blocked runs once the handler returns,
- * and the SIGTERM idiom (reset to SIG_DFL, raise again) ends the process. */
+ * and the SIGTERM idiom (reset to SIG_DFL, raise again) ends the process.
+ * SA_RESETHAND resets only the handler: SA_SIGINFO and the others stay. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,16 @@ static void on_alarm(int s) {
 
 static void on_usr1(int s) {
     if (usr1++ == 0) raise(s); /* blocked here: runs after this returns */
+}
+
+static volatile int oneshot_flags = -1, oneshot_default;
+
+static void on_oneshot(int s, siginfo_t *si, void *uc) {
+    (void)si, (void)uc;
+    struct sigaction now;
+    sigaction(s, NULL, &now);
+    oneshot_flags = now.sa_flags & (SA_SIGINFO | SA_RESTART | SA_RESETHAND);
+    oneshot_default = now.sa_handler == SIG_DFL;
 }
 
 static void on_term(int s) {
@@ -66,6 +77,14 @@ int main(void) {
     signal(SIGUSR1, on_usr1);
     raise(SIGUSR1);
     printf("SIGUSR1 handler ran %d times\n", (int)usr1);
+    struct sigaction sa = {0};
+    sa.sa_sigaction = on_oneshot;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_RESTART;
+    sigaction(SIGUSR2, &sa, NULL);
+    raise(SIGUSR2);
+    printf("SA_RESETHAND: in the handler, default %d, SA_SIGINFO %d, SA_RESTART %d, SA_RESETHAND %d\n",
+           oneshot_default, (oneshot_flags & SA_SIGINFO) != 0, (oneshot_flags & SA_RESTART) != 0,
+           (oneshot_flags & SA_RESETHAND) != 0);
     signal(SIGTERM, on_term);
     raise(SIGTERM);
     printf("still alive\n");

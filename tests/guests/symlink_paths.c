@@ -4,7 +4,8 @@
  *    link if relative), but O_EXCL is EEXIST, O_NOFOLLOW ELOOP, a missing
  *    directory ENOENT and a target ending in '/' EISDIR;
  *  - ".." after a link leaves the link's target, not the link's directory:
- *    with a -> b/c, "a/../x" is b/x for every call taking a path.
+ *    with a -> b/c, "a/../x" is b/x for every call taking a path;
+ *  - an empty name is ENOENT.
  * Prints each result and then the tree, which must be the same natively. */
 #define _GNU_SOURCE
 #include "common.h"
@@ -174,6 +175,16 @@ int main(int argc, char **argv) {
     /* A missing directory before "..": ENOENT, never the name after it. */
     say("mkdir(missing/../x)", mkdir("dd/missing/../x", 0755));
     say("unlink(missing/../top)", unlink("dd/missing/../top"));
+    /* An empty name names nothing: ENOENT, for every call that takes one. */
+    say("unlink(\"\")", unlink(""));
+    say("rmdir(\"\")", rmdir(""));
+    say("mkdir(\"\")", mkdir("", 0755));
+    say("rename(\"\", x)", rename("", "x"));
+    say("rename(dd, \"\")", rename("dd", ""));
+    say("symlink(a, \"\")", symlink("a", ""));
+    say("symlink(\"\", x)", symlink("", "x"));
+    say("mkfifo(\"\")", mkfifo("", 0644));
+    say("link(dd, \"\")", link("dd", ""));
 
     printf("== tree\n");
     tree(".", 0);

@@ -282,7 +282,9 @@ fn signals_with_nothing_to_do_do_not_end_sleeps() {
 /// the word again, and the second look found it changed). A FUTEX_WAKE that
 /// changes nothing wakes it too and counts it (LTP's checkpoints: the wait
 /// timed out and the wake said 0), while a private one from another
-/// process does not.
+/// process does not. A child's timed wait with no other thread ends with
+/// ETIMEDOUT (EINTR at its 10 ms tick: LTP's futex_wait05), and a shared
+/// wake on an inaccessible page is EFAULT (futex_wake05).
 #[test]
 fn shared_futex_waits_end_woken() {
     glibc_and_musl("futex_shared");

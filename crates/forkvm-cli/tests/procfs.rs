@@ -26,6 +26,15 @@ fn other_processes_of_the_run_are_in_proc() {
     glibc_and_musl("proc_others");
 }
 
+/// Another process's state in /proc/<pid>/stat is 'R' while it computes
+/// and 'S' while it waits in a call (it was 'S' always, so a parent that
+/// waits for 'S' before signalling its child signalled before the child's
+/// epoll_wait began, and the wait went on: LTP's epoll_wait08).
+#[test]
+fn other_processes_show_running_or_sleeping() {
+    glibc_and_musl("proc_state");
+}
+
 /// A shell's children read the shell's /proc directory and their siblings'
 /// as they would natively.
 #[test]

@@ -5,7 +5,8 @@
  * says "woken" for an EAGAIN only if the change came first).
  * A wake that changes nothing wakes the waiter too (LTP's checkpoints: the
  * waker repeats FUTEX_WAKE until it reports a waiter), and a private wake
- * from another process reaches no one. */
+ * from another process reaches no one. A child's timed wait ends with its
+ * timeout, and a shared wake on an inaccessible page is EFAULT. */
 #define _GNU_SOURCE
 #include <errno.h>
 #define FUTEX_WAIT 0
@@ -92,5 +93,30 @@ int main(void)
     e = errno;
     waitpid(c, &st, 0);
     printf("private: wait %ld %s, other process woke %d\n", r, r ? strerror(e) : "-", WEXITSTATUS(st));
+
+    /* A child's timed wait on its own memory, no other thread: the
+     * timeout ends it (it was EINTR at the child's first 10 ms tick). */
+    fflush(stdout);
+    c = fork();
+    if (c == 0) {
+        uint32_t own = 0;
+        struct timespec t = {0, 200000000};
+        long w = syscall(SYS_futex, &own, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &t, NULL, 0);
+        printf("child's timed wait: %ld %s\n", w, w ? strerror(errno) : "-");
+        fflush(stdout);
+        _exit(0);
+    }
+    waitpid(c, NULL, 0);
+
+    /* A shared wake looks the page up (EFAULT when it is unmapped or
+     * inaccessible); a private one does not. */
+    char *gone = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    r = syscall(SYS_futex, gone, FUTEX_WAKE, 1, NULL, NULL, 0);
+    printf("wake on PROT_NONE: %ld %s\n", r, r < 0 ? strerror(errno) : "-");
+    munmap(gone, 4096);
+    r = syscall(SYS_futex, gone, FUTEX_WAKE, 1, NULL, NULL, 0);
+    printf("wake on unmapped: %ld %s\n", r, r < 0 ? strerror(errno) : "-");
+    r = syscall(SYS_futex, gone, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+    printf("private wake on unmapped: %ld %s\n", r, r < 0 ? strerror(errno) : "-");
     return 0;
 }

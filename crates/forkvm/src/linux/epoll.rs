@@ -7,7 +7,7 @@
 //! [`super::thread::wait`]), so other guest threads run meanwhile.
 
 use super::event::{new_fd, next_change, EventObj};
-use super::fdtable::{lock, FileKind};
+use super::fdtable::{lock, FileKind, FileRef};
 use super::table::{Support, SyscallEntry};
 use super::thread;
 use super::{Args, Errno, Process, SysResult};
@@ -43,6 +43,9 @@ pub struct Interest {
     /// EPOLLET: an eventfd's counter when last looked at: a write since is an edge
     /// even if it stayed readable (mio's waker never reads it).
     pub token: u64,
+    /// When it was last reported, in the set's own count (or added): the
+    /// least recent goes first (see `epoll_wait`).
+    pub order: u64,
 }
 
 /// Implements epoll_create1(2).
@@ -75,25 +78,12 @@ fn with_epoll<T>(
     }
 }
 
-/// Implements epoll_ctl(2).
+/// Implements epoll_ctl(2), with Linux's order of checks: the event
+/// (EFAULT), both descriptors (EBADF), one that cannot be polled (EPERM),
+/// an `epfd` that is no epoll set or is `fd` itself (EINVAL), a set added
+/// that would close a loop or nest too deep (ELOOP), then the operation.
 fn sys_epoll_ctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [epfd, op, fd, event, ..] = *a;
-    let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
-    if fd as u64 == epfd {
-        return Err(Errno::EINVAL);
-    }
-    {
-        let file = p.fds.get(fd)?; // must be open
-        let f = lock(&file);
-        if f.path_only() {
-            return Err(Errno::EBADF);
-        }
-        // Regular files and directories cannot be polled: Linux refuses
-        // them (asyncio relies on EPERM to tell files from pipes).
-        if matches!(f.kind, FileKind::File { .. } | FileKind::Dir { .. }) {
-            return Err(Errno::EPERM);
-        }
-    }
     let ev = if op == EPOLL_CTL_DEL {
         None
     } else {
@@ -107,30 +97,269 @@ fn sys_epoll_ctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
             disabled: false,
             seen: 0,
             token: 0,
+            order: 0,
         })
     };
-    with_epoll(p, epfd, |set| {
-        match (op, ev) {
-            (EPOLL_CTL_ADD, Some(i)) => {
-                if set.contains_key(&fd) {
-                    return Err(Errno::EEXIST);
-                }
-                set.insert(fd, i);
-            }
-            (EPOLL_CTL_MOD, Some(i)) => {
-                let e = set.get_mut(&fd).ok_or(Errno::ENOENT)?;
-                *e = i;
-            }
-            (EPOLL_CTL_DEL, None) => {
-                set.remove(&fd).ok_or(Errno::ENOENT)?;
-            }
-            _ => return Err(Errno::EINVAL),
+    let ep_file = p.fds.get(i32::try_from(epfd).map_err(|_| Errno::EBADF)?)?;
+    let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+    let file = p.fds.get(fd)?;
+    let inner = {
+        let f = lock(&file);
+        if f.path_only() {
+            return Err(Errno::EBADF);
         }
-        Ok(0)
+        // Regular files, directories and /dev/null and /dev/zero cannot be
+        // polled: Linux refuses them (asyncio relies on EPERM to tell files
+        // from pipes).
+        if matches!(
+            f.kind,
+            FileKind::File { .. } | FileKind::Dir { .. } | FileKind::Null | FileKind::Zero
+        ) {
+            return Err(Errno::EPERM);
+        }
+        match &f.kind {
+            FileKind::Event(EventObj::Epoll(set)) => Some(set.clone()),
+            _ => None,
+        }
+    };
+    if std::sync::Arc::ptr_eq(&ep_file, &file) {
+        return Err(Errno::EINVAL);
+    }
+    if !matches!(lock(&ep_file).kind, FileKind::Event(EventObj::Epoll(_))) {
+        return Err(Errno::EINVAL);
+    }
+    if let (EPOLL_CTL_ADD, Some(inner)) = (op, &inner) {
+        // The sets below the one added, and above the one it goes into,
+        // may not hold this one (a loop) nor be more than MAX_NESTS deep.
+        let below = depth_below(p, inner, &ep_file, 1).ok_or(Errno::ELOOP)?;
+        if below + 1 + depth_above(p, &ep_file, 0) > MAX_NESTS {
+            return Err(Errno::ELOOP);
+        }
+    }
+    let mut of = lock(&ep_file);
+    let FileKind::Event(EventObj::Epoll(set)) = &mut of.kind else {
+        return Err(Errno::EINVAL);
+    };
+    match (op, ev) {
+        (EPOLL_CTL_ADD, Some(mut i)) => {
+            if set.contains_key(&fd) {
+                return Err(Errno::EEXIST);
+            }
+            // Behind every descriptor reported so far (see `epoll_wait`).
+            i.order = set.values().map(|i| i.order + 1).max().unwrap_or(0);
+            set.insert(fd, i);
+        }
+        (EPOLL_CTL_MOD, Some(mut i)) => {
+            let e = set.get_mut(&fd).ok_or(Errno::ENOENT)?;
+            i.order = e.order;
+            *e = i;
+        }
+        (EPOLL_CTL_DEL, None) => {
+            set.remove(&fd).ok_or(Errno::ENOENT)?;
+        }
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(0)
+}
+
+/// Most epoll sets nested below one another, as Linux's EP_MAX_NESTS.
+const MAX_NESTS: u32 = 4;
+
+/// The epoll sets among the descriptors of `set` (of the caller's table).
+fn nested_sets(p: &Process, set: &BTreeMap<i32, Interest>) -> Vec<(FileRef, Interests)> {
+    set.keys()
+        .filter_map(|&fd| p.fds.get(fd).ok())
+        .filter_map(|f| {
+            let inner = match &lock(&f).kind {
+                FileKind::Event(EventObj::Epoll(s)) => s.clone(),
+                _ => return None,
+            };
+            Some((f, inner))
+        })
+        .collect()
+}
+
+/// How deep the sets nest below `set` (itself `depth` below the set it
+/// would join), or None if `target` is among them (a loop) or they nest
+/// past MAX_NESTS.
+fn depth_below(p: &Process, set: &Interests, target: &FileRef, depth: u32) -> Option<u32> {
+    if depth > MAX_NESTS {
+        return None;
+    }
+    let mut deepest = 0;
+    for (f, inner) in nested_sets(p, set) {
+        if std::sync::Arc::ptr_eq(&f, target) {
+            return None;
+        }
+        deepest = deepest.max(1 + depth_below(p, &inner, target, depth + 1)?);
+    }
+    Some(deepest)
+}
+
+/// How many sets of the caller's table hold `file`, one inside the next
+/// (the longest such chain).
+fn depth_above(p: &Process, file: &FileRef, depth: u32) -> u32 {
+    if depth > MAX_NESTS {
+        return depth;
+    }
+    let mut highest = 0;
+    for f in p
+        .fds
+        .open_fds()
+        .into_iter()
+        .filter_map(|fd| p.fds.get(fd).ok())
+    {
+        let holds = match &lock(&f).kind {
+            FileKind::Event(EventObj::Epoll(s)) => s.keys().any(|&fd| {
+                p.fds
+                    .get(fd)
+                    .is_ok_and(|g| std::sync::Arc::ptr_eq(&g, file))
+            }),
+            _ => false,
+        };
+        if holds {
+            highest = highest.max(1 + depth_above(p, &f, depth + 1));
+        }
+    }
+    highest
+}
+
+/// An epoll interest list, by descriptor.
+type Interests = BTreeMap<i32, Interest>;
+
+/// What a look at one descriptor of a set found.
+struct Look {
+    /// The EPOLL* bits to report now (for EPOLLET, only those that rose).
+    bits: u32,
+    /// The bits ready now, for EPOLLET's next look.
+    now_set: u32,
+    /// Its edge token now (see [`Interest::token`]).
+    token: u64,
+    /// When it may become ready by itself (a timer).
+    wake: Option<Instant>,
+}
+
+/// Looks at descriptor `fd` for interest `i`, `depth` sets down from the
+/// one waited on; None if it is closed.
+fn look(p: &Process, fd: i32, i: &Interest, now: Instant, depth: u32) -> Option<Look> {
+    let file = p.fds.get(fd).ok()?;
+    let nested = match &lock(&file).kind {
+        FileKind::Event(EventObj::Epoll(set)) => Some(set.clone()),
+        _ => None,
+    };
+    let (r, token, wake) = match nested {
+        // An epoll set is readable when one of its own descriptors has an
+        // event for it (Linux's ep_eventpoll_poll).
+        Some(set) => {
+            let (r, wake) = set_readiness(p, &set, now, depth + 1);
+            (r, 0, wake)
+        }
+        None => {
+            let mut f = lock(&file);
+            let r = super::poll::readiness_of(&mut f, now, p.sigqueue.bits());
+            let token = match &f.kind {
+                FileKind::Event(EventObj::EventFd { count, .. }) => *count,
+                FileKind::Socket(s) => s.edge_token(),
+                FileKind::Pipe(end) => {
+                    let pipe = lock(&end.pipe);
+                    match (end.read, end.write) {
+                        // A FIFO opened O_RDWR: either count moves it.
+                        (true, true) => pipe.reads.wrapping_add(pipe.writes),
+                        (false, _) => pipe.reads,
+                        (true, false) => pipe.writes,
+                    }
+                }
+                _ => 0,
+            };
+            let wake = match &f.kind {
+                FileKind::Event(obj) => next_change(obj, p.next_timer_due()),
+                _ => None,
+            };
+            (r, token, wake)
+        }
+    };
+    let mut bits = 0u32;
+    if r & 1 != 0 {
+        bits |= EPOLLIN;
+    }
+    if r & 4 != 0 {
+        bits |= EPOLLOUT;
+    }
+    if r & 8 != 0 {
+        bits |= EPOLLERR;
+    }
+    if r & 16 != 0 {
+        bits |= EPOLLHUP;
+    }
+    if r & super::unix_socket::POLLRDHUP != 0 {
+        bits |= EPOLLRDHUP;
+    }
+    let mut bits = bits & i.events;
+    let now_set = bits;
+    if i.events & EPOLLET != 0 {
+        // Edge-triggered: what rose since the last look (what stays
+        // ready is not reported again; a drop re-arms it).
+        bits &= !i.seen;
+        if token != i.token {
+            // A socket's token counts what moved through its queues
+            // (a host socket's, its drains); a pipe's, the writes into
+            // it (read end) or the reads that
+            // made room (write end).
+            let rearm = match &lock(&file).kind {
+                FileKind::Socket(_) => EPOLLIN | EPOLLOUT,
+                FileKind::Pipe(end) if end.read && end.write => EPOLLIN | EPOLLOUT,
+                FileKind::Pipe(end) if end.write => EPOLLOUT,
+                _ => EPOLLIN,
+            };
+            bits |= now_set & rearm;
+        }
+    }
+    Some(Look {
+        bits,
+        now_set,
+        token,
+        wake,
     })
 }
 
+/// poll(2) bits of an epoll set `depth` sets down from the one waited on
+/// (POLLIN when a descriptor of it has an event to report), and when it may
+/// become so by itself. Nothing below MAX_NESTS is looked at.
+fn set_readiness(p: &Process, set: &Interests, now: Instant, depth: u32) -> (i16, Option<Instant>) {
+    if depth > MAX_NESTS {
+        return (0, None);
+    }
+    let mut wake: Option<Instant> = None;
+    for (&fd, i) in set.iter().filter(|(_, i)| !i.disabled) {
+        let Some(l) = look(p, fd, i, now, depth) else {
+            continue;
+        };
+        if l.bits != 0 {
+            return (super::poll::POLLIN, None);
+        }
+        if let Some(t) = l.wake {
+            wake = Some(wake.map_or(t, |w| w.min(t)));
+        }
+    }
+    (0, wake)
+}
+
+/// poll(2) bits of `file` if it is an epoll set (for poll and select on
+/// one), else None.
+pub(super) fn readiness_if_epoll(p: &Process, file: &FileRef, now: Instant) -> Option<i16> {
+    let set = match &lock(file).kind {
+        FileKind::Event(EventObj::Epoll(set)) => set.clone(),
+        _ => return None,
+    };
+    Some(set_readiness(p, &set, now, 0).0)
+}
+
 /// Implements epoll_wait(2), epoll_pwait(2) and epoll_pwait2(2).
+///
+/// Which ready descriptors a call reports when more are ready than it
+/// takes: those reported least recently first (each `Interest::order`),
+/// as Linux moves a reported descriptor to the end of its ready list; in
+/// descriptor order every call, the same first `max` starved the rest.
 fn epoll_wait(
     p: &mut Process,
     mem: &mut GuestMemory,
@@ -147,95 +376,49 @@ fn epoll_wait(
         Ok(set.iter().map(|(k, v)| (*k, *v)).collect())
     })?;
     let now = Instant::now();
-    let mut ready = Vec::new();
+    let next_order = interests
+        .iter()
+        .map(|(_, i)| i.order + 1)
+        .max()
+        .unwrap_or(0);
     let mut wake: Option<Instant> = None;
     let mut gone = Vec::new();
-    let mut edges = Vec::new();
+    let mut looks = Vec::new();
     for (fd, i) in interests {
         if i.disabled {
             continue;
         }
-        let Ok(file) = p.fds.get(fd) else {
+        let Some(l) = look(p, fd, &i, now, 0) else {
             gone.push(fd);
             continue;
         };
-        let mut f = lock(&file);
-        let r = super::poll::readiness_of(&mut f, now, p.sigqueue.bits());
-        let token = match &f.kind {
-            FileKind::Event(EventObj::EventFd { count, .. }) => *count,
-            FileKind::Socket(s) => s.edge_token(),
-            FileKind::Pipe(end) => {
-                let pipe = lock(&end.pipe);
-                match (end.read, end.write) {
-                    // A FIFO opened O_RDWR: either count moves it.
-                    (true, true) => pipe.reads.wrapping_add(pipe.writes),
-                    (false, _) => pipe.reads,
-                    (true, false) => pipe.writes,
-                }
-            }
-            _ => 0,
-        };
-        if let FileKind::Event(obj) = &f.kind {
-            if let Some(t) = next_change(obj, p.next_timer_due()) {
-                wake = Some(wake.map_or(t, |w| w.min(t)));
-            }
+        if let Some(t) = l.wake {
+            wake = Some(wake.map_or(t, |w| w.min(t)));
         }
-        let mut bits = 0u32;
-        if r & 1 != 0 {
-            bits |= EPOLLIN;
-        }
-        if r & 4 != 0 {
-            bits |= EPOLLOUT;
-        }
-        if r & 8 != 0 {
-            bits |= EPOLLERR;
-        }
-        if r & 16 != 0 {
-            bits |= EPOLLHUP;
-        }
-        if r & super::unix_socket::POLLRDHUP != 0 {
-            bits |= EPOLLRDHUP;
-        }
-        let mut bits = bits & i.events;
-        if i.events & EPOLLET != 0 {
-            // Edge-triggered: what rose since the last look (what stays
-            // ready is not reported again; a drop re-arms it).
-            let now_set = bits;
-            bits &= !i.seen;
-            if token != i.token {
-                // A socket's token counts what moved through its queues
-                // (a host socket's, its drains); a pipe's, the writes into
-                // it (read end) or the reads that
-                // made room (write end).
-                let rearm = match &f.kind {
-                    FileKind::Socket(_) => EPOLLIN | EPOLLOUT,
-                    FileKind::Pipe(end) if end.read && end.write => EPOLLIN | EPOLLOUT,
-                    FileKind::Pipe(end) if end.write => EPOLLOUT,
-                    _ => EPOLLIN,
-                };
-                bits |= now_set & rearm;
-            }
-            if bits == 0 || (ready.len() as u64) < max {
-                edges.push((fd, now_set, token));
-            }
-        }
-        if bits != 0 && (ready.len() as u64) < max {
-            ready.push((fd, bits, i.data, i.events & EPOLLONESHOT != 0));
-        }
+        looks.push((fd, i, l));
     }
+    let mut ready: Vec<usize> = (0..looks.len()).filter(|&k| looks[k].2.bits != 0).collect();
+    // Stable: descriptors never reported keep their order of addition.
+    ready.sort_by_key(|&k| looks[k].1.order);
+    ready.truncate(max as usize);
     with_epoll(p, epfd, |set| {
         for fd in &gone {
             set.remove(fd);
         }
-        for (fd, seen, token) in &edges {
-            if let Some(e) = set.get_mut(fd) {
-                e.seen = *seen;
-                e.token = *token;
+        for (k, (fd, i, l)) in looks.iter().enumerate() {
+            let Some(e) = set.get_mut(fd) else {
+                continue;
+            };
+            let reported = ready.iter().position(|&r| r == k);
+            // EPOLLET: what it saw counts once reported (or when there was
+            // nothing to report); one left out by `max` is reported later.
+            if i.events & EPOLLET != 0 && (l.bits == 0 || reported.is_some()) {
+                e.seen = l.now_set;
+                e.token = l.token;
             }
-        }
-        for (fd, _, _, oneshot) in &ready {
-            if *oneshot {
-                if let Some(e) = set.get_mut(fd) {
+            if let Some(n) = reported {
+                e.order = next_order + n as u64;
+                if i.events & EPOLLONESHOT != 0 {
                     e.disabled = true;
                 }
             }
@@ -249,9 +432,10 @@ fn epoll_wait(
         };
     }
     let mut out = vec![0u8; ready.len() * 12];
-    for (i, (_, bits, data, _)) in ready.iter().enumerate() {
-        out[i * 12..i * 12 + 4].copy_from_slice(&bits.to_le_bytes());
-        out[i * 12 + 4..i * 12 + 12].copy_from_slice(&data.to_le_bytes());
+    for (n, &k) in ready.iter().enumerate() {
+        let (_, i, l) = &looks[k];
+        out[n * 12..n * 12 + 4].copy_from_slice(&l.bits.to_le_bytes());
+        out[n * 12 + 4..n * 12 + 12].copy_from_slice(&i.data.to_le_bytes());
     }
     mem.write(events, &out)?;
     Ok(ready.len() as u64)
@@ -301,7 +485,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         name: "epoll_wait",
         handler: sys_epoll_wait,
         support: Support::Partial,
-        note: "EPOLLET reports readiness that rose since the last epoll_wait looked (a drop between two looks re-arms it; an eventfd or pipe write, and a pipe read for its writer, is an edge)",
+        note: "EPOLLET reports readiness that rose since the last epoll_wait looked (a drop between two looks re-arms it; an eventfd or pipe write, and a pipe read for its writer, is an edge); the least recently reported go first; a nested epoll set is ready when it has events",
     },
     SyscallEntry {
         nr: 233,

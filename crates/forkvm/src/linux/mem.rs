@@ -531,14 +531,24 @@ fn remap_shared(
 }
 
 /// Implements mprotect(2): read and write rights are enforced (not PROT_EXEC).
-fn sys_mprotect(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+fn sys_mprotect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [addr, len, prot, ..] = *a;
     aligned(addr)?;
     if prot & !(PROT_EXEC_READ_WRITE | 0x0100_0000 | 0x0200_0000) != 0 {
         return Err(Errno::EINVAL);
     }
     let end = addr.checked_add(page_up(len)?).ok_or(Errno::ENOMEM)?;
+    if end == addr {
+        return Ok(0);
+    }
     if end > mem.size() {
+        return Err(Errno::ENOMEM);
+    }
+    // A range with pages the program never mapped (below its image, or a
+    // hole in the mmap area) is ENOMEM, as on Linux (which changes the
+    // mapped part before the hole first; nothing is changed here). It was
+    // changed anyway, and an access to a hole then went through.
+    if addr < crate::abi::USER_BASE || mapped_parts(p, addr, end)?.1 {
         return Err(Errno::ENOMEM);
     }
     if prot != 0 && !mem.may_commit(mem.reserved_in(addr, end)) {
@@ -675,7 +685,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 9, name: "mmap", handler: sys_mmap, support: Support::Partial,
         note: "anonymous and file-backed; MAP_SHARED writes reach the file and are shared with forked children (in a serve request: private to it); file mappings show later changes to the file (but a writable private one of at most 1 MiB is copied at mmap); an access past the end of the file is SIGBUS; read and write rights are enforced as for mprotect, PROT_EXEC is not; no huge pages (MAP_HUGETLB: ENOMEM, as with an empty pool; of a file: EINVAL)" },
     SyscallEntry { nr: 10, name: "mprotect", handler: sys_mprotect, support: Support::Partial,
-        note: "read and write rights are enforced on the host mapping behind guest RAM: the program's accesses fault (SIGSEGV, SEGV_ACCERR, which a handler may fix and retry) and system calls fail with EFAULT; PROT_EXEC is not (executability is fixed by the page tables built at load); ENOMEM past 4,096 protected ranges in a process (16,384 in a forkvm process)" },
+        note: "read and write rights are enforced on the host mapping behind guest RAM: the program's accesses fault (SIGSEGV, SEGV_ACCERR, which a handler may fix and retry) and system calls fail with EFAULT; PROT_EXEC is not (executability is fixed by the page tables built at load); ENOMEM past 4,096 protected ranges in a process (16,384 in a forkvm process), and for a range with unmapped pages (nothing is changed)" },
     SyscallEntry { nr: 11, name: "munmap", handler: sys_munmap, support: Support::Partial,
         note: "pages are freed; the range faults afterwards (SIGSEGV, SEGV_MAPERR), except past the bound on protected ranges (see mprotect), where it stays accessible, zeroed" },
     SyscallEntry { nr: 12, name: "brk", handler: sys_brk, support: Support::Full, note: "" },

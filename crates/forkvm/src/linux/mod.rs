@@ -421,11 +421,13 @@ pub fn dispatch_leaving_signals(
         // result), so a trace shows the wait once, not each look.
         if !was_waiting {
             trace::waits(p, mem, nr, args);
+            child::set_asleep(p, true);
         }
     } else {
         p.waiting = None;
         signal::end_wait_mask(p);
         p.shared_futex = None;
+        child::set_asleep(p, false);
         p.progress = p.progress.wrapping_add(1);
         child::wake_others_after(p, nr, args);
         trace::after(p, mem, nr, args, &result);

@@ -1,6 +1,7 @@
 //! Readiness: what an open file is ready for (pipes, sockets, event objects,
 //! host stdio), and poll/ppoll and select/pselect6 on it. epoll
-//! ([`super::event`]) asks the same [`readiness_of`].
+//! ([`super::epoll`]) asks the same [`readiness_of`], and answers for an
+//! epoll set itself.
 
 use super::fdtable::{lock, FileKind, OpenFile};
 use super::io::{guest_buf, guest_buf_mut, host_std};
@@ -129,6 +130,11 @@ fn do_poll(
             match p.fds.get(fd) {
                 Err(_) => PollSrc::Now(POLLNVAL),
                 Ok(file) => {
+                    // An epoll set: readable when it has events to report.
+                    if let Some(r) = super::epoll::readiness_if_epoll(p, &file, Instant::now()) {
+                        entries.push((PollSrc::Now(r & mask), mask));
+                        continue;
+                    }
                     let mut f = lock(&file);
                     match host_std(&f.kind) {
                         Some(h) if !f.path_only() => {
@@ -248,7 +254,10 @@ fn select(
             continue;
         }
         let file = p.fds.get(fd as i32)?;
-        let r = readiness_of(&mut lock(&file), now, p.sigqueue.bits());
+        let r = match super::epoll::readiness_if_epoll(p, &file, now) {
+            Some(r) => r,
+            None => readiness_of(&mut lock(&file), now, p.sigqueue.bits()),
+        };
         // Linux's POLLIN_SET, POLLOUT_SET and POLLEX_SET: an error counts
         // as readable and writable (a pipe whose reader is gone wakes a
         // select on its write end), and only POLLPRI is exceptional.

@@ -280,7 +280,11 @@ fn other_process(p: &Process, path: &[u8], own: u64) -> Option<Vec<u8>> {
     let seen = super::child::seen(p, pid)?;
     let shown = &seen.shown;
     let name = String::from_utf8_lossy(shown.comm.split(|&b| b == 0).next().unwrap_or(b""));
-    let state = if seen.zombie { 'Z' } else { 'S' };
+    let state = match (seen.zombie, seen.asleep) {
+        (true, _) => 'Z',
+        (false, true) => 'S',
+        (false, false) => 'R',
+    };
     let mut s = String::new();
     match file {
         // A zombie's memory is gone: its command line reads as empty.
@@ -306,7 +310,11 @@ fn other_process(p: &Process, path: &[u8], own: u64) -> Option<Vec<u8>> {
             .write(&mut s);
         }
         b"status" => {
-            let long = if seen.zombie { "zombie" } else { "sleeping" };
+            let long = match state {
+                'Z' => "zombie",
+                'S' => "sleeping",
+                _ => "running",
+            };
             let _ = write!(
                 s,
                 "Name:\t{name}\nState:\t{state} ({long})\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t{}\n\

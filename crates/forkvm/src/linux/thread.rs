@@ -316,18 +316,6 @@ fn monotonic_now() -> Duration {
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
-/// Sleeps on the host (single thread, nothing else can run); EINTR if the watchdog kicks.
-fn host_sleep(d: Duration) -> Result<(), Errno> {
-    let req = rustix::time::Timespec {
-        tv_sec: d.as_secs() as i64,
-        tv_nsec: d.subsec_nanos() as _,
-    };
-    match rustix::thread::nanosleep(&req) {
-        rustix::thread::NanosleepRelativeResult::Ok => Ok(()),
-        _ => Err(Errno::EINTR),
-    }
-}
-
 /// Implements futex(2).
 /// How often a futex wait on shared memory looks at the word again.
 const SHARED_FUTEX_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
@@ -406,8 +394,16 @@ fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
                     p.killed_by = Some(6);
                     return Err(Errno::EDEADLK);
                 };
-                host_sleep(deadline.saturating_duration_since(Instant::now()))?;
-                return Err(Errno::ETIMEDOUT);
+                // Waited for as other calls are (made again until the
+                // deadline), so that only a signal ends it early: a host
+                // sleep ended at every kick of the vCPU thread, which a
+                // child gets every 10 ms, and the wait returned EINTR
+                // (LTP's futex_wait05; a child's sem_timedwait).
+                let left = deadline.saturating_duration_since(Instant::now());
+                return match wait(p, Some(left), None) {
+                    Waited::Retry => Ok(0),
+                    Waited::TimedOut => Err(Errno::ETIMEDOUT),
+                };
             }
             p.sched = Some(Sched::Block(Wait::Futex {
                 addr: uaddr,
@@ -425,10 +421,15 @@ fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             if bitset == 0 {
                 return Err(Errno::EINVAL);
             }
+            let private = op & FUTEX_PRIVATE_FLAG != 0;
+            if !private {
+                // Linux looks up a shared futex's page (EFAULT when it is
+                // unmapped or inaccessible); a private one is only an address.
+                mem.read_u32(uaddr)?;
+            }
             let n = u64::from((val as u32).min(i32::MAX as u32));
             let mut woken = p.threads.wake(uaddr, n, bitset);
             if woken < n {
-                let private = op & FUTEX_PRIVATE_FLAG != 0;
                 if let (Some(key), Some(f)) =
                     (super::shared_futex::key(p, mem, uaddr, private), &p.family)
                 {

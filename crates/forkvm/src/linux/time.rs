@@ -237,6 +237,18 @@ fn sleep_watching(
     clock: SleepClock,
     left: impl Fn() -> std::time::Duration,
 ) -> NanosleepRelativeResult {
+    super::child::set_asleep(p, true);
+    let r = sleep_watching_asleep(p, clock, left);
+    super::child::set_asleep(p, false);
+    r
+}
+
+/// [`sleep_watching`] while /proc shows the process sleeping.
+fn sleep_watching_asleep(
+    p: &mut Process,
+    clock: SleepClock,
+    left: impl Fn() -> std::time::Duration,
+) -> NanosleepRelativeResult {
     // Decided once: a child that exits during the sleep still signals.
     let watch = super::child::others_alive(p);
     let span = |d: std::time::Duration| Timespec {
@@ -336,13 +348,23 @@ fn sys_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult 
     sleep_relative(p, mem, req, a[1])
 }
 
-/// Implements clock_nanosleep(2).
+/// Implements clock_nanosleep(2). As Linux: the clocks without a sleep
+/// (CLOCK_THREAD_CPUTIME_ID, MONOTONIC_RAW and the coarse ones) are
+/// EOPNOTSUPP before the times are read, and CLOCK_TAI sleeps (it was
+/// EINVAL for both: LTP's clock_nanosleep01).
 fn sys_clock_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [id, flags, req_ptr, rem_ptr, ..] = *a;
+    if matches!(id as u32 as i32, 3..=6) {
+        return Err(Errno::EOPNOTSUPP);
+    }
     let id = match clock(id)? {
         ClockId::Realtime => SleepClock::Realtime,
         ClockId::Monotonic => SleepClock::Monotonic,
         ClockId::Boottime => SleepClock::Boottime,
+        // A relative sleep is as long on every clock; an absolute one
+        // reads CLOCK_TAI itself (below).
+        ClockId::Tai => SleepClock::Realtime,
+        // CLOCK_PROCESS_CPUTIME_ID: a sleep on CPU time is not kept.
         _ => return Err(Errno::EINVAL),
     };
     let req = read_timespec(mem, req_ptr)?;
@@ -824,7 +846,7 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "as for an unprivileged user: EPERM" },
     SyscallEntry { nr: 229, name: "clock_getres", handler: sys_clock_getres, support: Support::Full, note: "" },
     SyscallEntry { nr: 230, name: "clock_nanosleep", handler: sys_clock_nanosleep, support: Support::Partial,
-        note: "REALTIME, MONOTONIC and BOOTTIME clocks" },
+        note: "REALTIME, MONOTONIC, BOOTTIME (and their ALARM variants) and TAI; EOPNOTSUPP for the clocks Linux cannot sleep on; EINVAL for CPU-time clocks" },
 ];
 
 #[cfg(test)]

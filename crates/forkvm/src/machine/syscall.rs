@@ -128,6 +128,7 @@ impl Machine {
             self.proc.waiting = None;
             linux::signal::end_wait_mask(&mut self.proc);
             self.proc.shared_futex = None;
+            linux::child::set_asleep(&self.proc, false);
             // A FIFO open waiting for its partner closes the end it opened.
             linux::fs::interrupted_open(&mut self.proc);
             // A blocking write that sent some bytes returns their count.

@@ -86,6 +86,8 @@ struct Entry {
     subreaper: bool,
     /// Set when it gets a new parent (see [`refresh_ppid`]).
     adopted: Arc<AtomicBool>,
+    /// Set while it waits in a call (see [`set_asleep`]).
+    asleep: Arc<AtomicBool>,
     /// Its CPU time and its waited-for children's, once it ended (what
     /// wait4's rusage reports).
     cpu: Duration,
@@ -167,6 +169,8 @@ pub struct Family {
     signals: Arc<Inbox>,
     /// Set when its parent ended and another took it (see [`refresh_ppid`]).
     adopted: Arc<AtomicBool>,
+    /// Set while it waits in a call: /proc shows it sleeping (see [`set_asleep`]).
+    asleep: Arc<AtomicBool>,
     /// When the current blocking wait for a child or signal began.
     wait_started: Option<Instant>,
 }
@@ -241,6 +245,7 @@ impl Tree {
         let deadline = Instant::now().checked_add(config.timeout);
         let signals = Arc::new(Inbox::default());
         let pid = first.pid;
+        let asleep = Arc::new(AtomicBool::new(false));
         let mut inner = Inner {
             next_pid: FIRST_CHILD_PID,
             alive: 1,
@@ -259,6 +264,7 @@ impl Tree {
                 pdeathsig: 0,
                 subreaper: false,
                 adopted: Arc::default(),
+                asleep: asleep.clone(),
                 cpu: Duration::ZERO,
                 shown: Shown::new(),
                 publishes: 0,
@@ -282,6 +288,7 @@ impl Tree {
             pid,
             signals,
             adopted: Arc::default(),
+            asleep,
             wait_started: None,
         }
     }
@@ -326,6 +333,7 @@ impl Tree {
         t.alive += 1;
         let signals = Arc::new(Inbox::default());
         let adopted = Arc::new(AtomicBool::new(false));
+        let asleep = Arc::new(AtomicBool::new(false));
         t.procs.insert(
             pid,
             Entry {
@@ -339,6 +347,7 @@ impl Tree {
                 pdeathsig: 0,
                 subreaper: false,
                 adopted: adopted.clone(),
+                asleep: asleep.clone(),
                 cpu: Duration::ZERO,
                 shown,
                 publishes: 0,
@@ -350,6 +359,7 @@ impl Tree {
             pid,
             signals,
             adopted,
+            asleep,
             wait_started: None,
         })
     }
@@ -612,6 +622,23 @@ pub fn signals_waiting(p: &Process) -> bool {
     p.family.as_ref().is_some_and(|f| {
         f.signals.waiting() || (!f.is_first() && f.tree.ended.load(Ordering::Relaxed))
     })
+}
+
+/// Says whether the process waits in a call (one that is made again until
+/// it is ready, or a sleep): the run's other processes see it in /proc as
+/// sleeping ('S') then, else running ('R'). It showed 'S' always, so a
+/// process that waits for another to block before signalling it (LTP's
+/// TST_PROCESS_STATE_WAIT) signalled too early: the handler ran before the
+/// call, which then waited for good (epoll_wait08).
+pub fn set_asleep(p: &Process, asleep: bool) {
+    // A plain load first: this runs after every host-served call.
+    if let Some(f) = p
+        .family
+        .as_ref()
+        .filter(|f| f.asleep.load(Ordering::Relaxed) != asleep)
+    {
+        f.asleep.store(asleep, Ordering::Relaxed);
+    }
 }
 
 /// After its parent ended: the parent id the in-guest getppid answers

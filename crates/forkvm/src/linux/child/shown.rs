@@ -44,6 +44,8 @@ pub struct Seen {
     pub sid: u64,
     /// It ended and its parent has not waited for it yet.
     pub zombie: bool,
+    /// It waits in a call (see `child::set_asleep`).
+    pub asleep: bool,
     pub shown: Shown,
 }
 
@@ -78,6 +80,7 @@ pub fn seen(p: &Process, pid: u64) -> Option<Seen> {
         pgid: e.pgid,
         sid: e.sid,
         zombie: e.status.is_some(),
+        asleep: e.asleep.load(std::sync::atomic::Ordering::Relaxed),
         shown: e.shown.clone(),
     })
 }

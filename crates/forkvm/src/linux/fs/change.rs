@@ -565,7 +565,7 @@ pub(super) fn do_mkdir(
     addr: u64,
     mode: u64,
 ) -> SysResult {
-    let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
+    let (dir, name) = create_target(p, dirfd, &read_name(mem, addr)?)?;
     may_change(&dir, &name, NameChange::Create)?;
     // mkdir keeps the sticky bit, as Linux does (a shared scratch directory).
     let mode = Mode::from_bits_truncate((mode as u32 & 0o1777) & !p.fds.umask);
@@ -617,7 +617,7 @@ pub(super) fn do_unlink(
     addr: u64,
     flags: u64,
 ) -> SysResult {
-    let path = read_path(mem, addr)?;
+    let path = read_name(mem, addr)?;
     let t = tail(&path);
     let rmdir = flags & AT_REMOVEDIR != 0;
     match (rmdir, t.dots) {
@@ -674,8 +674,8 @@ pub(super) fn do_rename(
         return Err(Errno::EINVAL);
     }
     // Both names are read before either is looked at, as Linux does.
-    let newpath = read_path(mem, new)?;
-    let oldpath = read_path(mem, old)?;
+    let newpath = read_name(mem, new)?;
+    let oldpath = read_name(mem, old)?;
     let (ot, nt) = (tail(&oldpath), tail(&newpath));
     if ot.dots != 0 || nt.dots != 0 {
         return Err(Errno::EBUSY);
@@ -748,7 +748,7 @@ fn do_link(
     } else {
         AT_SYMLINK_NOFOLLOW
     };
-    let newpath = read_path(mem, new)?;
+    let newpath = read_name(mem, new)?;
     let obj = super::attr::obj_at(p, mem, olddir, old, nofollow | (flags & AT_EMPTY_PATH))?;
     if obj.is_dir() {
         return Err(Errno::EPERM);
@@ -772,11 +772,11 @@ pub(super) fn sys_symlinkat(p: &mut Process, mem: &mut GuestMemory, a: &Args) ->
 
 fn do_symlink(p: &mut Process, mem: &GuestMemory, target: u64, dirfd: i32, addr: u64) -> SysResult {
     // The target is only text: the guest resolves it inside its own namespace.
-    let target = read_path(mem, target)?;
+    let target = read_name(mem, target)?;
     if target.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let path = read_path(mem, addr)?;
+    let path = read_name(mem, addr)?;
     refuse_slash_for_non_dir(p, dirfd, &path)?;
     let (dir, name) = create_target(p, dirfd, &path)?;
     may_change(&dir, &name, NameChange::Create)?;
@@ -811,12 +811,12 @@ fn do_mknod(
         S_IFSOCK => rustix::fs::FileType::Socket,
         // Device nodes need CAP_MKNOD.
         S_IFCHR | S_IFBLK => {
-            read_path(mem, addr)?;
+            read_name(mem, addr)?;
             return Err(Errno::EPERM);
         }
         _ => return Err(Errno::EINVAL),
     };
-    let (dir, name) = create_target(p, dirfd, &read_path(mem, addr)?)?;
+    let (dir, name) = create_target(p, dirfd, &read_name(mem, addr)?)?;
     may_change(&dir, &name, NameChange::Create)?;
     // No set-user-ID or set-group-ID bit on a host file (see `attr::chmod_obj`).
     let perm = Mode::from_bits_truncate((mode & 0o1777) & !p.fds.umask);

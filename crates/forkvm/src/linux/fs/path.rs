@@ -11,6 +11,18 @@ pub fn read_path(mem: &GuestMemory, addr: u64) -> Result<Vec<u8>, Errno> {
     }
 }
 
+/// Reads a guest path that must name something (a call without
+/// AT_EMPTY_PATH that creates, removes or renames): an empty one is ENOENT
+/// as soon as it is read, as Linux's `getname` has it. unlink(""), mkdir("")
+/// and the like answered EROFS, EEXIST or EISDIR (LTP's unlink07).
+pub fn read_name(mem: &GuestMemory, addr: u64) -> Result<Vec<u8>, Errno> {
+    let path = read_path(mem, addr)?;
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    Ok(path)
+}
+
 pub(super) fn components(path: &[u8]) -> VecDeque<Vec<u8>> {
     path.split(|&b| b == b'/')
         .filter(|c| !c.is_empty())

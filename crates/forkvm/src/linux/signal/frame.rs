@@ -125,7 +125,9 @@ pub fn deliver(
     }
     p.sigmask = mask & !UNBLOCKABLE;
     if action.flags & SA_RESETHAND != 0 {
-        p.sigactions[idx] = SigAction::default();
+        // Only the handler, as Linux's get_signal: the flags (SA_SIGINFO
+        // too) and the mask stay (LTP's sigaction01).
+        p.sigactions[idx].handler = 0;
     }
     Ok(kvm_bindings::kvm_regs {
         rdi: info.signo as u64,

@@ -494,6 +494,11 @@ fn sys_kill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Implements tgkill(2) for the process itself.
 fn sys_tgkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    // A pid that cannot be one is EINVAL before anything, as on Linux
+    // (it was ESRCH: LTP's tgkill03).
+    if a[0] as i32 <= 0 || a[1] as i32 <= 0 {
+        return Err(Errno::EINVAL);
+    }
     if a[0] != super::child::pid_of(p) {
         return Err(Errno::ESRCH);
     }
@@ -563,6 +568,9 @@ pub(super) fn send_to_thread(p: &mut Process, tid: u64, info: SigInfo) -> SysRes
 
 /// Implements tkill(2) for the thread itself.
 fn sys_tkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
+    if a[0] as i32 <= 0 {
+        return Err(Errno::EINVAL);
+    }
     let pid = super::child::pid_of(p);
     send_to_thread(p, a[0], SigInfo::tkill(a[1], pid))
 }
@@ -662,6 +670,32 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
 mod tests {
     use super::*;
     use crate::linux::{test_call, test_process};
+
+    /// A tgid or tid that cannot be one is EINVAL before anything else, as
+    /// on Linux (it was ESRCH: LTP's tgkill03); another process's is ESRCH.
+    #[test]
+    fn tgkill_and_tkill_refuse_impossible_ids() {
+        let (mut p, mut m, _) = test_process();
+        let me = super::super::child::pid_of(&p);
+        let minus_one = u64::from(u32::MAX);
+        let tgkill =
+            |p: &mut Process, m: &mut GuestMemory, a: &[u64]| test_call(p, m, sys_tgkill, a);
+        assert_eq!(
+            tgkill(&mut p, &mut m, &[minus_one, me, 10]),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(tgkill(&mut p, &mut m, &[me, 0, 10]), Err(Errno::EINVAL));
+        assert_eq!(
+            tgkill(&mut p, &mut m, &[me + 100, me, 10]),
+            Err(Errno::ESRCH)
+        );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_tkill, &[minus_one, 10]),
+            Err(Errno::EINVAL)
+        );
+        let tid = p.tid;
+        assert_eq!(tgkill(&mut p, &mut m, &[me, tid, 0]), Ok(0));
+    }
 
     #[test]
     fn sigqueue_refuses_forged_codes_to_others_and_bad_arguments() {

@@ -178,3 +178,27 @@ fn times_and_rusage_write_their_structs() {
         Err(Errno::EFAULT)
     );
 }
+
+/// The clocks Linux cannot sleep on are EOPNOTSUPP, before the request is
+/// read (LTP's clock_nanosleep01 got EINVAL); CLOCK_TAI sleeps, relative
+/// and absolute; an unknown clock is EINVAL.
+#[test]
+fn clock_nanosleep_refuses_the_clocks_linux_cannot_sleep_on() {
+    let (mut p, mut m, buf) = crate::linux::test_process();
+    let call = |p: &mut Process, m: &mut GuestMemory, a: &[u64]| {
+        crate::linux::test_call(p, m, sys_clock_nanosleep, a)
+    };
+    for id in 3..=6 {
+        assert_eq!(
+            call(&mut p, &mut m, &[id, 0, 0, 0]),
+            Err(Errno::EOPNOTSUPP),
+            "clock {id}"
+        );
+    }
+    assert_eq!(call(&mut p, &mut m, &[100, 0, buf, 0]), Err(Errno::EINVAL));
+    // 1 ms on CLOCK_TAI, relative; then absolute, at a time already past.
+    m.write(buf, &0u64.to_le_bytes()).unwrap();
+    m.write(buf + 8, &1_000_000u64.to_le_bytes()).unwrap();
+    assert_eq!(call(&mut p, &mut m, &[11, 0, buf, 0]), Ok(0));
+    assert_eq!(call(&mut p, &mut m, &[11, TIMER_ABSTIME, buf, 0]), Ok(0));
+}
