@@ -670,7 +670,18 @@ fn gunicorn_serves_a_wsgi_app() {
     let dir_s = dir.to_string_lossy().into_owned();
     let run = |port: u16, forkvm_flags: Option<&[&str]>| {
         let bind = format!("127.0.0.1:{port}");
-        let args = ["--chdir", &dir_s, "-b", &bind, "app:app"];
+        // Its heartbeat file in the scratch dir: the guest's /tmp is the host's,
+        // read-only, when the tree is under it (a clone in /tmp), and gunicorn
+        // found no usable temporary directory.
+        let args = [
+            "--chdir",
+            &dir_s,
+            "--worker-tmp-dir",
+            &dir_s,
+            "-b",
+            &bind,
+            "app:app",
+        ];
         match forkvm_flags {
             None => native(Path::new(gunicorn), &args, port),
             Some(flags) => forkvm(Path::new(gunicorn), &args, flags, port),
@@ -679,7 +690,7 @@ fn gunicorn_serves_a_wsgi_app() {
     let nport = free_port();
     let _ns = run(nport, None);
     let port = free_port();
-    let fs = run(port, Some(&["--allow-read", &dir_s]));
+    let fs = run(port, Some(&["--allow-write", &dir_s]));
     for (method, path, body) in [("GET", "/a", &b""[..]), ("POST", "/b", &b"posted"[..])] {
         let want = call(nport, method, path, body);
         let got = call(port, method, path, body);
