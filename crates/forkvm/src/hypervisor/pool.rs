@@ -51,14 +51,7 @@ impl VmPool {
     /// finished child's pages if there is one (emptying those costs).
     pub fn take(&self, size: u64) -> Option<Slot> {
         loop {
-            let mut slot = {
-                let mut idle = self.idle.lock().ok()?;
-                let v = idle.get_mut(&size)?;
-                match v.iter().rposition(|s| !s.mem.is_stale()) {
-                    Some(i) => v.swap_remove(i),
-                    None => v.pop()?,
-                }
-            };
+            let mut slot = self.pick(size, false)?;
             // A finished child's pages are for a fork's copy only.
             if !slot.mem.is_stale() || slot.mem.empty_all().is_ok() {
                 return Some(slot);
@@ -70,12 +63,7 @@ impl VmPool {
     /// (`GuestMemory::copy_from`), which overwrites or zeroes every page: one
     /// that still holds a finished child's pages if there is one.
     pub fn take_for_copy(&self, size: u64) -> Option<Slot> {
-        let mut idle = self.idle.lock().ok()?;
-        let v = idle.get_mut(&size)?;
-        match v.iter().rposition(|s| s.mem.is_stale()) {
-            Some(i) => Some(v.swap_remove(i)),
-            None => v.pop(),
-        }
+        self.pick(size, true)
     }
 
     /// An idle VM whose memory has `size` bytes for a new program (exec),
@@ -84,18 +72,23 @@ impl VmPool {
     /// pages if there is one (those are for the next fork's copy).
     pub fn take_renewed(&self, size: u64) -> Option<Slot> {
         loop {
-            let mut slot = {
-                let mut idle = self.idle.lock().ok()?;
-                let v = idle.get_mut(&size)?;
-                match v.iter().rposition(|s| !s.mem.is_stale()) {
-                    Some(i) => v.swap_remove(i),
-                    None => v.pop()?,
-                }
-            };
+            let mut slot = self.pick(size, false)?;
             // One that cannot be renewed is dropped: the next, or a new VM.
             if slot.mem.renew().is_ok() && slot.vcpu.renew().is_ok() {
                 return Some(slot);
             }
+        }
+    }
+
+    /// An idle VM whose memory has `size` bytes, taken out as it is: one
+    /// whose memory is stale (holds a finished child's pages) exactly when
+    /// `stale`, if there is one, else any.
+    fn pick(&self, size: u64, stale: bool) -> Option<Slot> {
+        let mut idle = self.idle.lock().ok()?;
+        let v = idle.get_mut(&size)?;
+        match v.iter().rposition(|s| s.mem.is_stale() == stale) {
+            Some(i) => Some(v.swap_remove(i)),
+            None => v.pop(),
         }
     }
 

@@ -526,20 +526,13 @@ mod tests {
     const O_NONBLOCK: u64 = 0o4000;
     use crate::linux::test_process;
 
-    fn call(
-        p: &mut Process,
-        m: &mut GuestMemory,
-        h: crate::linux::Handler,
-        a: [u64; 6],
-    ) -> SysResult {
-        h(p, m, &a)
-    }
+    use crate::linux::test_call;
 
     #[test]
     fn edge_triggered_reports_rises_and_eventfd_writes_once() {
         let (mut p, mut m, buf) = test_process();
-        let ep = call(&mut p, &mut m, sys_epoll_create1, [0; 6]).unwrap();
-        let ev = call(&mut p, &mut m, sys_eventfd2, [0, O_NONBLOCK, 0, 0, 0, 0]).unwrap();
+        let ep = test_call(&mut p, &mut m, sys_epoll_create1, &[0; 6]).unwrap();
+        let ev = test_call(&mut p, &mut m, sys_eventfd2, &[0, O_NONBLOCK, 0, 0, 0, 0]).unwrap();
         let (a, _b) = crate::linux::unix_socket::Socket::pair(1);
         let sock = p
             .fds
@@ -554,21 +547,21 @@ mod tests {
             e[4..].copy_from_slice(&fd.to_le_bytes());
             m.write(buf, &e).unwrap();
             let add = [ep, EPOLL_CTL_ADD, fd, buf, 0, 0];
-            assert_eq!(call(&mut p, &mut m, sys_epoll_ctl, add), Ok(0));
+            assert_eq!(test_call(&mut p, &mut m, sys_epoll_ctl, &add), Ok(0));
         }
         let events = buf + 0x100;
         let wait = [ep, events, 8, 0, 0, 0];
         // The socket is writable: reported once, not again while it stays so.
-        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(1));
         assert_eq!(m.read_u64(events + 4), Ok(sock));
-        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(0));
         // Each eventfd write is an edge, even while it stays readable (never read).
         let file = p.fds.get(ev as i32).unwrap();
         for _ in 0..2 {
             write(lock(&file).kind_event(), &1u64.to_le_bytes()).unwrap();
-            assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+            assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(1));
             assert_eq!(m.read_u64(events + 4), Ok(ev));
-            assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+            assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(0));
         }
     }
 
@@ -579,7 +572,7 @@ mod tests {
     #[test]
     fn edge_triggered_pipes_see_every_write() {
         let (mut p, mut m, buf) = test_process();
-        let ep = call(&mut p, &mut m, sys_epoll_create1, [0; 6]).unwrap();
+        let ep = test_call(&mut p, &mut m, sys_epoll_create1, &[0; 6]).unwrap();
         let (r, w) = crate::linux::fdtable::PipeEnd::pair();
         let pipe = r.pipe.clone();
         let rfd = p
@@ -610,59 +603,59 @@ mod tests {
         e[4..].copy_from_slice(&rfd.to_le_bytes());
         m.write(buf, &e).unwrap();
         let add = [ep, EPOLL_CTL_ADD, rfd, buf, 0, 0];
-        assert_eq!(call(&mut p, &mut m, sys_epoll_ctl, add), Ok(0));
+        assert_eq!(test_call(&mut p, &mut m, sys_epoll_ctl, &add), Ok(0));
         let wait = [ep, buf + 0x100, 8, 0, 0, 0];
-        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(0));
         put(&mut p, &mut m, 1);
-        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
-        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(1));
+        assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(0));
         // Another write while still readable: an edge, as on Linux.
         put(&mut p, &mut m, 1);
-        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
+        assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(1));
         // Drained and refilled between two looks: an edge.
         lock(&pipe).buf.clear();
         put(&mut p, &mut m, 3);
-        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(1));
-        assert_eq!(call(&mut p, &mut m, sys_epoll_wait, wait), Ok(0));
+        assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(1));
+        assert_eq!(test_call(&mut p, &mut m, sys_epoll_wait, &wait), Ok(0));
     }
 
     #[test]
     fn epoll_reports_ready_descriptors_with_their_data() {
         let (mut p, mut m, buf) = test_process();
-        let ep = call(&mut p, &mut m, sys_epoll_create1, [0; 6]).unwrap();
-        let ev = call(&mut p, &mut m, sys_eventfd2, [0, 0, 0, 0, 0, 0]).unwrap();
+        let ep = test_call(&mut p, &mut m, sys_epoll_create1, &[0; 6]).unwrap();
+        let ev = test_call(&mut p, &mut m, sys_eventfd2, &[0, 0, 0, 0, 0, 0]).unwrap();
         // struct epoll_event { u32 events; u64 data } (packed, 12 bytes)
         let mut e = [0u8; 12];
         e[..4].copy_from_slice(&EPOLLIN.to_le_bytes());
         e[4..].copy_from_slice(&0xfeed_u64.to_le_bytes());
         m.write(buf, &e).unwrap();
         assert_eq!(
-            call(
+            test_call(
                 &mut p,
                 &mut m,
                 sys_epoll_ctl,
-                [ep, EPOLL_CTL_ADD, ev, buf, 0, 0]
+                &[ep, EPOLL_CTL_ADD, ev, buf, 0, 0]
             ),
             Ok(0)
         );
         assert_eq!(
-            call(
+            test_call(
                 &mut p,
                 &mut m,
                 sys_epoll_ctl,
-                [ep, EPOLL_CTL_ADD, ev, buf, 0, 0]
+                &[ep, EPOLL_CTL_ADD, ev, buf, 0, 0]
             ),
             Err(Errno::EEXIST)
         );
         let events = buf + 0x100;
         // Nothing ready, zero timeout: 0 at once.
         assert_eq!(
-            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 0, 0, 0]),
+            test_call(&mut p, &mut m, sys_epoll_wait, &[ep, events, 8, 0, 0, 0]),
             Ok(0)
         );
         // Nothing ready, a timeout: the thread waits (the call is made again).
         assert_eq!(
-            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 50, 0, 0]),
+            test_call(&mut p, &mut m, sys_epoll_wait, &[ep, events, 8, 50, 0, 0]),
             Ok(0)
         );
         assert!(matches!(
@@ -673,7 +666,7 @@ mod tests {
         let f = p.fds.get(ev as i32).unwrap();
         write(lock(&f).kind_event(), &1u64.to_le_bytes()).unwrap();
         assert_eq!(
-            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 0, 0, 0]),
+            test_call(&mut p, &mut m, sys_epoll_wait, &[ep, events, 8, 0, 0, 0]),
             Ok(1)
         );
         let got = m.read(events, 12).unwrap();
@@ -683,24 +676,24 @@ mod tests {
         );
         assert_eq!(u64::from_le_bytes(got[4..12].try_into().unwrap()), 0xfeed);
         assert_eq!(
-            call(
+            test_call(
                 &mut p,
                 &mut m,
                 sys_epoll_ctl,
-                [ep, EPOLL_CTL_DEL, ev, 0, 0, 0]
+                &[ep, EPOLL_CTL_DEL, ev, 0, 0, 0]
             ),
             Ok(0)
         );
         assert_eq!(
-            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 8, 0, 0, 0]),
+            test_call(&mut p, &mut m, sys_epoll_wait, &[ep, events, 8, 0, 0, 0]),
             Ok(0)
         );
         assert_eq!(
-            call(&mut p, &mut m, sys_epoll_wait, [ep, events, 0, 0, 0, 0]),
+            test_call(&mut p, &mut m, sys_epoll_wait, &[ep, events, 0, 0, 0, 0]),
             Err(Errno::EINVAL)
         );
         assert_eq!(
-            call(&mut p, &mut m, sys_epoll_wait, [ev, events, 8, 0, 0, 0]),
+            test_call(&mut p, &mut m, sys_epoll_wait, &[ev, events, 8, 0, 0, 0]),
             Err(Errno::EINVAL),
             "not an epoll fd"
         );

@@ -366,19 +366,12 @@ mod tests {
     use super::*;
     use crate::linux::test_process;
 
-    fn call(
-        p: &mut Process,
-        m: &mut GuestMemory,
-        h: crate::linux::Handler,
-        a: [u64; 6],
-    ) -> SysResult {
-        h(p, m, &a)
-    }
+    use crate::linux::test_call;
 
     #[test]
     fn eventfd_counts_and_semaphores() {
         let (mut p, mut m, buf) = test_process();
-        let fd = call(&mut p, &mut m, sys_eventfd2, [3, O_NONBLOCK, 0, 0, 0, 0]).unwrap();
+        let fd = test_call(&mut p, &mut m, sys_eventfd2, &[3, O_NONBLOCK, 0, 0, 0, 0]).unwrap();
         let file = p.fds.get(fd as i32).unwrap();
         let mut out = [0u8; 8];
         assert_eq!(read(lock(&file).kind_event(), &mut out), Ok(8));
@@ -389,12 +382,18 @@ mod tests {
             write(lock(&file).kind_event(), &u64::MAX.to_le_bytes()),
             Err(Errno::EINVAL)
         );
-        let sem = call(&mut p, &mut m, sys_eventfd2, [2, EFD_SEMAPHORE, 0, 0, 0, 0]).unwrap();
+        let sem = test_call(
+            &mut p,
+            &mut m,
+            sys_eventfd2,
+            &[2, EFD_SEMAPHORE, 0, 0, 0, 0],
+        )
+        .unwrap();
         let sem = p.fds.get(sem as i32).unwrap();
         assert_eq!(read(lock(&sem).kind_event(), &mut out), Ok(8));
         assert_eq!(u64::from_le_bytes(out), 1, "a semaphore read takes one");
         assert_eq!(
-            call(&mut p, &mut m, sys_eventfd2, [0, 0xdead, 0, 0, 0, 0]),
+            test_call(&mut p, &mut m, sys_eventfd2, &[0, 0xdead, 0, 0, 0, 0]),
             Err(Errno::EINVAL)
         );
         let _ = buf;
@@ -405,7 +404,7 @@ mod tests {
     #[test]
     fn a_timerfd_started_in_the_past_counts_the_periods_since() {
         let (mut p, mut m, buf) = test_process();
-        let fd = call(&mut p, &mut m, sys_timerfd_create, [0, 0, 0, 0, 0, 0]).unwrap();
+        let fd = test_call(&mut p, &mut m, sys_timerfd_create, &[0, 0, 0, 0, 0, 0]).unwrap();
         let now = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
         // it_interval 1 s, it_value 100 s ago (CLOCK_REALTIME, absolute).
         let mut spec = Vec::new();
@@ -414,7 +413,7 @@ mod tests {
         }
         m.write(buf, &spec).unwrap();
         let set = [fd, TFD_TIMER_ABSTIME, buf, 0, 0, 0];
-        assert_eq!(call(&mut p, &mut m, sys_timerfd_settime, set), Ok(0));
+        assert_eq!(test_call(&mut p, &mut m, sys_timerfd_settime, &set), Ok(0));
         let expired = with_timer(&p, fd, |t| {
             t.update(Instant::now());
             Ok(t.expired)
@@ -428,13 +427,13 @@ mod tests {
     #[test]
     fn timerfd_expires_by_time_alone() {
         let (mut p, mut m, buf) = test_process();
-        let t = call(&mut p, &mut m, sys_timerfd_create, [1, 0, 0, 0, 0, 0]).unwrap();
+        let t = test_call(&mut p, &mut m, sys_timerfd_create, &[1, 0, 0, 0, 0, 0]).unwrap();
         // it_interval 0, it_value 1 ns: expired almost at once.
         let mut spec = [0u8; 32];
         spec[24..32].copy_from_slice(&1u64.to_le_bytes());
         m.write(buf, &spec).unwrap();
         assert_eq!(
-            call(&mut p, &mut m, sys_timerfd_settime, [t, 0, buf, 0, 0, 0]),
+            test_call(&mut p, &mut m, sys_timerfd_settime, &[t, 0, buf, 0, 0, 0]),
             Ok(0)
         );
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -448,11 +447,11 @@ mod tests {
             "one shot"
         );
         assert_eq!(
-            call(&mut p, &mut m, sys_timerfd_create, [42, 0, 0, 0, 0, 0]),
+            test_call(&mut p, &mut m, sys_timerfd_create, &[42, 0, 0, 0, 0, 0]),
             Err(Errno::EINVAL)
         );
         assert_eq!(
-            call(&mut p, &mut m, sys_timerfd_gettime, [t, 0, 0, 0, 0, 0]),
+            test_call(&mut p, &mut m, sys_timerfd_gettime, &[t, 0, 0, 0, 0, 0]),
             Err(Errno::EFAULT)
         );
     }
