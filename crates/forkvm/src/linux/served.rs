@@ -59,7 +59,6 @@ pub fn waits_for_connection(p: &Process, mem: &GuestMemory, nr: u64, a: &[u64; 6
     const SELECT: u64 = 23;
     const PSELECT6: u64 = 270;
     const EPOLL_WAITS: [u64; 3] = [232, 281, 441];
-    const POLLIN: u16 = 1;
     match nr {
         ACCEPT | ACCEPT4 => is_listening(p, a[0] as i32 as i64),
         POLL | PPOLL => {
@@ -69,8 +68,8 @@ pub fn waits_for_connection(p: &Process, mem: &GuestMemory, nr: u64, a: &[u64; 6
             };
             set.chunks_exact(8).any(|e| {
                 let fd = i32::from_le_bytes([e[0], e[1], e[2], e[3]]);
-                let events = u16::from_le_bytes([e[4], e[5]]);
-                events & POLLIN != 0 && is_listening(p, fd.into())
+                let events = i16::from_le_bytes([e[4], e[5]]);
+                events & super::poll::POLLIN != 0 && is_listening(p, fd.into())
             })
         }
         SELECT | PSELECT6 => {

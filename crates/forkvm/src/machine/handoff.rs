@@ -15,7 +15,7 @@
 //! (gunicorn's worker stops when getppid no longer gives the pid it saved).
 
 use super::{Machine, Outcome};
-use crate::linux::child::{others_alive, Ids};
+use crate::linux::child::others_alive;
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -113,10 +113,7 @@ impl Machine {
     /// connection or makes the ready call ([`Outcome::Ready`], its ready
     /// point recorded), or ends otherwise.
     pub(super) fn run_to_ready_point(&mut self) -> Result<Outcome, super::MachineError> {
-        self.mode = super::Mode::UntilReady;
-        let outcome = self.run_for(self.timeout);
-        self.mode = super::Mode::Program;
-        let outcome = outcome?;
+        let outcome = self.run_in_ready_mode(&mut || false)?;
         if matches!(outcome, Outcome::Ready) {
             self.mark_ready()?;
         }
@@ -156,10 +153,7 @@ impl Machine {
             family.as_ref().map_or(0, |f| f.pid)
         );
         worker.serve_config = family.as_ref().map(|f| f.tree.config.clone());
-        worker.serve_ids = family
-            .as_ref()
-            .map(|f| f.ids())
-            .filter(|i| *i != Ids::FIRST);
+        worker.serve_ids = family.as_ref().map(|f| f.ids());
         worker.timeout = self.timeout;
         worker.handoff = None;
         let first = std::mem::replace(self, *worker);

@@ -317,13 +317,8 @@ impl Machine {
                 .map_err(|f| MachineError::Internal(f.to_string()))?;
             self.breakpoint = Some((addr, original));
         }
-        self.mode = Mode::UntilReady;
-        let arrived = handoff.clone();
-        let outcome = self.run_for_or(self.timeout, &mut || {
-            arrived.as_ref().is_some_and(|h| h.has_arrived())
-        });
-        self.mode = Mode::Program;
-        let outcome = outcome?;
+        let outcome =
+            self.run_in_ready_mode(&mut || handoff.as_ref().is_some_and(|h| h.has_arrived()))?;
         if let Some((addr, byte)) = self.breakpoint.take() {
             self.mem
                 .kernel_write(addr, &[byte])
@@ -357,6 +352,18 @@ impl Machine {
             self.startup = Some(handoff::Startup::new(f, None));
         }
         Ok(outcome)
+    }
+
+    /// Runs in [`Mode::UntilReady`] until the program is ready or ends, or
+    /// `stop` says so (asked before every entry).
+    fn run_in_ready_mode(
+        &mut self,
+        stop: &mut dyn FnMut() -> bool,
+    ) -> Result<Outcome, MachineError> {
+        self.mode = Mode::UntilReady;
+        let outcome = self.run_for_or(self.timeout, stop);
+        self.mode = Mode::Program;
+        outcome
     }
 
     /// Records the ready point: the stack for calls and the FPU state every call starts from.
