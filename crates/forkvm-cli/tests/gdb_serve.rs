@@ -5,9 +5,11 @@
 
 mod common;
 
+use common::http::free_port;
+
 use common::{run_cmd, scratch_dir, Run, WATCHDOG};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, OnceLock};
@@ -32,11 +34,6 @@ fn target() -> PathBuf {
             out
         })
         .clone()
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local_addr").port()
 }
 
 /// A `forkvm serve --gdb 127.0.0.1:0` with two workers, killed on drop.

@@ -8,9 +8,11 @@
 
 mod common;
 
+use common::http::free_port;
+
 use common::{forkvm_bin, repo_root};
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -42,11 +44,6 @@ fn hardening_guest(name: &str) -> PathBuf {
         out
     });
     dir.join(name)
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local_addr").port()
 }
 
 /// A running `forkvm serve`, killed on drop.

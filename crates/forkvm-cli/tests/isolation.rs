@@ -9,8 +9,10 @@
 
 mod common;
 
+use common::http::free_port;
+
 use common::{forkvm_bin, repo_root, run_cmd, scratch_dir};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -70,11 +72,6 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     }
     out.sort();
     out
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    l.local_addr().unwrap().port()
 }
 
 /// A running `forkvm serve`, killed on drop.

@@ -12,9 +12,26 @@ use std::time::{Duration, Instant};
 pub const STARTUP: Duration = Duration::from_secs(60);
 pub const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// A loopback port for a test server: below the kernel's ephemeral range
+/// (where clients' own ports come from) and never the same twice in one test
+/// binary. A port from `bind(:0)` is free only until someone else asks, and
+/// tests run in parallel: two servers were once handed one port, and a
+/// test's first request reached the other one.
 pub fn free_port() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local_addr").port()
+    use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
+    const FIRST: u16 = 20_000;
+    const COUNT: u16 = 12_000;
+    static NEXT: AtomicU16 = AtomicU16::new(u16::MAX);
+    // Each binary starts somewhere else (a previous one's servers may linger).
+    let start = (std::process::id() % u32::from(COUNT)) as u16;
+    let _ = NEXT.compare_exchange(u16::MAX, start, Relaxed, Relaxed);
+    for _ in 0..COUNT {
+        let port = FIRST + NEXT.fetch_add(1, Relaxed) % COUNT;
+        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {FIRST}..{}", FIRST + COUNT);
 }
 
 /// A running server; killed on drop.

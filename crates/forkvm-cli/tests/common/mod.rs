@@ -419,7 +419,7 @@ impl Case {
         cmd.args(&self.args).env_clear().current_dir(cwd);
         let as_limit = self.native_address_space_limit;
         // SAFETY: the closure runs in the forked child before exec and only calls
-        // setrlimit(2), which is async-signal-safe; it allocates nothing.
+        // setrlimit(2) and signal(2), which are async-signal-safe; it allocates nothing.
         unsafe {
             cmd.pre_exec(move || {
                 let no_core = libc::rlimit {
@@ -428,6 +428,14 @@ impl Case {
                 };
                 if libc::setrlimit(libc::RLIMIT_CORE, &no_core) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                // forkvm's guest starts with every signal at its default; a
+                // test run from a shell's background job inherits SIGINT
+                // and SIGQUIT ignored (exec keeps only ignored ones).
+                for sig in 1..32 {
+                    if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                        libc::signal(sig, libc::SIG_DFL);
+                    }
                 }
                 if let Some(bytes) = as_limit {
                     let lim = libc::rlimit {

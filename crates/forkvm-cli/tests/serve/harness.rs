@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,11 +52,7 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// A loopback port nobody listens on right now.
-pub(crate) fn free_port() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local_addr").port()
-}
+pub(crate) use crate::common::http::free_port;
 
 pub(crate) fn tail(path: &Path) -> String {
     let s = std::fs::read(path).unwrap_or_default();
