@@ -469,6 +469,34 @@ impl GuestMemory {
         self.recount_prot();
     }
 
+    /// Takes `prot` as this memory's host rights (a reset to its snapshot),
+    /// changing on the host only the pieces where they differ. Every host
+    /// `mprotect` makes KVM drop shadow entries beyond its range (on PVM,
+    /// those of the whole 2 MiB around it: the request then faults again on
+    /// every page it uses there), so rights that stay the same are left
+    /// alone; lifting them all and putting them back, as a reset did,
+    /// cost that for every protected range.
+    pub(super) fn take_prot(&mut self, prot: super::host_prot::Protections) {
+        if self.lifted.get() {
+            // Read-write everywhere now: the rights go on at the next entry.
+            self.adopt_prot(prot);
+            return;
+        }
+        let mut refused = Vec::new();
+        for (s, e, p) in self.prot.changes_to(&prot) {
+            if !self.host_protect(s, e, p) {
+                refused.push((s, e));
+            }
+        }
+        self.prot = prot;
+        for (s, e) in refused {
+            // As in `reprotect`: a range the host would not protect stays read-write.
+            self.prot.set(s, e, super::host_prot::RW);
+            self.host_protect(s, e, super::host_prot::RW);
+        }
+        self.recount_prot();
+    }
+
     /// Forgets the host rights of `start..end` after the host mapping
     /// there was replaced (a fresh mapping is read-write).
     pub(super) fn forget_prot(&mut self, start: u64, end: u64) {

@@ -138,6 +138,40 @@ impl Protections {
             .fold((start, end), |(a, b), &(s, e, _)| (a.min(s), b.max(e)))
     }
 
+    /// The pieces where `other`'s rights differ from these, with `other`'s
+    /// rights there, lowest first: what turns one into the other on the
+    /// host with the fewest `mprotect`s.
+    pub(super) fn changes_to(&self, other: &Protections) -> Vec<(u64, u64, Prot)> {
+        // Every boundary of either side; between two, both are constant.
+        let mut edges: Vec<u64> = self
+            .iter()
+            .chain(other.iter())
+            .flat_map(|(s, e, _)| [s, e])
+            .collect();
+        edges.sort_unstable();
+        edges.dedup();
+        let at = |p: &Protections, a: u64| {
+            p.ranges
+                .range(..=a)
+                .next_back()
+                .filter(|(_, &(e, _))| e > a)
+                .map_or(RW, |(_, &(_, prot))| prot)
+        };
+        let mut out: Vec<(u64, u64, Prot)> = Vec::new();
+        for w in edges.windows(2) {
+            let (s, e) = (w[0], w[1]);
+            let want = at(other, s);
+            if at(self, s) == want {
+                continue;
+            }
+            match out.last_mut() {
+                Some((_, end, p)) if *end == s && *p == want => *end = e,
+                _ => out.push((s, e, want)),
+            }
+        }
+        out
+    }
+
     /// Records host rights `prot` for `start..end` (page aligned).
     pub(super) fn set(&mut self, start: u64, end: u64, prot: Prot) {
         debug_assert!(start.is_multiple_of(PAGE_SIZE) && end.is_multiple_of(PAGE_SIZE));
@@ -251,6 +285,9 @@ mod tests {
         fork.map_user(area + 6 * P, area + 7 * P, RW_);
         assert_eq!(rights(&fork), "-- -- rw rw rw rw rw --");
         fork.reset().unwrap();
+        // Only what differs changed, at once: nothing was lifted (an
+        // `mprotect` costs the guest more than its range, on PVM).
+        assert_eq!(rights(&fork), "rw r- rw -- rw rw -- --");
         fork.reprotect();
         assert_eq!(rights(&fork), "rw r- rw -- rw rw -- --");
         assert_eq!(fork.kernel_read(area + 3 * P, 4).unwrap(), b"host");
@@ -290,6 +327,25 @@ mod tests {
         assert!(m.protect_user(area, area + pages * P, RW_));
         assert_eq!(m.protections().len(), 4, "the unmapped pages");
         assert_eq!(host_rights(&m, area), "rw");
+    }
+
+    #[test]
+    fn changes_between_two_sets_of_rights_are_only_where_they_differ() {
+        let mut from = Protections::default();
+        from.set(0, 4 * P, N);
+        from.set(8 * P, 10 * P, R);
+        let mut to = Protections::default();
+        to.set(0, 4 * P, N);
+        assert!(to.changes_to(&to).is_empty(), "equal rights change nothing");
+        assert_eq!(from.changes_to(&to), [(8 * P, 10 * P, RW)]);
+        assert_eq!(to.changes_to(&from), [(8 * P, 10 * P, R)]);
+        to.set(2 * P, 3 * P, R);
+        to.set(3 * P, 5 * P, R);
+        to.set(9 * P, 12 * P, N);
+        assert_eq!(
+            from.changes_to(&to),
+            [(2 * P, 5 * P, R), (8 * P, 9 * P, RW), (9 * P, 12 * P, N)]
+        );
     }
 
     #[test]

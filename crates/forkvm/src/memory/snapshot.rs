@@ -512,10 +512,6 @@ impl GuestMemory {
         self.user_map = snap.user_map.clone();
         self.private_files = snap.private_files.clone();
         self.settle();
-        if self.prot != snap.prot {
-            // The request changed rights: the master's go back on at the next entry.
-            self.adopt_prot(snap.prot.clone());
-        }
         let private = pagemap::scan(base, base + self.size, PAGE_IS_PRESENT, PAGE_IS_FILE)?;
         let pages: u64 = private.iter().map(|(s, e)| (e - s) / PAGE_SIZE).sum();
         if tracing::enabled!(tracing::Level::TRACE) {
@@ -581,6 +577,13 @@ impl GuestMemory {
                     }
                 }
             }
+        }
+        if self.prot != snap.prot {
+            // The request changed rights: the master's go back on, where
+            // they differ. The pages copied back above were written under
+            // the request's rights (lifting them only where it protected a
+            // page it had written).
+            self.take_prot(snap.prot.clone());
         }
         if self.idle.len() > RETURNED_REMEMBERED {
             self.idle.retain(|_, v| *v != RETURNED);
