@@ -90,3 +90,40 @@ fn ps_and_pgrep_see_the_run() {
         run.describe()
     );
 }
+
+/// The heap starts at a 2 MiB boundary of its own, not in the image's last
+/// 2 MiB (where Linux may put it, at a random offset). On PVM a change of
+/// host rights makes every page used in its 2 MiB fault again, and musl
+/// puts a guard page at the heap's start in each request that grows it:
+/// next to the image, the program's text faulted again in every request.
+#[test]
+fn the_heap_starts_in_a_2_mib_region_of_its_own() {
+    if !installed(BUSYBOX) {
+        return;
+    }
+    let run = Case::new(BUSYBOX)
+        .args(["cat", "/proc/self/maps"])
+        .flags(["--allow-read", BUSYBOX])
+        .run_forkvm();
+    assert_eq!(run.status, 0, "{}", run.describe());
+    let out = run.stdout_str();
+    let start = |l: &str| u64::from_str_radix(l.split('-').next().unwrap_or(""), 16).ok();
+    let end = |l: &str| {
+        let range = l.split_whitespace().next().unwrap_or("");
+        u64::from_str_radix(range.split('-').nth(1).unwrap_or(""), 16).ok()
+    };
+    let heap = out
+        .lines()
+        .find(|l| l.ends_with("[heap]"))
+        .and_then(start)
+        .unwrap_or_else(|| panic!("no heap in /proc/self/maps:\n{out}"));
+    // The program's image is what lies below its heap.
+    let image_end = out
+        .lines()
+        .filter(|l| start(l).is_some_and(|s| s < heap))
+        .filter_map(end)
+        .max()
+        .unwrap_or_else(|| panic!("no image in /proc/self/maps:\n{out}"));
+    assert_eq!(heap % (2 << 20), 0, "{out}");
+    assert!(heap >= image_end.next_multiple_of(2 << 20), "{out}");
+}

@@ -131,7 +131,18 @@ impl Machine {
         // tables): an overflow faults (SIGSEGV) instead of running into the
         // mmap area, as Linux's stack guard gap does.
         let stack_bottom = stack_top - stack_reserve;
-        let mut mm = AddressSpace::new(program.image_end, stack_bottom);
+        // The heap starts at the next 2 MiB boundary past the image (Linux
+        // starts it at a random offset up to 32 MiB past it). On PVM a change
+        // of host rights in a 2 MiB region makes every page used there fault
+        // again, and allocators change rights at the heap's start (musl puts
+        // a PROT_NONE guard page there in every request that first grows
+        // the heap): next to the image, the program's text faulted again too
+        // (17 pages a request of the C epoll server).
+        let brk_start = program
+            .image_end
+            .checked_next_multiple_of(abi::HUGE_PAGE_SIZE)
+            .unwrap_or(program.image_end);
+        let mut mm = AddressSpace::new(brk_start, stack_bottom);
         mm.reserve_stack_guard((stack_reserve / 8).clamp(abi::PAGE_SIZE, STACK_GUARD_MAX));
         let cr3 = page_tables::build_guarded(&mut mem, &regions, mm.mmap_top..stack_bottom)?;
 
