@@ -284,7 +284,10 @@ fn signals_with_nothing_to_do_do_not_end_sleeps() {
 /// timed out and the wake said 0), while a private one from another
 /// process does not. A child's timed wait with no other thread ends with
 /// ETIMEDOUT (EINTR at its 10 ms tick: LTP's futex_wait05), and a shared
-/// wake on an inaccessible page is EFAULT (futex_wake05).
+/// wake on an inaccessible page is EFAULT (futex_wake05). FUTEX_CMP_REQUEUE
+/// moves other processes' waiters to the second word, where a wake finds
+/// them (it moved only the caller's own threads, and they hung:
+/// futex_cmp_requeue01).
 #[test]
 fn shared_futex_waits_end_woken() {
     glibc_and_musl("futex_shared");

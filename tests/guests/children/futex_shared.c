@@ -6,14 +6,18 @@
  * A wake that changes nothing wakes the waiter too (LTP's checkpoints: the
  * waker repeats FUTEX_WAKE until it reports a waiter), and a private wake
  * from another process reaches no one. A child's timed wait ends with its
- * timeout, and a shared wake on an inaccessible page is EFAULT. */
+ * timeout, and a shared wake on an inaccessible page is EFAULT.
+ * FUTEX_CMP_REQUEUE wakes one of other processes' waiters and moves the
+ * rest to a second word, where a FUTEX_WAKE finds them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #define FUTEX_WAIT 0
 #define FUTEX_WAKE 1
+#define FUTEX_CMP_REQUEUE 4
 #define FUTEX_PRIVATE_FLAG 128
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -118,5 +122,44 @@ int main(void)
     printf("wake on unmapped: %ld %s\n", r, r < 0 ? strerror(errno) : "-");
     r = syscall(SYS_futex, gone, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
     printf("private wake on unmapped: %ld %s\n", r, r < 0 ? strerror(errno) : "-");
+
+    /* Other processes' waiters are requeued, not only this one's threads
+     * (they hung: LTP's futex_cmp_requeue01). Each child waits on q[0]
+     * once it is asleep (its /proc state is S); one is woken, the others
+     * moved to q[16]. They wait there whatever becomes of q[0]. */
+    fflush(stdout);
+    uint32_t *q = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    enum { KIDS = 4 };
+    pid_t kids[KIDS];
+    for (int i = 0; i < KIDS; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0)
+            _exit(syscall(SYS_futex, &q[0], FUTEX_WAIT, 0, NULL, NULL, 0) == 0 ? 0 : 1);
+    }
+    for (int i = 0; i < KIDS; i++) {
+        char path[64], stat[256];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)kids[i]);
+        for (int tries = 0; tries < 5000; tries++) {
+            FILE *f = fopen(path, "r");
+            size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+            if (f) fclose(f);
+            stat[n] = 0;
+            char *close = strrchr(stat, ')');
+            if (close && close[1] == ' ' && close[2] == 'S') break;
+            usleep(1000);
+        }
+    }
+    r = syscall(SYS_futex, &q[0], FUTEX_CMP_REQUEUE, 1, (void *)(long)KIDS, &q[16], 0);
+    printf("cmp_requeue of %d waiters: %ld\n", KIDS, r);
+    pid_t first = wait(&st);
+    printf("the woken one exited: %s\n", first > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "yes" : "no");
+    __atomic_store_n(&q[0], 1, __ATOMIC_SEQ_CST);
+    usleep(20000);
+    r = syscall(SYS_futex, &q[16], FUTEX_WAKE, KIDS, NULL, NULL, 0);
+    printf("wake on the second word: %ld\n", r);
+    int ok = 0;
+    for (int i = 1; i < KIDS; i++)
+        if (wait(&st) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) ok++;
+    printf("requeued ones woken: %d\n", ok);
     return 0;
 }

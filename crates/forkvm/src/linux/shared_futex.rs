@@ -44,15 +44,27 @@ pub fn key(p: &Process, mem: &GuestMemory, uaddr: u64, private: bool) -> Option<
 /// wait that ended (or a process that exited) drops out by itself.
 #[derive(Debug)]
 pub struct Waiter {
-    key: Key,
+    /// The futex it waits on: the one it waited on, or where a requeue moved it.
+    key: Mutex<Key>,
     bitset: u32,
     woken: AtomicBool,
+    requeued: AtomicBool,
 }
 
 impl Waiter {
     /// Whether a FUTEX_WAKE chose this waiter.
     pub fn woken(&self) -> bool {
         self.woken.load(Ordering::SeqCst)
+    }
+
+    /// Whether a FUTEX_REQUEUE moved it to another futex: it then waits
+    /// for a wake there, whatever becomes of the word it first waited on.
+    pub fn requeued(&self) -> bool {
+        self.requeued.load(Ordering::SeqCst)
+    }
+
+    fn key(&self) -> Key {
+        *self.key.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -66,9 +78,10 @@ impl Registry {
     /// Registers a wait on `key` for the bits of `bitset`.
     pub fn wait(&self, key: Key, bitset: u32) -> Arc<Waiter> {
         let w = Arc::new(Waiter {
-            key,
+            key: Mutex::new(key),
             bitset,
             woken: AtomicBool::new(false),
+            requeued: AtomicBool::new(false),
         });
         let mut all = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
         all.retain(|w| w.strong_count() > 0);
@@ -86,13 +99,32 @@ impl Registry {
             if woken >= n {
                 break;
             }
-            if w.key == key && w.bitset & bitset != 0 && !w.woken() {
+            if w.key() == key && w.bitset & bitset != 0 && !w.woken() {
                 w.woken.store(true, Ordering::SeqCst);
                 woken += 1;
             }
         }
         all.retain(|w| w.upgrade().is_some_and(|w| !w.woken()));
         woken
+    }
+
+    /// Moves up to `n` waiters on `from` (not woken) to `to`, oldest first;
+    /// returns how many.
+    pub fn requeue(&self, from: Key, to: Key, n: u64) -> u64 {
+        let all = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut moved = 0;
+        for w in all.iter().filter_map(Weak::upgrade) {
+            if moved >= n {
+                break;
+            }
+            let mut key = w.key.lock().unwrap_or_else(PoisonError::into_inner);
+            if *key == from && !w.woken() {
+                *key = to;
+                w.requeued.store(true, Ordering::SeqCst);
+                moved += 1;
+            }
+        }
+        moved
     }
 }
 
@@ -129,5 +161,22 @@ mod tests {
         drop(other_bits);
         assert_eq!(r.wake(key(0, None), 5, u32::MAX), 0);
         assert_eq!(r.wake(key(4, None), 5, u32::MAX), 1);
+    }
+
+    /// A requeue moves waiters that were not woken, up to its count,
+    /// oldest first; a wake on the new word finds them, one on the old does not.
+    #[test]
+    fn requeued_waiters_wait_on_the_new_word() {
+        let r = Registry::default();
+        let a = r.wait(key(0, None), u32::MAX);
+        let b = r.wait(key(0, None), u32::MAX);
+        let c = r.wait(key(0, None), u32::MAX);
+        assert_eq!(r.wake(key(0, None), 1, u32::MAX), 1);
+        assert_eq!(r.requeue(key(0, None), key(8, None), 1), 1);
+        assert!(a.woken() && !a.requeued());
+        assert!(b.requeued() && !c.requeued());
+        assert_eq!(r.wake(key(0, None), 5, u32::MAX), 1, "only c is left there");
+        assert_eq!(r.wake(key(8, None), 5, u32::MAX), 1);
+        assert!(b.woken() && c.woken());
     }
 }

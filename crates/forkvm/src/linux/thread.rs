@@ -336,7 +336,10 @@ fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             if bitset == 0 {
                 return Err(Errno::EINVAL);
             }
-            if mem.read_u32(uaddr)? != val as u32 {
+            // A requeued shared wait waits for a wake on the other futex,
+            // whatever becomes of this word.
+            let requeued = p.shared_futex.as_ref().is_some_and(|w| w.requeued());
+            if !requeued && mem.read_u32(uaddr)? != val as u32 {
                 if p.waiting.is_some() && mem.shared_at(uaddr).is_some() {
                     // This is the shared wait below looking again: the word
                     // changed while it waited, as another process's wake
@@ -445,9 +448,24 @@ fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
             if cmd == FUTEX_CMP_REQUEUE && mem.read_u32(uaddr)? != val3 as u32 {
                 return Err(Errno::EAGAIN);
             }
-            let woken = p.threads.wake(uaddr, val, FUTEX_BITSET_MATCH_ANY);
+            let (wake, most) = (val.min(i32::MAX as u64), timeout.min(i32::MAX as u64));
+            let mut woken = p.threads.wake(uaddr, wake, FUTEX_BITSET_MATCH_ANY);
             // val2 travels in the timeout argument.
-            let moved = p.threads.requeue(uaddr, uaddr2, timeout);
+            let mut moved = p.threads.requeue(uaddr, uaddr2, most);
+            // Waiters of the run's other processes (and this one's, on a
+            // shared word) are in the registry, keyed by the object.
+            let private = op & FUTEX_PRIVATE_FLAG != 0;
+            if let (Some(from), Some(to), Some(f)) = (
+                super::shared_futex::key(p, mem, uaddr, private),
+                super::shared_futex::key(p, mem, uaddr2, private),
+                &p.family,
+            ) {
+                woken += f
+                    .tree
+                    .futexes
+                    .wake(from, wake - woken.min(wake), FUTEX_BITSET_MATCH_ANY);
+                moved += f.tree.futexes.requeue(from, to, most - moved.min(most));
+            }
             Ok(woken + if cmd == FUTEX_CMP_REQUEUE { moved } else { 0 })
         }
         FUTEX_WAKE_OP => {
