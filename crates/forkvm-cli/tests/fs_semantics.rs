@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_same, installed, Case, Run, LIBS};
+use common::{assert_same, glibc_and_musl, glibc_and_musl_in_a_dir, installed, Case, Run, LIBS};
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -530,4 +530,174 @@ fn coreutils_change_files_in_a_writable_dir() {
     ] {
         pair.run(cmd[0], &cmd[1..], &["--env", "TZ=UTC"]);
     }
+}
+
+/// File mappings coherent with their file as on Linux: a read-only
+/// MAP_SHARED mapping and an untouched MAP_PRIVATE one show later writes to
+/// the file, their last partial page too (it was a stale copy); a MAP_SHARED
+/// mapping longer than its file reaches the file once the file grows (stores
+/// there were lost); MADV_DONTNEED on a private file mapping reads the file
+/// again (it zeroed it); and an access past the end of a file that shrank
+/// under its mapping is a SIGBUS the program catches (it ended the run with
+/// "KVM RUN failed: Bad address").
+#[test]
+fn file_mappings_follow_the_file() {
+    glibc_and_musl_in_a_dir("file_mappings");
+}
+
+/// flock and fcntl record locks exclude between the run's processes (they
+/// were all granted: four processes adding to a counter under flock lost
+/// about half the additions, and concurrent sqlite3 writers corrupted
+/// their updates), with POSIX and OFD ownership rules and waiting locks.
+#[test]
+fn file_locks_exclude_between_processes() {
+    glibc_and_musl_in_a_dir("file_locks");
+}
+
+/// memfd_create: MFD_CLOEXEC and MFD_ALLOW_SEALING, fstat, read/write,
+/// ftruncate, MAP_SHARED and MAP_PRIVATE mappings, seals (F_ADD_SEALS,
+/// F_GET_SEALS, what they forbid), reopening through /proc/self/fd and its
+/// link "/memfd:NAME (deleted)" (it was ENOSYS).
+#[test]
+fn memfd_create_files_map_and_seal() {
+    glibc_and_musl("memfd");
+}
+
+/// open(O_TMPFILE) in /dev/shm: an unnamed file, read and written, linked
+/// as "DIR/#INODE (deleted)", with O_EXCL; the refused uses (it was EACCES).
+#[test]
+fn o_tmpfile_makes_an_unnamed_file() {
+    glibc_and_musl("tmpfile");
+}
+
+/// readlink of /proc/self/fd/N for files, directories, deleted files,
+/// pipes, sockets, devices and eventfds; /dev/stdin and /dev/fd; the
+/// /proc/self/cwd link read and followed; /proc/self/exe (links were
+/// EINVAL, /proc/self/cwd did not exist).
+#[test]
+fn proc_self_fd_and_cwd_links_read_as_on_linux() {
+    glibc_and_musl("fd_links");
+}
+
+/// Symlinks in the paths of calls that create and remove names resolve as on
+/// Linux: open(O_CREAT) through a dangling link creates its target (it was
+/// ELOOP), and a ".." after a link leaves the link's target, not the link's
+/// directory (mkdir and unlink applied it to the text: "a/../x" with
+/// a -> b/c made ./x instead of b/x). An empty name is ENOENT (unlink("")
+/// was EROFS or EISDIR, mkdir("") EEXIST: LTP's unlink07).
+#[test]
+fn symlinks_in_created_and_removed_paths() {
+    glibc_and_musl_in_a_dir("symlink_paths");
+}
+
+/// The guest's generated files stat as Linux's: /proc/self/status,
+/// /proc/meminfo and the rest are regular files of mode 0444 and size 0 for
+/// stat, lstat, fstatat, statx, access and faccessat (they were ENOENT
+/// though open and read worked, so python's os.path.exists said False), the
+/// synthetic /etc files are regular files, /proc, /proc/self, its fd and
+/// task are directories (and /proc/self a link), /proc/self lists what it
+/// has; devices are known by the resolved path (/dev/./null, //dev//zero, a
+/// symlink to /dev/null) with Linux's device numbers.
+#[test]
+fn synthetic_files_and_devices_stat_as_on_linux() {
+    glibc_and_musl("synthetic_stat");
+}
+
+/// A directory descriptor and the working directory follow their directory
+/// when it is renamed, as on Linux: after open("d", O_DIRECTORY) and
+/// rename("d", "e"), openat(fd, "f") finds e/f (it was ENOENT: the
+/// descriptor was only the text "d"), and getcwd, relative paths and fchdir
+/// find a working directory renamed from inside.
+#[test]
+fn directory_descriptors_and_cwd_follow_renames() {
+    glibc_and_musl_in_a_dir("dir_moves");
+}
+
+/// Directory permissions hold for the guest's unprivileged uid as on Linux:
+/// creating, removing or renaming a name needs write and search permission
+/// on its directory, every lookup needs search permission on the way, and
+/// listing a directory or reading a file needs read permission (the host
+/// user, root here, was allowed all of it: python's rmtree and tempfile
+/// tests saw no EACCES).
+#[test]
+fn directory_permissions_hold_for_the_guest_user() {
+    glibc_and_musl_in_a_dir("dir_perms");
+}
+
+/// A child closing every descriptor it finds in /proc/self/fd while it
+/// reads the listing (python's subprocess with close_fds and pass_fds)
+/// finds them all: the listing went by index, so each close skipped an
+/// entry (test_subprocess.test_pass_fds saw four descriptors passed).
+#[test]
+fn closing_descriptors_while_listing_proc_self_fd_skips_none() {
+    glibc_and_musl("fd_listing");
+}
+
+/// A working directory whose name is not UTF-8 works as on Linux: chdir,
+/// getcwd, relative paths, and exec keeps it (chdir was ENOENT: the cwd was
+/// kept as text; python's test_posixpath.test_nonascii_abspath).
+#[test]
+fn a_working_directory_may_have_any_bytes_in_its_name() {
+    glibc_and_musl_in_a_dir("odd_cwd");
+}
+
+/// copy_file_range between /dev/shm files and between memfds: offsets
+/// taken from pointers or the files and advanced, 0 at the end, overlap in
+/// one file, EXDEV from a memfd to /dev/shm, and the EINVAL, EBADF, EISDIR,
+/// EFAULT and EOVERFLOW cases (it was ENOSYS).
+#[test]
+fn copy_file_range_as_on_linux() {
+    glibc_and_musl("copy_range");
+}
+
+/// inotify on a directory in /dev/shm and on a file: the events of the
+/// program's own create, write, close, chmod, ftruncate, rename (with its
+/// cookie), mkdir, rmdir and unlink, IN_IGNORED after inotify_rm_watch,
+/// poll and epoll readiness, a too-small read buffer, and the errors (they
+/// were ENOSYS).
+#[test]
+fn inotify_reports_the_programs_changes() {
+    glibc_and_musl("inotify");
+}
+
+/// sync, syncfs and sync_file_range on files, directories, pipes, sockets
+/// and /dev/null, with Linux's errors in its order (they were ENOSYS, and
+/// coreutils' `sync -f FILE` failed).
+#[test]
+fn sync_calls_as_on_linux() {
+    glibc_and_musl_in_a_dir("sync_calls");
+}
+
+/// chmod, chown and utimensat of /proc/self/fd/N change the file or
+/// directory open there (they were EPERM), so glibc's and musl's fchmodat
+/// with AT_SYMLINK_NOFOLLOW work, and GNU `tar -xp` no longer fails setting
+/// its directories' modes; a symlink's is EOPNOTSUPP.
+#[test]
+fn chmod_through_proc_self_fd() {
+    glibc_and_musl_in_a_dir("fd_path_chmod");
+}
+
+/// The mount table exists: /proc/self/mounts and /proc/mounts list a file
+/// system at /, and /proc/self/mountinfo opens (they were ENOENT, and df
+/// failed: "cannot read table of mounted file systems").
+#[test]
+fn mount_table_lists_the_root() {
+    glibc_and_musl("mount_table");
+}
+
+/// A removed working directory or directory descriptor: getcwd is ENOENT
+/// (node's process.cwd() gave the old path) and no name is found or made
+/// in it, not even once a directory of the same name is made again (files
+/// went into that new directory); `..` still leads out.
+#[test]
+fn a_removed_directory_is_no_place_for_names() {
+    glibc_and_musl_in_a_dir("removed_dirs");
+}
+
+/// ioctl FICLONE and FICLONERANGE between /dev/shm files: EOPNOTSUPP after
+/// Linux's checks in its order (it was ENOTTY, which node's
+/// COPYFILE_FICLONE_FORCE reported instead of ENOTSUP).
+#[test]
+fn file_clone_ioctls_as_on_a_filesystem_without_shared_extents() {
+    glibc_and_musl("file_clone");
 }

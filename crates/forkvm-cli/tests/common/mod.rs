@@ -558,10 +558,24 @@ pub fn check(case: &Case) -> (Run, Run) {
 }
 
 /// Runs guest `name`, built with glibc and with musl, natively and in
-/// forkvm (30 s each at most), and compares the runs.
+/// forkvm, and compares the runs.
 pub fn glibc_and_musl(name: &str) {
     for libc in ["glibc", "musl"] {
-        check(&Case::new(guest(&format!("{name}.{libc}"))).limit(Duration::from_secs(30)));
+        check(&Case::new(guest(&format!("{name}.{libc}"))));
+    }
+}
+
+/// As [`glibc_and_musl`] for a guest that works in the writable directory
+/// it is given as its argument (a fresh one for each run).
+pub fn glibc_and_musl_in_a_dir(name: &str) {
+    for libc in ["glibc", "musl"] {
+        let dir = scratch_dir(&format!("{name}-{libc}"));
+        let d = dir.to_str().expect("utf-8 path");
+        check(
+            &Case::new(guest(&format!("{name}.{libc}")))
+                .args([d])
+                .flags(["--allow-write", d]),
+        );
     }
 }
 
