@@ -77,4 +77,25 @@ static inline uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 }
 #define FNV1A_INIT 0xcbf29ce484222325ULL
 
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* Waits (up to ~5 s) until process `pid` sleeps in a call: its state in
+ * /proc/<pid>/stat is S. */
+static inline void wait_until_asleep(pid_t pid)
+{
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (int tries = 0; tries < 5000; tries++) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+        if (f) fclose(f);
+        stat[n] = 0;
+        char *close = strrchr(stat, ')');
+        if (close && close[1] == ' ' && close[2] == 'S') return;
+        usleep(1000);
+    }
+}
+
 #endif

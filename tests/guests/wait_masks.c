@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common.h"
+
 static volatile sig_atomic_t got;
 static void on_chld(int s) { (void)s; got++; }
 
@@ -27,17 +29,7 @@ static void on_usr1(int s) { (void)s; usr1++; }
 static void poke(int w) {
     pid_t parent = getpid();
     if (fork() == 0) {
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)parent);
-        for (;;) {
-            FILE *f = fopen(path, "r");
-            size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-            if (f) fclose(f);
-            buf[n] = 0;
-            char *close = strrchr(buf, ')');
-            if (close && close[1] == ' ' && close[2] == 'S') break;
-            usleep(1000);
-        }
+        wait_until_asleep(parent);
         usleep(100000);
         kill(parent, SIGUSR1);
         usleep(50000);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{check, differential, guest, scratch_dir, Case};
+use common::{check, differential, glibc_and_musl_in_a_dir, guest, scratch_dir, Case};
 use std::path::Path;
 
 #[test]
@@ -266,15 +266,7 @@ fn cat_stdin_to_stdout() {
 /// a hole is ENOMEM after the mapped pages are dropped.
 #[test]
 fn madvise_spans_several_mappings() {
-    for libc in ["glibc", "musl"] {
-        let dir = scratch_dir(&format!("madvise_ranges-{libc}"));
-        let d = dir.to_str().expect("utf-8 path");
-        check(
-            &Case::new(guest(&format!("madvise_ranges.{libc}")))
-                .args([d])
-                .flags(["--allow-write", d]),
-        );
-    }
+    glibc_and_musl_in_a_dir("madvise_ranges");
 }
 
 /// MADV_WIPEONFORK zeroes the range in forked children, not in the parent

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common.h"
+
 struct shared {
     uint32_t word;
     double changed_at;
@@ -136,19 +138,7 @@ int main(void)
         if (kids[i] == 0)
             _exit(syscall(SYS_futex, &q[0], FUTEX_WAIT, 0, NULL, NULL, 0) == 0 ? 0 : 1);
     }
-    for (int i = 0; i < KIDS; i++) {
-        char path[64], stat[256];
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)kids[i]);
-        for (int tries = 0; tries < 5000; tries++) {
-            FILE *f = fopen(path, "r");
-            size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
-            if (f) fclose(f);
-            stat[n] = 0;
-            char *close = strrchr(stat, ')');
-            if (close && close[1] == ' ' && close[2] == 'S') break;
-            usleep(1000);
-        }
-    }
+    for (int i = 0; i < KIDS; i++) wait_until_asleep(kids[i]);
     r = syscall(SYS_futex, &q[0], FUTEX_CMP_REQUEUE, 1, (void *)(long)KIDS, &q[16], 0);
     printf("cmp_requeue of %d waiters: %ld\n", KIDS, r);
     pid_t first = wait(&st);
