@@ -145,28 +145,6 @@ pub fn resolve(argv: &[OsString], path: &str) -> anyhow::Result<Launch> {
     bail!("{first}: more than {MAX_SCRIPT_DEPTH} levels of #! interpreters")
 }
 
-/// The guest directories that are the VM's own (empty and writable) unless
-/// an allowed root lies at, above or below them (see `linux::fs::tmp`).
-const PRIVATE_DIRS: [&str; 2] = ["/tmp", "/dev/shm"];
-
-/// Allowed roots that lie inside a private directory (`/tmp/x.py`, the
-/// program itself when it is in /tmp), each with that directory: the guest
-/// then sees the host's directory there, read-only outside the roots, and a
-/// program that needs a writable /tmp fails.
-pub fn roots_inside_private_dirs<'a>(
-    roots: impl Iterator<Item = &'a PathBuf>,
-) -> Vec<(&'static str, &'a Path)> {
-    let mut out = Vec::new();
-    for root in roots {
-        for dir in PRIVATE_DIRS {
-            if root.starts_with(dir) && root != Path::new(dir) {
-                out.push((dir, root.as_path()));
-            }
-        }
-    }
-    out
-}
-
 /// Whether `interp` is env(1).
 fn is_env(interp: &str) -> bool {
     matches!(interp, "/usr/bin/env" | "/bin/env")
@@ -258,21 +236,6 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn roots_inside_tmp_are_found() {
-        let roots: Vec<PathBuf> = ["/tmp/x.py", "/tmp", "/usr/lib", "/dev/shm/a/b", "/tmpfoo"]
-            .iter()
-            .map(PathBuf::from)
-            .collect();
-        assert_eq!(
-            roots_inside_private_dirs(roots.iter()),
-            [
-                ("/tmp", Path::new("/tmp/x.py")),
-                ("/dev/shm", Path::new("/dev/shm/a/b"))
-            ]
-        );
     }
 
     #[test]

@@ -148,11 +148,6 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         allow_read.extend(launch::default_allow_read());
     }
     allow_read.extend(launch.files.iter().cloned());
-    let shared_dirs: Vec<(&str, PathBuf)> =
-        launch::roots_inside_private_dirs(allow_read.iter().chain(&args.allow_write))
-            .into_iter()
-            .map(|(dir, root)| (dir, root.to_path_buf()))
-            .collect();
     let config = Config {
         memory,
         address_space,
@@ -202,16 +197,6 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
     }
     if outcome.status() != 0 && !args.verbose {
         hints(&machine.refused_paths(), machine.notes());
-    }
-    if outcome.status() != 0 {
-        if let Some((dir, root)) = shared_dirs.first() {
-            eprintln!(
-                "forkvm: hint: {dir} is the host's in this run, read-only outside the allowed \
-                 paths, because {} is allowed and lies in it; for a private, writable {dir}, \
-                 keep the program and its files outside {dir}",
-                root.display()
-            );
-        }
     }
     Ok(outcome.status() as u8)
 }
