@@ -460,11 +460,9 @@ fn sys_futex(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
                 super::shared_futex::key(p, mem, uaddr2, private),
                 &p.family,
             ) {
-                woken += f
-                    .tree
-                    .futexes
-                    .wake(from, wake - woken.min(wake), FUTEX_BITSET_MATCH_ANY);
-                moved += f.tree.futexes.requeue(from, to, most - moved.min(most));
+                let futexes = &f.tree.futexes;
+                woken += futexes.wake(from, wake.saturating_sub(woken), FUTEX_BITSET_MATCH_ANY);
+                moved += futexes.requeue(from, to, most.saturating_sub(moved));
             }
             Ok(woken + if cmd == FUTEX_CMP_REQUEUE { moved } else { 0 })
         }

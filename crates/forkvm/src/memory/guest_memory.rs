@@ -452,12 +452,18 @@ impl GuestMemory {
         self.lifted.set(false);
         let ranges: Vec<_> = self.prot.iter().collect();
         for (s, e, p) in ranges {
-            if !self.host_protect(s, e, p) {
-                self.prot.set(s, e, super::host_prot::RW);
-                self.host_protect(s, e, super::host_prot::RW);
-            }
+            self.protect_or_open(s, e, p);
         }
         self.recount_prot();
+    }
+
+    /// Applies host rights `p` to `s..e`, as the bookkeeping already says;
+    /// a range the host would not protect is read-write instead, in both.
+    fn protect_or_open(&mut self, s: u64, e: u64, p: super::host_prot::Prot) {
+        if !self.host_protect(s, e, p) {
+            self.prot.set(s, e, super::host_prot::RW);
+            self.host_protect(s, e, super::host_prot::RW);
+        }
     }
 
     /// Takes `prot` as this memory's host rights (a child's copy, a reset
@@ -482,17 +488,10 @@ impl GuestMemory {
             self.adopt_prot(prot);
             return;
         }
-        let mut refused = Vec::new();
-        for (s, e, p) in self.prot.changes_to(&prot) {
-            if !self.host_protect(s, e, p) {
-                refused.push((s, e));
-            }
-        }
+        let changes = self.prot.changes_to(&prot);
         self.prot = prot;
-        for (s, e) in refused {
-            // As in `reprotect`: a range the host would not protect stays read-write.
-            self.prot.set(s, e, super::host_prot::RW);
-            self.host_protect(s, e, super::host_prot::RW);
+        for (s, e, p) in changes {
+            self.protect_or_open(s, e, p);
         }
         self.recount_prot();
     }
