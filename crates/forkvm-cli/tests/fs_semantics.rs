@@ -701,3 +701,54 @@ fn a_removed_directory_is_no_place_for_names() {
 fn file_clone_ioctls_as_on_a_filesystem_without_shared_extents() {
     glibc_and_musl("file_clone");
 }
+
+#[test]
+fn a_script_kept_in_the_hosts_tmp_still_has_a_private_tmp() {
+    if !installed(PY) {
+        return;
+    }
+    // A newcomer's script in the host's /tmp: allowing it mounts it in the
+    // VM's private /tmp, which stays writable (python's tempfile needs it)
+    // and shows nothing else of the host's.
+    let dir = Path::new("/tmp").join(format!("forkvm-tmp-script-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).expect("mkdir");
+    std::fs::write(dir.join("neighbour.txt"), "not allowed").expect("write");
+    let script = dir.join("t.py");
+    std::fs::write(
+        &script,
+        r#"
+import os, sys, tempfile
+here = os.path.dirname(sys.argv[0])
+with tempfile.NamedTemporaryFile(dir="/tmp", prefix="made-", delete=False) as f:
+    f.write(b"private")
+print(open(f.name).read(), os.path.dirname(f.name))
+print(sorted(n for n in os.listdir("/tmp") if not n.startswith("made-")), os.listdir(here))
+print(os.path.exists(os.path.join(here, "neighbour.txt")))
+try:
+    os.unlink(sys.argv[0])
+except OSError as e:
+    print("unlink", e.errno)
+"#,
+    )
+    .expect("write");
+    let mut args: Vec<String> = vec!["run".into()];
+    args.extend(LIBS.iter().map(|s| s.to_string()));
+    args.extend(["--allow-read".into(), s(&script), "--".into(), PY.into()]);
+    args.extend(["-S".into(), s(&script)]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = common::forkvm(&args);
+    let name = dir.file_name().and_then(|n| n.to_str()).expect("name");
+    let want = format!("private /tmp\n['{name}'] ['t.py']\nFalse\nunlink 16\n");
+    assert_eq!(r.stdout_str(), want, "{}", r.describe());
+    assert_eq!(r.status, 0, "{}", r.describe());
+    // Nothing reached the host's /tmp, and the script is still there.
+    let made = std::fs::read_dir("/tmp")
+        .expect("read /tmp")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("made-"))
+        .count();
+    assert!(script.is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(made, 0);
+}

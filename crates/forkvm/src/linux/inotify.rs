@@ -220,7 +220,8 @@ mod tests {
 
     #[test]
     fn watches_stay_inside_the_namespace() {
-        let base = std::env::temp_dir().join(format!("forkvm-inotify-{}", std::process::id()));
+        let base =
+            crate::linux::test_scratch().join(format!("forkvm-inotify-{}", std::process::id()));
         let root = base.join("root");
         std::fs::create_dir_all(&root).unwrap();
         let policy = Policy {

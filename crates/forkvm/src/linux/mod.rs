@@ -324,13 +324,26 @@ impl Process {
             waiter: Default::default(),
             time_reads: 0,
             posix_timers: time::posix::Timers::default(),
-            tmp: self.tmp.fork_copy()?,
+            tmp: self.tmp.fork_copy(&self.policy)?,
             outbound: self.outbound.clone(),
             family: None,
             record_locks: locks::RecordLocks::default(),
             nice: self.nice,
             shm: self.shm.fork_copy(),
         })
+    }
+}
+
+/// Where unit tests make host trees to allow: outside the host's /tmp when
+/// they can, since a root below /tmp is mounted in the guest's private /tmp
+/// and the directories above it are then the guest's, not the host's.
+#[cfg(test)]
+pub(crate) fn test_scratch() -> std::path::PathBuf {
+    let var_tmp = std::path::Path::new("/var/tmp");
+    if var_tmp.is_dir() {
+        var_tmp.to_path_buf()
+    } else {
+        std::env::temp_dir()
     }
 }
 

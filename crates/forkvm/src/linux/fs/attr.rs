@@ -117,8 +117,7 @@ impl Obj {
 /// same host object, under a write root.
 /// A question only (access, statfs): a fork's write roots are not copied up.
 pub(super) fn in_write_roots(p: &Process, path: &[u8], st: &Stat) -> bool {
-    let mut roots = allow_write_roots(p);
-    roots.extend(private_roots(p));
+    let roots = with_private(p, allow_write_roots(p), true);
     same_under(&roots, path, st)
 }
 

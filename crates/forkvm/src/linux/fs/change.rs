@@ -269,6 +269,16 @@ fn split_last(abs: &[u8]) -> Result<(&[u8], &[u8]), Errno> {
     Ok((dir, &trimmed[cut + 1..]))
 }
 
+/// Whether a root is mounted at the canonical guest path `guest` (see
+/// `Root::mount`), or with `below`, anywhere under it too.
+fn mount_at_or_below(roots: &[Root], guest: &[u8], below: bool) -> bool {
+    let c: Vec<Vec<u8>> = components(guest).into_iter().collect();
+    let c: Vec<&[u8]> = c.iter().map(Vec::as_slice).collect();
+    roots
+        .iter()
+        .any(|r| r.mount && (r.is(&c) || (below && r.is_below(&c))))
+}
+
 fn writable_parent_of(
     p: &Process,
     roots: &[Root],
@@ -300,6 +310,11 @@ fn writable_parent_of(
         guest.push(b'/');
     }
     guest.extend_from_slice(name);
+    // A root mounted here is not the entry of this directory (which holds
+    // only its mount point): as on Linux, the mount point is busy.
+    if mount_at_or_below(roots, &guest, false) {
+        return Err(Errno::EBUSY);
+    }
     // Private trees stay shallow enough for the host to copy and remove.
     if guest.len() > PRIVATE_PATH_MAX && is_scratch_path(p, &guest) {
         return Err(Errno::ENAMETOOLONG);
@@ -332,7 +347,7 @@ fn writable_entry(p: &Process, abs: &[u8], flags: u32) -> Result<Entry, Errno> {
     let mut dir_only = tail(&abs).slash;
     loop {
         let (dir, name, guest) = writable_parent(p, &abs).map_err(|e| match e {
-            Errno::EROFS => Errno::EACCES,
+            Errno::EROFS | Errno::EBUSY => Errno::EACCES,
             e => e,
         })?;
         let existing = rustix::fs::statat(&dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW).ok();
@@ -482,7 +497,7 @@ pub(super) fn create_target(
                 .and_then(|abs| walk_host(&super::path::roots(p), &abs, false))
                 .is_ok()
         };
-        if matches!(e, Errno::EROFS | Errno::EINVAL) && exists() {
+        if matches!(e, Errno::EROFS | Errno::EINVAL | Errno::EBUSY) && exists() {
             Errno::EEXIST
         } else {
             e
@@ -545,6 +560,18 @@ pub(super) fn change_target_path(
 ) -> Result<(OwnedFd, Vec<u8>), Errno> {
     let abs = absolute(p, dirfd, path)?;
     let (dir, name, _) = writable_parent(p, &abs)?;
+    Ok((dir, name))
+}
+
+/// As [`change_target_path`] for an entry that goes away or moves (unlink,
+/// rmdir, rename): EBUSY when a root is mounted at or under it, whose way
+/// would be lost.
+fn moved_target_path(p: &Process, dirfd: i32, path: &[u8]) -> Result<(OwnedFd, Vec<u8>), Errno> {
+    let abs = absolute(p, dirfd, path)?;
+    let (dir, name, guest) = writable_parent(p, &abs)?;
+    if mount_at_or_below(&roots(p), &guest, true) {
+        return Err(Errno::EBUSY);
+    }
     Ok((dir, name))
 }
 
@@ -626,7 +653,7 @@ pub(super) fn do_unlink(
         (false, 1 | 2) => return Err(Errno::EISDIR),
         _ => {}
     }
-    let (dir, name) = change_target_path(p, dirfd, &path)?;
+    let (dir, name) = moved_target_path(p, dirfd, &path)?;
     // unlink("f/") names a directory: never the file f.
     if t.slash && !rmdir {
         return Err(if is_dir_at(&dir, &name)? {
@@ -680,13 +707,16 @@ pub(super) fn do_rename(
     if ot.dots != 0 || nt.dots != 0 {
         return Err(Errno::EBUSY);
     }
-    let (od, on) = change_target_path(p, olddir, &oldpath)?;
+    let (od, on) = moved_target_path(p, olddir, &oldpath)?;
     // A trailing slash on either name says the source is a directory.
     if (ot.slash || nt.slash) && !is_dir_at(&od, &on)? {
         return Err(Errno::ENOTDIR);
     }
     let abs = absolute(p, newdir, &newpath)?;
     let (nd, nn, guest) = writable_parent(p, &abs)?;
+    if mount_at_or_below(&roots(p), &guest, true) {
+        return Err(Errno::EBUSY);
+    }
     may_change(&od, &on, NameChange::Remove)?;
     may_change(&nd, &nn, NameChange::Replace)?;
     // A directory moved into a private tree must keep it shallow.

@@ -35,8 +35,12 @@ pub(super) struct Root {
     pub(super) comps: Vec<Vec<u8>>,
     pub(super) host: PathBuf,
     /// Reached at its guest path even through another root above it (a
-    /// fork's copy of a write root, or a `--persist` root inside one).
+    /// fork's copy of a write root, a `--persist` root inside one, or a
+    /// root below a private `/tmp` or `/dev/shm`).
     pub(super) mount: bool,
+    /// Listed only to stop a walk for a change: a read-only root mounted in
+    /// a private tree (see `tmp::with_private`). Reaching it is EROFS.
+    pub(super) blocked: bool,
 }
 
 impl Root {
@@ -53,17 +57,14 @@ impl Root {
 pub(super) fn roots(p: &Process) -> Vec<Root> {
     let mut r = to_roots(p.policy.allow_read.iter());
     r.extend(allow_write_roots(p));
-    r.extend(private_roots(p));
-    r
+    with_private(p, r, false)
 }
 
 /// The roots the guest may change things under (`--allow-write`).
 /// In a fork, this copies the write roots up (see `overlay`): call it only
 /// to change something.
 pub(super) fn write_roots(p: &Process) -> Result<Vec<Root>, Errno> {
-    let mut r = roots_for_change(p)?;
-    r.extend(private_roots(p));
-    Ok(r)
+    Ok(with_private(p, roots_for_change(p)?, true))
 }
 
 pub(super) fn to_roots<'a>(paths: impl Iterator<Item = &'a std::path::PathBuf>) -> Vec<Root> {
@@ -84,6 +85,7 @@ pub(super) fn to_roots<'a>(paths: impl Iterator<Item = &'a std::path::PathBuf>) 
                 comps,
                 host: p.clone(),
                 mount: false,
+                blocked: false,
             })
         })
         .collect()
@@ -99,6 +101,9 @@ pub(super) struct Level {
     pub(super) root: Option<PathBuf>,
     /// A synthetic directory (see `virt`): only synthetic names and roots below it.
     pub(super) virt: bool,
+    /// At or below a blocked root (see `Root::blocked`), with no root below
+    /// that: a walk ending here is EROFS.
+    pub(super) blocked: bool,
 }
 
 /// How to open a resolved object again with real flags.
@@ -150,12 +155,17 @@ pub(super) fn open_child(dir: &OwnedFd, dir_stat: &Stat, name: &[u8]) -> Result<
     }
 }
 
-pub(super) fn open_root(host: &Path) -> Result<OwnedFd, Errno> {
+/// Opens the root `host` of `roots`.
+pub(super) fn open_root(roots: &[Root], host: &Path) -> Result<OwnedFd, Errno> {
     let open = || rustix::fs::open(host, OFlags::PATH | OFlags::CLOEXEC, Mode::empty());
     match open() {
-        // A private /tmp or /dev/shm comes into being when first used.
+        // A private /tmp or /dev/shm comes into being when first used,
+        // with the way to the roots mounted in it.
         Err(rustix::io::Errno::NOENT) if is_private_dir(host) => {
             ensure(host)?;
+            if let Some(r) = roots.iter().find(|r| r.host == host) {
+                make_ways(roots, &r.comps, host)?;
+            }
             Ok(open()?)
         }
         r => Ok(r?),
@@ -251,9 +261,10 @@ pub(super) fn walk_inner(
         stat: None,
         root: None,
         virt: false,
+        blocked: false,
     };
     if let Some(r) = roots.iter().find(|r| r.comps.is_empty()) {
-        let fd = open_root(&r.host)?;
+        let fd = open_root(roots, &r.host)?;
         top.stat = Some(rustix::fs::fstat(&fd)?);
         top.fd = Some(Rc::new(fd));
         top.root = Some(r.host.clone());
@@ -301,24 +312,29 @@ pub(super) fn walk_inner(
         let mounted = if roots.iter().any(|r| r.mount) {
             let mut want = level_names(&stack);
             want.push(&comp);
-            roots
-                .iter()
-                .find(|r| r.mount && r.is(&want))
-                .map(|r| r.host.clone())
+            roots.iter().find(|r| r.mount && r.is(&want))
         } else {
             None
         };
+        // A blocked root is walked through in the tree it is mounted in (its
+        // placeholder there holds only the way to roots below it), so that
+        // only a walk that ends in it, or under it, is refused.
+        let blocked = match mounted {
+            Some(r) => r.blocked,
+            None => parent.blocked,
+        };
+        let mounted = mounted.filter(|r| !r.blocked).map(|r| r.host.clone());
         let (fd, root) = match (&parent.fd, &parent.stat) {
             _ if mounted.is_some() => {
                 let host = mounted.ok_or(Errno::ENOENT)?;
-                (open_root(&host)?, Some(host))
+                (open_root(roots, &host)?, Some(host))
             }
             (Some(dir), Some(st)) => (open_child(dir, st, &comp)?, None),
             _ => {
                 let mut want = level_names(&stack);
                 want.push(&comp);
                 if let Some(r) = roots.iter().find(|r| r.is(&want)) {
-                    (open_root(&r.host)?, Some(r.host.clone()))
+                    (open_root(roots, &r.host)?, Some(r.host.clone()))
                 } else if roots.iter().any(|r| r.is_below(&want)) {
                     stack.push(Level {
                         name: comp,
@@ -326,6 +342,7 @@ pub(super) fn walk_inner(
                         stat: None,
                         root: None,
                         virt: false,
+                        blocked: false,
                     });
                     continue;
                 } else if parent.virt {
@@ -387,6 +404,7 @@ pub(super) fn walk_inner(
         }
         stack.push(Level {
             name: comp,
+            blocked: blocked && root.is_none(),
             fd: Some(Rc::new(fd)),
             stat: Some(st),
             root,
@@ -395,6 +413,9 @@ pub(super) fn walk_inner(
     }
     let path = canonical(&stack);
     let top = stack.pop().ok_or(Errno::ENOENT)?;
+    if top.blocked {
+        return Err(Errno::EROFS);
+    }
     if top.virt {
         return Ok(Walked::Virt(path, Node::Dir));
     }

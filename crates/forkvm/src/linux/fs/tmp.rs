@@ -1,6 +1,7 @@
 //! Private `/tmp` and `/dev/shm`: each process (each VM, each fork) gets
 //! its own, empty, writable trees at those paths unless the policy maps a
-//! host path there (a root at, above or below them).
+//! host path there (a root at or above them). Roots below them are mounted
+//! in the private trees (see [`with_private`]).
 //!
 //! They live in a host directory of forkvm's own, created on first use
 //! (under `/dev/shm` when the host has it, so in memory) with mode 0700,
@@ -98,11 +99,13 @@ impl PrivateTmp {
         self.base.join(sub_name(mount))
     }
 
-    /// A copy for a fork: its own trees with the same contents.
-    pub fn fork_copy(&self) -> Result<Self, Errno> {
+    /// A copy for a fork: its own trees with the same contents. Trees that
+    /// hold only the ways to the roots mounted in them (see [`make_ways`])
+    /// are not copied: the fork makes its own when it first uses them.
+    pub fn fork_copy(&self, policy: &Policy) -> Result<Self, Errno> {
         let mut new = Self::new();
         new.overlay = self.overlay.for_fork();
-        if self.base.is_dir() && !is_empty_tree(&self.base)? {
+        if self.base.is_dir() && !is_empty_tree(&self.base, policy)? {
             for m in MOUNTS {
                 // A mount the program never wrote in has no tree to copy.
                 if !self.host_dir(m).is_dir() {
@@ -364,16 +367,13 @@ pub(super) const PRIVATE_PATH_MAX: usize = 1024;
 /// Deepest directory nesting copied or counted (beyond what paths allow).
 pub(super) const MAX_DEPTH: u32 = 1024;
 
-fn is_empty_tree(base: &Path) -> Result<bool, Errno> {
+fn is_empty_tree(base: &Path, policy: &Policy) -> Result<bool, Errno> {
     for m in MOUNTS {
-        let mut rd = match std::fs::read_dir(base.join(sub_name(m))) {
-            Ok(rd) => rd,
-            // Never created (or only the copies of write roots were made,
-            // which are not copied): empty.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Errno::from(e)),
-        };
-        if rd.next().is_some() {
+        // Never created (or only the copies of write roots were made,
+        // which are not copied): empty.
+        let ways = ways_in(policy, m);
+        let ways: Vec<&[Vec<u8>]> = ways.iter().map(Vec::as_slice).collect();
+        if !only_ways(&base.join(sub_name(m)), &ways, 0)? {
             return Ok(false);
         }
     }
@@ -480,7 +480,10 @@ fn tree_bytes(dir: &Path, depth: u32) -> Result<u64, Errno> {
     Ok(sum)
 }
 
-/// Whether the policy maps a host path at, above or below guest `mount`.
+/// Whether the policy maps a host path at or above guest `mount`: the
+/// mount is then the user's mapping, not private. A root *below* it (a
+/// program or script kept in the host's /tmp, `--allow-write /tmp/out`)
+/// leaves the mount private and is mounted inside it (see [`with_private`]).
 fn mapped_by_policy(policy: &Policy, mount: &[u8]) -> bool {
     let m = components(mount);
     policy
@@ -489,26 +492,147 @@ fn mapped_by_policy(policy: &Policy, mount: &[u8]) -> bool {
         .chain(&policy.allow_write)
         .any(|r| {
             let r = components(r.as_os_str().as_bytes());
-            r.iter().zip(&m).all(|(a, b)| a == b)
+            r.len() <= m.len() && r.iter().zip(&m).all(|(a, b)| a == b)
         })
 }
 
-/// The private roots of `p`: guest `/tmp` and `/dev/shm` on their host
-/// directories, except where the policy maps those paths.
-pub(super) fn private_roots(p: &Process) -> Vec<Root> {
-    let mut out = Vec::new();
-    for m in MOUNTS {
-        if mapped_by_policy(&p.policy, m) {
-            continue;
+/// The guest mounts of `policy` that are private.
+fn private_mounts(policy: &Policy) -> impl Iterator<Item = &'static [u8]> + '_ {
+    MOUNTS
+        .into_iter()
+        .filter(move |m| !mapped_by_policy(policy, m))
+}
+
+/// Whether the components `c` lie strictly below the private mount `m`.
+fn strictly_below(c: &[Vec<u8>], m: &[u8]) -> bool {
+    let m = components(m);
+    c.len() > m.len() && c.iter().zip(&m).all(|(a, b)| a == b)
+}
+
+/// `roots` (the policy's, as they are now) with the private roots added:
+/// guest `/tmp` and `/dev/shm` on their host directories, except where the
+/// policy maps those paths. A policy root below a private mount is mounted
+/// in it (reached at its guest path through the private tree, whose way to
+/// it [`make_ways`] creates). With `writing`, each read-only root mounted
+/// there is listed too, blocked: a walk for a change stops at it (EROFS)
+/// instead of going on into the private tree's placeholder under it.
+pub(super) fn with_private(p: &Process, mut roots: Vec<Root>, writing: bool) -> Vec<Root> {
+    let mounts: Vec<&[u8]> = private_mounts(&p.policy).collect();
+    for r in roots.iter_mut() {
+        if mounts.iter().any(|m| strictly_below(&r.comps, m)) {
+            r.mount = true;
         }
-        let host = p.tmp.host_dir(m);
-        out.push(Root {
+    }
+    if writing {
+        let read = to_roots(p.policy.allow_read.iter());
+        for mut r in read {
+            let nested = mounts.iter().any(|m| strictly_below(&r.comps, m));
+            // Reached through a write root (at or above it): the write
+            // root's host tree holds it, as everywhere else.
+            let through_write = roots.iter().any(|w| {
+                !w.blocked
+                    && w.comps.len() <= r.comps.len()
+                    && w.comps.iter().zip(&r.comps).all(|(a, b)| a == b)
+            });
+            if nested && !through_write {
+                r.mount = true;
+                r.blocked = true;
+                roots.push(r);
+            }
+        }
+    }
+    for m in mounts {
+        roots.push(Root {
             comps: components(m).into_iter().collect(),
-            host,
+            host: p.tmp.host_dir(m),
             mount: false,
+            blocked: false,
         });
     }
-    out
+    roots
+}
+
+/// Makes, in the new private tree `host` (backing the guest mount at
+/// `comps`), the way to each root of `roots` mounted below it: its
+/// directories, and an empty directory or file where the root itself is
+/// mounted, so that the private tree lists them as a host directory with a
+/// mount in it would. Nothing of the host's is copied: a mounted root's own
+/// metadata and contents come from the host whenever it is looked up.
+pub(super) fn make_ways(roots: &[Root], comps: &[Vec<u8>], host: &Path) -> Result<(), Errno> {
+    for r in roots.iter().filter(|r| r.mount) {
+        if r.comps.len() <= comps.len() || !r.comps.iter().zip(comps).all(|(a, b)| a == b) {
+            continue;
+        }
+        let rel = &r.comps[comps.len()..];
+        let mut at = host.to_path_buf();
+        for (i, c) in rel.iter().enumerate() {
+            at.push(std::ffi::OsStr::from_bytes(c));
+            let last = i + 1 == rel.len();
+            let dir = !last || std::fs::metadata(&r.host).is_ok_and(|m| m.is_dir());
+            let made = if dir {
+                make_dir(&at, 0o755)
+            } else {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&at)
+                    .map(drop)
+                    .map_err(Errno::from)
+            };
+            match made {
+                Ok(()) | Err(Errno::EEXIST) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The paths (components below the mount) of the roots mounted in the
+/// private mount `m`.
+fn ways_in(policy: &Policy, m: &[u8]) -> Vec<Vec<Vec<u8>>> {
+    let n = components(m).len();
+    to_roots(policy.allow_read.iter().chain(&policy.allow_write))
+        .into_iter()
+        .filter(|r| strictly_below(&r.comps, m))
+        .map(|r| r.comps[n..].to_vec())
+        .collect()
+}
+
+/// Whether the directory `dir` holds nothing but the ways to `ways` (paths
+/// of components below it): directories on the way and the mount points.
+fn only_ways(dir: &Path, ways: &[&[Vec<u8>]], depth: u32) -> Result<bool, Errno> {
+    if depth > MAX_DEPTH {
+        return Ok(false);
+    }
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(Errno::from(e)),
+    };
+    for e in rd {
+        let e = e.map_err(Errno::from)?;
+        let name = e.file_name();
+        let name = name.as_bytes();
+        let mine: Vec<&[Vec<u8>]> = ways
+            .iter()
+            .filter(|w| w.first().is_some_and(|c| c.as_slice() == name))
+            .copied()
+            .collect();
+        if mine.is_empty() {
+            return Ok(false);
+        }
+        // A mount point hides what is under it; a directory on the way
+        // holds only ways too.
+        if mine.iter().any(|w| w.len() == 1) {
+            continue;
+        }
+        let rest: Vec<&[Vec<u8>]> = mine.iter().map(|w| &w[1..]).collect();
+        if !only_ways(&e.path(), &rest, depth + 1)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The private trees' share of a write of `len` bytes to `f` (at `at`, or
@@ -538,11 +662,17 @@ pub fn charge_write(
     p.tmp.charge(size, start.saturating_add(len as u64), limit)
 }
 
-/// Whether a guest path lies in a private mount.
+/// Whether a guest path lies in a private mount (not in a root mounted there).
 pub(super) fn is_private_path(policy: &Policy, path: &[u8]) -> bool {
-    MOUNTS.iter().any(|m| {
-        path.starts_with(m) && path.get(m.len()) == Some(&b'/') && !mapped_by_policy(policy, m)
-    })
+    let in_mount =
+        private_mounts(policy).any(|m| path.starts_with(m) && path.get(m.len()) == Some(&b'/'));
+    if !in_mount {
+        return false;
+    }
+    let c: Vec<Vec<u8>> = components(path).into_iter().collect();
+    !to_roots(policy.allow_read.iter().chain(&policy.allow_write))
+        .iter()
+        .any(|r| r.comps.len() <= c.len() && r.comps.iter().zip(&c).all(|(a, b)| a == b))
 }
 
 /// Whether a guest path lies in forkvm's scratch directory: a private mount,

@@ -500,6 +500,7 @@ pub(super) fn step(
                 stat: None,
                 root: None,
                 virt: true,
+                blocked: false,
             });
             Ok(Stepped::Next)
         }

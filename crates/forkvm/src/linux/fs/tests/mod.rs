@@ -18,9 +18,21 @@ struct Tree {
 }
 
 impl Tree {
+    /// A tree outside the host's /tmp (which the guest sees as its private
+    /// /tmp, with only the roots below it mounted there), so that the
+    /// directories above the roots are the host's.
     fn new() -> Self {
+        Self::under(&crate::linux::test_scratch())
+    }
+
+    /// A tree under the host's /tmp.
+    fn in_tmp() -> Self {
+        Self::under(Path::new("/tmp"))
+    }
+
+    fn under(parent: &Path) -> Self {
         static N: AtomicU32 = AtomicU32::new(0);
-        let root = std::env::temp_dir().join(format!(
+        let root = parent.join(format!(
             "forkvm-fs-test-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)

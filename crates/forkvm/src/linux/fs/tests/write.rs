@@ -356,19 +356,112 @@ fn private_tmp_and_dev_shm() {
 
 #[test]
 fn a_mapped_tmp_is_not_private() {
-    let t = Tree::new();
-    let (mut p, mut m) = setup_rw(vec![], vec![t.root.clone()]);
-    // The tree lives under the host's /tmp: /tmp is the user's mapping.
-    assert!(t.root.starts_with("/tmp"));
-    let f = t.s("new.txt");
-    assert!(open(&mut p, &mut m, &f, O_CREAT | O_WRONLY).is_ok());
-    assert!(t.root.join("new.txt").is_file());
+    // The user's own mapping of /tmp (a root at it) is the host's /tmp.
+    let (mut p, mut m) = setup(vec![PathBuf::from("/tmp")]);
+    let host = stat(&mut p, &mut m, "/tmp", true).unwrap();
+    let real = std::fs::metadata("/tmp").unwrap();
+    assert_eq!(host.ino, std::os::unix::fs::MetadataExt::ino(&real));
+    assert_eq!(
+        open(&mut p, &mut m, "/tmp/forkvm-never", O_CREAT | O_WRONLY),
+        Err(Errno::EACCES)
+    );
     assert!(!p.tmp.host_dir(b"/tmp").exists());
-    // Only the way to the root shows in /tmp; /dev/shm stays private.
-    let dir = open(&mut p, &mut m, "/tmp", O_RDONLY).unwrap();
-    let names = list(&mut p, &mut m, dir);
-    assert_eq!(names.len(), 3, "{names:?}");
+    // /dev/shm stays private.
     assert!(open(&mut p, &mut m, "/dev/shm/x", O_CREAT | O_WRONLY).is_ok());
+}
+
+#[test]
+fn a_root_below_tmp_is_mounted_in_the_private_tmp() {
+    let t = Tree::in_tmp();
+    let out = t.root.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let (mut p, mut m) = setup_rw(vec![t.allowed()], vec![out.clone()]);
+    // The tree lives under the host's /tmp: /tmp stays private, with the
+    // two roots reached at their paths inside it.
+    assert!(t.root.starts_with("/tmp"));
+    let fd = open(&mut p, &mut m, &t.s("allowed/hello.txt"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), b"hello world");
+    assert!(open(&mut p, &mut m, &t.s("out/new.txt"), O_CREAT | O_WRONLY).is_ok());
+    assert!(out.join("new.txt").is_file(), "a write root writes through");
+    assert!(open(&mut p, &mut m, "/tmp/mine.txt", O_CREAT | O_WRONLY).is_ok());
+    assert!(p.tmp.host_dir(b"/tmp").join("mine.txt").is_file());
+    assert!(!Path::new("/tmp/mine.txt").exists());
+    // Nothing else of the host's /tmp shows, around the roots or above.
+    assert_eq!(
+        stat(&mut p, &mut m, &t.s("secret.txt"), true).err(),
+        Some(Errno::ENOENT)
+    );
+    assert_eq!(
+        stat(&mut p, &mut m, &t.s("via_link"), false).err(),
+        Some(Errno::ENOENT)
+    );
+    let dir = open(&mut p, &mut m, &t.s(""), O_RDONLY).unwrap();
+    assert_eq!(list(&mut p, &mut m, dir), [".", "..", "allowed", "out"]);
+    // The roots are what the host has there: the read root stays read-only
+    // (not its mount point in the private tree, which nothing reaches).
+    let st = stat(&mut p, &mut m, &t.s("allowed"), true).unwrap();
+    let real = std::fs::metadata(t.allowed()).unwrap();
+    assert_eq!(st.ino, std::os::unix::fs::MetadataExt::ino(&real));
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("allowed/made.txt"), O_CREAT | O_WRONLY),
+        Err(Errno::EACCES)
+    );
+    assert_eq!(
+        open(&mut p, &mut m, &t.s("allowed/hello.txt"), O_WRONLY),
+        Err(Errno::EACCES)
+    );
+    put_path(&mut m, PATH, &t.s("allowed/sub/new"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_mkdir, &[PATH, 0o755]),
+        Err(Errno::EROFS)
+    );
+    put_path(&mut m, PATH, &t.s("allowed/hello.txt"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_chmod, &[PATH, 0o600]),
+        Err(Errno::EROFS)
+    );
+    // Mount points and the way to them cannot be removed or replaced.
+    put_path(&mut m, PATH, &t.s("allowed"));
+    assert_eq!(call(&mut p, &mut m, sys_rmdir, &[PATH]), Err(Errno::EBUSY));
+    assert_eq!(
+        call(&mut p, &mut m, sys_mkdir, &[PATH, 0o755]),
+        Err(Errno::EEXIST)
+    );
+    put_path(&mut m, PATH, &t.s(""));
+    put_path(&mut m, PATH + 0x1000, "/tmp/elsewhere");
+    assert_eq!(
+        call(&mut p, &mut m, sys_rename, &[PATH, PATH + 0x1000]),
+        Err(Errno::EBUSY)
+    );
+    put_path(&mut m, PATH, "/tmp/mine.txt");
+    put_path(&mut m, PATH + 0x1000, &t.s("out"));
+    assert_eq!(
+        call(&mut p, &mut m, sys_rename, &[PATH, PATH + 0x1000]),
+        Err(Errno::EBUSY)
+    );
+    assert!(t.allowed().join("hello.txt").is_file());
+    assert!(out.is_dir());
+}
+
+#[test]
+fn forks_make_their_own_way_to_the_roots_below_tmp() {
+    let t = Tree::in_tmp();
+    let (mut p, mut m) = setup(vec![t.allowed()]);
+    let fd = open(&mut p, &mut m, &t.s("allowed/hello.txt"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), b"hello world");
+    assert!(p.tmp.host_dir(b"/tmp").is_dir());
+    // Only the way is there: a fork does not copy it, and finds the root.
+    let mut f = p.fork_copy().unwrap();
+    assert!(!f.tmp.host_dir(b"/tmp").exists());
+    let fd = open(&mut f, &mut m, &t.s("allowed/hello.txt"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut f, &mut m, fd), b"hello world");
+    // With a file of its own in /tmp, the master's tree is copied, way
+    // included.
+    assert!(open(&mut p, &mut m, "/tmp/mine.txt", O_CREAT | O_WRONLY).is_ok());
+    let mut g = p.fork_copy().unwrap();
+    assert!(g.tmp.host_dir(b"/tmp").join("mine.txt").is_file());
+    let fd = open(&mut g, &mut m, &t.s("allowed/sub/inner.txt"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut g, &mut m, fd), b"inner");
 }
 
 #[test]
