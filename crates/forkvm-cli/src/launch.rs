@@ -33,6 +33,28 @@ pub const DEFAULT_ALLOW_READ: &[&str] = &[
     "/etc/localtime",
 ];
 
+/// Checks that each of `dirs` (given with `flag`: `--allow-write`,
+/// `--persist`) is a directory: a program writes under a directory, never
+/// in a file root alone (its name could not be created, replaced or
+/// removed), and a missing one would leave every write refused with no word
+/// of why.
+pub fn check_write_dirs(dirs: &[PathBuf], flag: &str) -> anyhow::Result<()> {
+    for d in dirs {
+        match std::fs::metadata(d) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => bail!(
+                "{flag} {}: not a directory (a program writes under a directory: allow the one that holds the file)",
+                d.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!("{flag} {}: no such directory", d.display())
+            }
+            Err(e) => bail!("{flag} {}: {e}", d.display()),
+        }
+    }
+    Ok(())
+}
+
 /// What `--allow-connect` allows, resolved once at start-up.
 #[derive(Debug, Default)]
 pub struct Connect {

@@ -143,6 +143,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         ),
         None => None,
     };
+    launch::check_write_dirs(&args.allow_write, "--allow-write")?;
     let mut allow_read = args.allow_read;
     if !args.no_default_allow {
         allow_read.extend(launch::default_allow_read());

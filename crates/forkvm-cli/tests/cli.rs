@@ -51,6 +51,31 @@ fn unknown_flag_is_a_usage_error() {
 }
 
 #[test]
+fn a_write_root_must_be_a_directory() {
+    // A file, or nothing, given as a write root would leave every write
+    // refused (EACCES) with no word of why: a clear error at start instead.
+    let hello = guest("hello.musl");
+    let hello = hello.to_str().expect("utf-8 path");
+    for (flag, root, why) in [
+        ("--allow-write", hello, "not a directory"),
+        (
+            "--allow-write",
+            "/nonexistent-forkvm-dir",
+            "no such directory",
+        ),
+    ] {
+        let r = forkvm(&["run", flag, root, hello]);
+        assert!(r.status != 0 && r.status < 128, "{}", r.describe());
+        assert!(r.stdout.is_empty(), "{}", r.describe());
+        assert_mentions(&r, &r.stderr, &[flag, root, why], "stderr");
+        assert_eq!(r.stderr_str().matches(why).count(), 1, "{}", r.describe());
+    }
+    let r = forkvm(&["serve", "--persist", hello, hello]);
+    assert!(r.status != 0 && r.status < 128, "{}", r.describe());
+    assert_mentions(&r, &r.stderr, &["--persist", "not a directory"], "stderr");
+}
+
+#[test]
 fn run_without_program_is_a_usage_error() {
     let r = forkvm(&["run"]);
     assert!(r.status != 0 && r.status < 128, "{}", r.describe());

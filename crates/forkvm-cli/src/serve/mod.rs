@@ -278,6 +278,8 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
             (forkvm::builtin::serve_hello()?, name.clone(), argv, name)
         }
     };
+    crate::launch::check_write_dirs(&args.allow_write, "--allow-write")?;
+    crate::launch::check_write_dirs(&args.persist, "--persist")?;
     let config = Config {
         // V8 reserves ~10 GiB for a WebAssembly memory (node's own fetch
         // uses one): room for it beside the heap cage.
