@@ -22,12 +22,17 @@ pub(super) const OVERFLOW_ID: u32 = 65534;
 const UTIME_NOW: i64 = (1 << 30) - 1;
 const UTIME_OMIT: i64 = (1 << 30) - 2;
 
-fn host_uid() -> u32 {
-    rustix::process::geteuid().as_raw()
+/// The host user forkvm runs as, asked once: forkvm never changes it, and
+/// every ownership check on a path (each directory of a walk) needs it.
+pub(super) fn host_uid() -> u32 {
+    static UID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UID.get_or_init(|| rustix::process::geteuid().as_raw())
 }
 
+/// The host group forkvm runs as, asked once (see [`host_uid`]).
 fn host_gid() -> u32 {
-    rustix::process::getegid().as_raw()
+    static GID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *GID.get_or_init(|| rustix::process::getegid().as_raw())
 }
 
 /// The owner a host uid shows as in the guest.
@@ -117,8 +122,7 @@ impl Obj {
 /// same host object, under a write root.
 /// A question only (access, statfs): a fork's write roots are not copied up.
 pub(super) fn in_write_roots(p: &Process, path: &[u8], st: &Stat) -> bool {
-    let roots = with_private(p, allow_write_roots(p), true);
-    same_under(&roots, path, st)
+    same_under(&change_roots(p), path, st)
 }
 
 /// As [`in_write_roots`], before a change: a fork's write roots are copied up

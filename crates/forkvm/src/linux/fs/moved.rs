@@ -48,7 +48,7 @@ pub(super) fn fresh_path(p: &Process, dir: &OwnedFd, text: &[u8]) -> Option<Vec<
     let host = PathBuf::from(std::ffi::OsStr::from_bytes(host.as_bytes()));
     // The deepest root holding it on the host names it in the guest.
     let mut best: Option<(usize, Vec<u8>)> = None;
-    for r in &roots {
+    for r in roots.iter() {
         let Ok(canon) = std::fs::canonicalize(&r.host) else {
             continue;
         };

@@ -67,6 +67,7 @@ impl PrivateTmp {
     /// every fork: written through to the host, never copied up.
     pub fn set_persist(&mut self, dirs: Vec<PathBuf>) {
         self.overlay.persist = dirs;
+        self.roots.clear();
     }
 
     /// Whether this process's write roots are isolated (it is a fork).
@@ -107,10 +108,16 @@ pub(super) fn allow_write_roots(p: &Process) -> Vec<Root> {
 /// The `--allow-write` roots of `p`, ready for a change: in a fork, copies
 /// the overlaid roots up first (once).
 pub(super) fn roots_for_change(p: &Process) -> Result<Vec<Root>, Errno> {
+    prepare_change(p)?;
+    Ok(allow_write_roots(p))
+}
+
+/// Before a change: in a fork, copies the overlaid roots up first (once).
+pub(super) fn prepare_change(p: &Process) -> Result<(), Errno> {
     if p.tmp.overlay.isolate && !p.tmp.overlay.copied.load(Ordering::Relaxed) {
         copy_up(p)?;
     }
-    Ok(allow_write_roots(p))
+    Ok(())
 }
 
 /// Copies every overlaid write root into the fork's scratch directory.

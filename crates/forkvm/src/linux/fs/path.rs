@@ -1,6 +1,7 @@
 //! Path resolution inside the guest namespace (see the module docs of `fs`).
 
 use super::*;
+use std::sync::Arc;
 
 /// Reads a guest path: EFAULT on a bad pointer, ENAMETOOLONG past [`PATH_MAX`].
 pub fn read_path(mem: &GuestMemory, addr: u64) -> Result<Vec<u8>, Errno> {
@@ -54,17 +55,30 @@ impl Root {
 }
 
 /// The usable roots of the policy: absolute paths without `..`.
-pub(super) fn roots(p: &Process) -> Vec<Root> {
-    let mut r = to_roots(p.policy.allow_read.iter());
-    r.extend(allow_write_roots(p));
-    with_private(p, r, false)
+pub(super) fn roots(p: &Process) -> Arc<[Root]> {
+    let copied = p.tmp.overlay.copied.load(std::sync::atomic::Ordering::Relaxed);
+    p.tmp.roots.read(copied, || {
+        let mut r = to_roots(p.policy.allow_read.iter());
+        r.extend(allow_write_roots(p));
+        with_private(p, r, false)
+    })
 }
 
 /// The roots the guest may change things under (`--allow-write`).
 /// In a fork, this copies the write roots up (see `overlay`): call it only
 /// to change something.
-pub(super) fn write_roots(p: &Process) -> Result<Vec<Root>, Errno> {
-    Ok(with_private(p, roots_for_change(p)?, true))
+pub(super) fn write_roots(p: &Process) -> Result<Arc<[Root]>, Errno> {
+    prepare_change(p)?;
+    Ok(change_roots(p))
+}
+
+/// The roots for a change as they are now, without copying anything up: a
+/// question only (see `attr::in_write_roots`), or after [`prepare_change`].
+pub(super) fn change_roots(p: &Process) -> Arc<[Root]> {
+    let copied = p.tmp.overlay.copied.load(std::sync::atomic::Ordering::Relaxed);
+    p.tmp
+        .roots
+        .write(copied, || with_private(p, allow_write_roots(p), true))
 }
 
 pub(super) fn to_roots<'a>(paths: impl Iterator<Item = &'a std::path::PathBuf>) -> Vec<Root> {
@@ -155,10 +169,17 @@ pub(super) fn open_child(dir: &OwnedFd, dir_stat: &Stat, name: &[u8]) -> Result<
     }
 }
 
-/// Opens the root `host` of `roots`.
-pub(super) fn open_root(roots: &[Root], host: &Path) -> Result<OwnedFd, Errno> {
+/// Opens the root `host` of `roots`. The policy's roots are opened once per
+/// host thread and kept (see [`ROOT_FDS`]).
+pub(super) fn open_root(roots: &[Root], host: &Path) -> Result<Rc<OwnedFd>, Errno> {
+    let keep = !is_forkvm_scratch(host);
+    if keep {
+        if let Some(fd) = ROOT_FDS.with_borrow(|m| m.get(host).cloned()) {
+            return Ok(fd);
+        }
+    }
     let open = || rustix::fs::open(host, OFlags::PATH | OFlags::CLOEXEC, Mode::empty());
-    match open() {
+    let fd = Rc::new(match open() {
         // A private /tmp or /dev/shm comes into being when first used,
         // with the way to the roots mounted in it.
         Err(rustix::io::Errno::NOENT) if is_private_dir(host) => {
@@ -166,11 +187,36 @@ pub(super) fn open_root(roots: &[Root], host: &Path) -> Result<OwnedFd, Errno> {
             if let Some(r) = roots.iter().find(|r| r.host == host) {
                 make_ways(roots, &r.comps, host)?;
             }
-            Ok(open()?)
+            open()?
         }
-        r => Ok(r?),
+        r => r?,
+    });
+    if keep {
+        ROOT_FDS.with_borrow_mut(|m| {
+            // The policy names a handful of roots; anything more is not
+            // worth keeping.
+            if m.len() < ROOT_FDS_MAX {
+                m.insert(host.to_path_buf(), fd.clone());
+            }
+        });
     }
+    Ok(fd)
 }
+
+thread_local! {
+    /// O_PATH descriptors of the policy's roots (`--allow-read`,
+    /// `--allow-write`, by host path) this thread has walked from. Opening a
+    /// root again for every path cost two host calls of the ~13 a lookup
+    /// made. So a root is the directory that was at its path when first
+    /// used, as a bind mount's is: one replaced on the host later is not
+    /// seen. forkvm's own scratch directories (private trees, copies of the
+    /// write roots) come and go with processes and are never kept.
+    static ROOT_FDS: std::cell::RefCell<std::collections::HashMap<PathBuf, Rc<OwnedFd>>> =
+        Default::default();
+}
+
+/// Most roots [`ROOT_FDS`] keeps per thread.
+const ROOT_FDS_MAX: usize = 64;
 
 pub(super) fn level_names(stack: &[Level]) -> Vec<&[u8]> {
     stack.iter().skip(1).map(|l| l.name.as_slice()).collect()
@@ -265,8 +311,8 @@ pub(super) fn walk_inner(
     };
     if let Some(r) = roots.iter().find(|r| r.comps.is_empty()) {
         let fd = open_root(roots, &r.host)?;
-        top.stat = Some(rustix::fs::fstat(&fd)?);
-        top.fd = Some(Rc::new(fd));
+        top.stat = Some(rustix::fs::fstat(&*fd)?);
+        top.fd = Some(fd);
         top.root = Some(r.host.clone());
     }
     let mut stack = vec![top];
@@ -329,7 +375,7 @@ pub(super) fn walk_inner(
                 let host = mounted.ok_or(Errno::ENOENT)?;
                 (open_root(roots, &host)?, Some(host))
             }
-            (Some(dir), Some(st)) => (open_child(dir, st, &comp)?, None),
+            (Some(dir), Some(st)) => (Rc::new(open_child(dir, st, &comp)?), None),
             _ => {
                 let mut want = level_names(&stack);
                 want.push(&comp);
@@ -392,10 +438,10 @@ pub(super) fn walk_inner(
                 }
             }
         };
-        let st = rustix::fs::fstat(&fd)?;
+        let st = rustix::fs::fstat(&*fd)?;
         let ty = st.st_mode & S_IFMT;
         if ty == S_IFLNK && (!last || follow_last) {
-            let target = rustix::fs::readlinkat(&fd, "", Vec::new())?.into_bytes();
+            let target = rustix::fs::readlinkat(&*fd, "", Vec::new())?.into_bytes();
             follow_link(&mut stack, &mut todo, &target, links)?;
             continue;
         }
@@ -405,7 +451,7 @@ pub(super) fn walk_inner(
         stack.push(Level {
             name: comp,
             blocked: blocked && root.is_none(),
-            fd: Some(Rc::new(fd)),
+            fd: Some(fd),
             stat: Some(st),
             root,
             virt: false,

@@ -14,6 +14,7 @@
 
 use super::*;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Guest paths that are private unless the policy maps them.
 pub(super) const MOUNTS: [&[u8]; 2] = [b"/tmp", b"/dev/shm"];
@@ -29,6 +30,57 @@ pub struct PrivateTmp {
     /// Another process's trees, seen by a child process of the same run
     /// (see [`PrivateTmp::share`]): not removed when this view is dropped.
     shared: bool,
+    /// The process's roots as walks see them (see [`RootsCache`]).
+    pub(super) roots: RootsCache,
+}
+
+/// A process's roots as walks see them, made once for each state of its
+/// write roots (copied up in a fork or not) instead of for every path:
+/// building them (a few dozen small allocations, ~10 µs here) cost more
+/// than the host calls of a whole lookup. The policy and the private trees'
+/// place are fixed for the life of a process; `--persist` is set before it
+/// runs, and clears them.
+#[derive(Default)]
+pub(super) struct RootsCache {
+    /// For looking (`path::roots`).
+    read: Mutex<Option<(bool, Arc<[Root]>)>>,
+    /// For changing (`path::write_roots`), blocked roots included.
+    write: Mutex<Option<(bool, Arc<[Root]>)>>,
+}
+
+impl RootsCache {
+    /// The roots for looking while the write roots are `copied` (or not).
+    pub(super) fn read(&self, copied: bool, make: impl FnOnce() -> Vec<Root>) -> Arc<[Root]> {
+        Self::get(&self.read, copied, make)
+    }
+
+    /// The roots for changing while the write roots are `copied` (or not).
+    pub(super) fn write(&self, copied: bool, make: impl FnOnce() -> Vec<Root>) -> Arc<[Root]> {
+        Self::get(&self.write, copied, make)
+    }
+
+    fn get(
+        slot: &Mutex<Option<(bool, Arc<[Root]>)>>,
+        copied: bool,
+        make: impl FnOnce() -> Vec<Root>,
+    ) -> Arc<[Root]> {
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        match &*slot {
+            Some((c, r)) if *c == copied => r.clone(),
+            _ => {
+                let r: Arc<[Root]> = make().into();
+                *slot = Some((copied, r.clone()));
+                r
+            }
+        }
+    }
+
+    /// Forgets them (the write roots' sharing changed).
+    pub(super) fn clear(&self) {
+        for slot in [&self.read, &self.write] {
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
 }
 
 impl std::fmt::Debug for PrivateTmp {
@@ -74,6 +126,7 @@ impl PrivateTmp {
             grown: AtomicU64::new(0),
             overlay: Overlay::default(),
             shared: false,
+            roots: RootsCache::default(),
         }
     }
 
@@ -90,6 +143,7 @@ impl PrivateTmp {
                 copied: self.overlay.copied.load(Ordering::Relaxed).into(),
             },
             shared: true,
+            roots: RootsCache::default(),
         }
     }
 
@@ -164,6 +218,14 @@ pub(super) fn is_private_dir(host: &Path) -> bool {
         && host.file_name().is_some_and(|n| n == "tmp" || n == "shm")
 }
 
+/// Whether `host` is in a directory of forkvm's own scratch trees (a
+/// private mount, a fork's copy of a write root).
+pub(super) fn is_forkvm_scratch(host: &Path) -> bool {
+    host.ancestors()
+        .filter_map(Path::file_name)
+        .any(|n| n.as_bytes().starts_with(b"forkvm-tmp-"))
+}
+
 /// Creates a private mount's backing directory `host` (and its parent, ours
 /// alone: mode 0700, owned by us, not a link) if it does not exist.
 pub(super) fn ensure(host: &Path) -> Result<(), Errno> {
@@ -188,7 +250,7 @@ pub(super) fn ensure_base(host: &Path) -> Result<(), Errno> {
     }
     let st = rustix::fs::lstat(base)?;
     if st.st_mode & S_IFMT != S_IFDIR
-        || st.st_uid != rustix::process::geteuid().as_raw()
+        || st.st_uid != host_uid()
         || st.st_mode & 0o077 != 0
     {
         return Err(Errno::EACCES);
@@ -339,7 +401,7 @@ fn sweep_stale(parent: &Path) {
     let Ok(rd) = std::fs::read_dir(parent) else {
         return;
     };
-    let me = rustix::process::geteuid().as_raw();
+    let me = host_uid();
     for e in rd.filter_map(Result::ok) {
         let name = e.file_name();
         let Some(pid) = name
