@@ -326,6 +326,18 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
     let pread_fast = stats(file_calls(SyscallPath::Fast, 2_000, &file, 0, 17, 64)?);
     let pread_exit = stats(file_calls(SyscallPath::Exit, 200, &file, 0, 17, 64)?);
     let native_pread = stats(floors::native_pread(n, &file)?);
+    // A path lookup as a program's imports make them: a file in an allowed
+    // directory, by its absolute path.
+    let stat_calls = |path, k| {
+        let dir = file.parent().unwrap_or(&file).to_path_buf();
+        let name = file.display().to_string();
+        loop_cost_with((n / 10).max(10), path, k, &[dir], |k| {
+            Ok(builtin::stat_loop(k, &name)?)
+        })
+    };
+    let stat_fast = stats(stat_calls(SyscallPath::Fast, 2_000)?);
+    let stat_exit = stats(stat_calls(SyscallPath::Exit, 200)?);
+    let native_stat = stats(floors::native_stat(n, &file)?);
 
     let life = lifecycle(n, &args, exit.median, create.median)?;
 
@@ -444,6 +456,23 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             floor: native_pread.median,
         },
         Row {
+            name: "stat_exitless",
+            what:
+                "stat(a file in an allowed directory) posted to the host poller (--syscalls fast)"
+                    .into(),
+            s: stat_fast,
+            floor_name: "native_stat",
+            floor: native_stat.median,
+        },
+        Row {
+            name: "stat_exit",
+            what: "stat(a file in an allowed directory) answered through an exit (--syscalls exit)"
+                .into(),
+            s: stat_exit,
+            floor_name: "native_stat",
+            floor: native_stat.median,
+        },
+        Row {
             name: "run_wall",
             what: "`forkvm run hello` wall time".into(),
             s: forkvm_run,
@@ -558,6 +587,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<()> {
             "native pread(64 B of a file)",
             &native_pread,
         ),
+        ("native_stat", "native stat(a file)", &native_stat),
         (
             "native_call",
             "native function call (same no-op, on the host)",

@@ -189,6 +189,27 @@ pub fn file_call_loop(
     })
 }
 
+/// Makes `n` calls of newfstatat(AT_FDCWD, `path`, buf, 0) (the buffer on
+/// the stack) and exits 0; exits 1 if one fails. The benchmark's path
+/// lookup loop.
+pub fn stat_loop(n: u32, path: &str) -> Result<Vec<u8>, IcedError> {
+    let mut name = path.as_bytes().to_vec();
+    name.push(0);
+    assemble(|a| {
+        let mut path_label = a.create_label();
+        let failed = checked_loop(a, n, 0, |a| {
+            a.mov(asm::rdi, -100i64)?; // AT_FDCWD
+            a.lea(asm::rsi, asm::ptr(path_label))?;
+            a.lea(asm::rdx, asm::ptr(asm::rsp - 512))?;
+            a.xor(asm::r10d, asm::r10d)?;
+            a.mov(asm::eax, 262)
+        })?;
+        exit_failed(a, failed)?;
+        a.set_label(&mut path_label)?;
+        a.db(&name)
+    })
+}
+
 /// A static program that calls the vDSO's `__vdso_clock_gettime(CLOCK_MONOTONIC)`
 /// `n` times (through AT_SYSINFO_EHDR's fixed address) and exits 0; exits 1
 /// when it has no vDSO.

@@ -217,6 +217,19 @@ pub fn native_pread(n: usize, path: &std::path::Path) -> std::io::Result<Vec<Dur
     Ok(v)
 }
 
+/// Native stat(2) of `path` (per call).
+pub fn native_stat(n: usize, path: &std::path::Path) -> std::io::Result<Vec<Duration>> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        for _ in 0..100 {
+            std::hint::black_box(rustix::fs::stat(path)?);
+        }
+        v.push(t.elapsed() / 100);
+    }
+    Ok(v)
+}
+
 /// Native clock_gettime(CLOCK_MONOTONIC), through the host's vDSO (per call).
 pub fn native_clock_gettime(n: usize) -> Vec<Duration> {
     (0..n)

@@ -105,13 +105,6 @@ pub(super) fn allow_write_roots(p: &Process) -> Vec<Root> {
     out
 }
 
-/// The `--allow-write` roots of `p`, ready for a change: in a fork, copies
-/// the overlaid roots up first (once).
-pub(super) fn roots_for_change(p: &Process) -> Result<Vec<Root>, Errno> {
-    prepare_change(p)?;
-    Ok(allow_write_roots(p))
-}
-
 /// Before a change: in a fork, copies the overlaid roots up first (once).
 pub(super) fn prepare_change(p: &Process) -> Result<(), Errno> {
     if p.tmp.overlay.isolate && !p.tmp.overlay.copied.load(Ordering::Relaxed) {
@@ -206,6 +199,12 @@ pub(super) fn is_overlay_path(p: &Process, path: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `--allow-write` roots of `p`, ready for a change.
+    fn roots_for_change(p: &Process) -> Result<Vec<Root>, Errno> {
+        prepare_change(p)?;
+        Ok(allow_write_roots(p))
+    }
     use crate::linux::test_setup;
 
     fn scratch(name: &str) -> PathBuf {

@@ -56,7 +56,11 @@ impl Root {
 
 /// The usable roots of the policy: absolute paths without `..`.
 pub(super) fn roots(p: &Process) -> Arc<[Root]> {
-    let copied = p.tmp.overlay.copied.load(std::sync::atomic::Ordering::Relaxed);
+    let copied = p
+        .tmp
+        .overlay
+        .copied
+        .load(std::sync::atomic::Ordering::Relaxed);
     p.tmp.roots.read(copied, || {
         let mut r = to_roots(p.policy.allow_read.iter());
         r.extend(allow_write_roots(p));
@@ -75,7 +79,11 @@ pub(super) fn write_roots(p: &Process) -> Result<Arc<[Root]>, Errno> {
 /// The roots for a change as they are now, without copying anything up: a
 /// question only (see `attr::in_write_roots`), or after [`prepare_change`].
 pub(super) fn change_roots(p: &Process) -> Arc<[Root]> {
-    let copied = p.tmp.overlay.copied.load(std::sync::atomic::Ordering::Relaxed);
+    let copied = p
+        .tmp
+        .overlay
+        .copied
+        .load(std::sync::atomic::Ordering::Relaxed);
     p.tmp
         .roots
         .write(copied, || with_private(p, allow_write_roots(p), true))

@@ -43,10 +43,13 @@ pub struct PrivateTmp {
 #[derive(Default)]
 pub(super) struct RootsCache {
     /// For looking (`path::roots`).
-    read: Mutex<Option<(bool, Arc<[Root]>)>>,
+    read: CachedRoots,
     /// For changing (`path::write_roots`), blocked roots included.
-    write: Mutex<Option<(bool, Arc<[Root]>)>>,
+    write: CachedRoots,
 }
+
+/// Roots made while the write roots were copied up (true) or not.
+type CachedRoots = Mutex<Option<(bool, Arc<[Root]>)>>;
 
 impl RootsCache {
     /// The roots for looking while the write roots are `copied` (or not).
@@ -59,11 +62,7 @@ impl RootsCache {
         Self::get(&self.write, copied, make)
     }
 
-    fn get(
-        slot: &Mutex<Option<(bool, Arc<[Root]>)>>,
-        copied: bool,
-        make: impl FnOnce() -> Vec<Root>,
-    ) -> Arc<[Root]> {
+    fn get(slot: &CachedRoots, copied: bool, make: impl FnOnce() -> Vec<Root>) -> Arc<[Root]> {
         let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
         match &*slot {
             Some((c, r)) if *c == copied => r.clone(),
@@ -249,10 +248,7 @@ pub(super) fn ensure_base(host: &Path) -> Result<(), Errno> {
         Err(e) => return Err(e),
     }
     let st = rustix::fs::lstat(base)?;
-    if st.st_mode & S_IFMT != S_IFDIR
-        || st.st_uid != host_uid()
-        || st.st_mode & 0o077 != 0
-    {
+    if st.st_mode & S_IFMT != S_IFDIR || st.st_uid != host_uid() || st.st_mode & 0o077 != 0 {
         return Err(Errno::EACCES);
     }
     Ok(())
