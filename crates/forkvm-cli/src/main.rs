@@ -197,7 +197,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
         );
     }
     if outcome.status() != 0 && !args.verbose {
-        hints(&machine.refused_paths(), machine.notes());
+        hints(&machine.refused_paths(), machine.mmap_enomem());
     }
     Ok(outcome.status() as u8)
 }
@@ -219,7 +219,7 @@ fn run_under_gdb(machine: &mut Machine, addr: &str) -> anyhow::Result<Outcome> {
 }
 
 /// After a failed run: what the guest was refused that may explain it.
-fn hints(refused: &[String], notes: &forkvm::linux::trace::Notes) {
+fn hints(refused: &[String], mmap_enomem: Option<u64>) {
     if !refused.is_empty() {
         eprintln!(
             "forkvm: hint: the program was refused {} (outside the allow-list); \
@@ -227,7 +227,7 @@ fn hints(refused: &[String], notes: &forkvm::linux::trace::Notes) {
             refused.join(", ")
         );
     }
-    if let Some(len) = notes.mmap_enomem {
+    if let Some(len) = mmap_enomem {
         eprintln!(
             "forkvm: hint: an mmap of {} MiB failed for lack of guest memory or address space; \
              try a larger --memory MIB or --address-space MIB",

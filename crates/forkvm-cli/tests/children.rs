@@ -490,6 +490,32 @@ fn the_hint_names_what_a_child_was_refused() {
     );
 }
 
+/// ... and what memory a child was refused: a pipeline whose compressor
+/// asks for more than --memory (xz -9 maps ~670 MiB) fails with a hint to
+/// raise it, as the same program run alone does.
+#[test]
+fn the_hint_names_the_memory_a_child_was_refused() {
+    if !installed("/usr/bin/python3") {
+        return;
+    }
+    let vm = Case::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import subprocess, sys; \
+             sys.exit(subprocess.run(['/usr/bin/python3', '-c', 'bytearray(600 << 20)']).returncode)",
+        ])
+        .run_forkvm();
+    assert_ne!(vm.status, 0, "{}", vm.describe());
+    assert!(vm.stderr_str().contains("MemoryError"), "{}", vm.describe());
+    let stderr = vm.stderr_str();
+    let hints: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("hint: an mmap of"))
+        .collect();
+    assert_eq!(hints.len(), 1, "{}", vm.describe());
+    assert!(hints[0].contains("--memory"), "{}", vm.describe());
+}
+
 /// --timeout ends the whole tree: children sleeping in the background do
 /// not keep the run alive.
 #[test]

@@ -377,7 +377,7 @@ fn run_child(mut m: Machine, family: Family) {
             killed_status(9)
         }
     };
-    family.tree.note_refused(&m.proc.notes.denied);
+    family.tree.note_refused(&m.proc.notes);
     family.record_cpu(crate::linux::time::cpu_time().saturating_add(m.proc.children_cpu));
     // The VM goes back to the pool, emptied, for the next fork. The process
     // state (open files: pipe ends, file locks) goes first, before the

@@ -673,6 +673,16 @@ impl Machine {
         all
     }
 
+    /// The size of the first mmap one of the run's processes was refused for
+    /// lack of guest memory or address space: this one's, or else one of its
+    /// ended children's (for a failed run's hint).
+    pub fn mmap_enomem(&self) -> Option<u64> {
+        self.proc
+            .notes
+            .mmap_enomem
+            .or_else(|| self.proc.family.as_ref().and_then(|f| f.tree.mmap_enomem()))
+    }
+
     /// Guest memory (for tests and embedding).
     pub fn memory(&self) -> &GuestMemory {
         &self.mem

@@ -145,6 +145,9 @@ pub struct Tree {
     /// Paths the run's other processes were refused as outside the
     /// allow-list (a shell's `exec` of a tool), for the first one's hints.
     refused: Mutex<Vec<String>>,
+    /// The size of an mmap an ended process was refused for lack of memory
+    /// (the first one), for the same hint.
+    mmap_enomem: Mutex<Option<u64>>,
     /// The run's bound and listening sockets, whichever process made them,
     /// so that a bind or connect by address finds those its process did not
     /// inherit (made after a fork, or closed on exec), as in one network
@@ -197,14 +200,30 @@ fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 
 impl Tree {
     /// Adds what an ended process was refused to the run's list (the first
-    /// few paths; repeats once).
-    pub fn note_refused(&self, paths: &[String]) {
+    /// few paths, repeats once; the first mmap refused for lack of memory):
+    /// a failed run's hints name what any of its processes lacked.
+    pub fn note_refused(&self, notes: &super::trace::Notes) {
         let mut all = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
-        for path in paths {
+        for path in &notes.denied {
             if all.len() < super::trace::MAX_DENIED && !all.contains(path) {
                 all.push(path.clone());
             }
         }
+        if let Some(len) = notes.mmap_enomem {
+            self.mmap_enomem
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_or_insert(len);
+        }
+    }
+
+    /// The first mmap an ended process of the run was refused for lack of
+    /// memory (see [`Tree::note_refused`]).
+    pub fn mmap_enomem(&self) -> Option<u64> {
+        *self
+            .mmap_enomem
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// What the run's other processes were refused (see [`Tree::note_refused`]).
@@ -278,6 +297,7 @@ impl Tree {
             deadline,
             ended: AtomicBool::new(false),
             refused: Mutex::new(Vec::new()),
+            mmap_enomem: Mutex::new(None),
             sockets: Mutex::new(Vec::new()),
             shm: Arc::default(),
             wake: wake::Wake::default(),
