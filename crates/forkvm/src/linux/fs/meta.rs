@@ -310,7 +310,7 @@ fn ancestor_entries(roots: &[Root], dir: &[u8]) -> Vec<(Vec<u8>, u64, u8)> {
     for (name, full) in names {
         let host = PathBuf::from(std::ffi::OsStr::from_bytes(&full));
         // Opened as walks open roots (a private /tmp comes into being).
-        let Ok(st) = open_root(roots, &host).and_then(|fd| Ok(rustix::fs::fstat(&fd)?)) else {
+        let Ok((_, st)) = open_root(roots, &host) else {
             continue;
         };
         let ty = match st.st_mode & S_IFMT {

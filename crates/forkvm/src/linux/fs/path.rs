@@ -177,13 +177,20 @@ pub(super) fn open_child(dir: &OwnedFd, dir_stat: &Stat, name: &[u8]) -> Result<
     }
 }
 
-/// Opens the root `host` of `roots`. The policy's roots are opened once per
-/// host thread and kept (see [`ROOT_FDS`]).
-pub(super) fn open_root(roots: &[Root], host: &Path) -> Result<Rc<OwnedFd>, Errno> {
+/// Opens the root `host` of `roots`, with its metadata. The policy's
+/// roots are opened once per host thread and kept (see [`ROOT_FDS`]).
+pub(super) fn open_root(roots: &[Root], host: &Path) -> Result<(Rc<OwnedFd>, Stat), Errno> {
     let keep = !is_forkvm_scratch(host);
     if keep {
         if let Some(fd) = ROOT_FDS.with_borrow(|m| m.get(host).cloned()) {
-            return Ok(fd);
+            // Still the object at that path (it may have been replaced on the
+            // host since, say a deployment's new copy of a directory): one
+            // stat, where opening it again took an open, a stat and a close.
+            let st = rustix::fs::stat(host)?;
+            if (st.st_dev, st.st_ino) == (fd.1, fd.2) {
+                return Ok((fd.0, st));
+            }
+            ROOT_FDS.with_borrow_mut(|m| m.remove(host));
         }
     }
     let open = || rustix::fs::open(host, OFlags::PATH | OFlags::CLOEXEC, Mode::empty());
@@ -199,29 +206,32 @@ pub(super) fn open_root(roots: &[Root], host: &Path) -> Result<Rc<OwnedFd>, Errn
         }
         r => r?,
     });
+    let st = rustix::fs::fstat(&*fd)?;
     if keep {
         ROOT_FDS.with_borrow_mut(|m| {
             // The policy names a handful of roots; anything more is not
             // worth keeping.
             if m.len() < ROOT_FDS_MAX {
-                m.insert(host.to_path_buf(), fd.clone());
+                m.insert(host.to_path_buf(), (fd.clone(), st.st_dev, st.st_ino));
             }
         });
     }
-    Ok(fd)
+    Ok((fd, st))
 }
 
 thread_local! {
     /// O_PATH descriptors of the policy's roots (`--allow-read`,
-    /// `--allow-write`, by host path) this thread has walked from. Opening a
-    /// root again for every path cost two host calls of the ~13 a lookup
-    /// made. So a root is the directory that was at its path when first
-    /// used, as a bind mount's is: one replaced on the host later is not
-    /// seen. forkvm's own scratch directories (private trees, copies of the
-    /// write roots) come and go with processes and are never kept.
-    static ROOT_FDS: std::cell::RefCell<std::collections::HashMap<PathBuf, Rc<OwnedFd>>> =
-        Default::default();
+    /// `--allow-write`, by host path) this thread has walked from, with
+    /// their device and inode. Opening a root again for every path cost
+    /// three host calls of the ~13 a lookup made; now a stat of its path
+    /// checks the kept one is still what is there. forkvm's own scratch
+    /// directories (private trees, copies of the write roots) come and go
+    /// with processes and are never kept.
+    static ROOT_FDS: std::cell::RefCell<RootFds> = Default::default();
 }
+
+/// See [`ROOT_FDS`].
+type RootFds = std::collections::HashMap<PathBuf, (Rc<OwnedFd>, u64, u64)>;
 
 /// Most roots [`ROOT_FDS`] keeps per thread.
 const ROOT_FDS_MAX: usize = 64;
@@ -318,8 +328,8 @@ pub(super) fn walk_inner(
         blocked: false,
     };
     if let Some(r) = roots.iter().find(|r| r.comps.is_empty()) {
-        let fd = open_root(roots, &r.host)?;
-        top.stat = Some(rustix::fs::fstat(&*fd)?);
+        let (fd, st) = open_root(roots, &r.host)?;
+        top.stat = Some(st);
         top.fd = Some(fd);
         top.root = Some(r.host.clone());
     }
@@ -378,17 +388,19 @@ pub(super) fn walk_inner(
             None => parent.blocked,
         };
         let mounted = mounted.filter(|r| !r.blocked).map(|r| r.host.clone());
-        let (fd, root) = match (&parent.fd, &parent.stat) {
+        let (fd, known, root) = match (&parent.fd, &parent.stat) {
             _ if mounted.is_some() => {
                 let host = mounted.ok_or(Errno::ENOENT)?;
-                (open_root(roots, &host)?, Some(host))
+                let (fd, st) = open_root(roots, &host)?;
+                (fd, Some(st), Some(host))
             }
-            (Some(dir), Some(st)) => (Rc::new(open_child(dir, st, &comp)?), None),
+            (Some(dir), Some(st)) => (Rc::new(open_child(dir, st, &comp)?), None, None),
             _ => {
                 let mut want = level_names(&stack);
                 want.push(&comp);
                 if let Some(r) = roots.iter().find(|r| r.is(&want)) {
-                    (open_root(roots, &r.host)?, Some(r.host.clone()))
+                    let (fd, st) = open_root(roots, &r.host)?;
+                    (fd, Some(st), Some(r.host.clone()))
                 } else if roots.iter().any(|r| r.is_below(&want)) {
                     stack.push(Level {
                         name: comp,
@@ -446,7 +458,10 @@ pub(super) fn walk_inner(
                 }
             }
         };
-        let st = rustix::fs::fstat(&*fd)?;
+        let st = match known {
+            Some(st) => st,
+            None => rustix::fs::fstat(&*fd)?,
+        };
         let ty = st.st_mode & S_IFMT;
         if ty == S_IFLNK && (!last || follow_last) {
             let target = rustix::fs::readlinkat(&*fd, "", Vec::new())?.into_bytes();

@@ -814,3 +814,34 @@ fn path_only_descriptors() {
     );
     assert_eq!(m.read(BUF, 13).unwrap(), b"sub/inner.txt");
 }
+
+#[test]
+fn a_root_replaced_on_the_host_is_seen_anew() {
+    // Roots are kept open between lookups; a deployment that swaps in a
+    // new copy of the directory (or an editor that renames a new file over
+    // a root file) must still be seen, as a lookup by path would.
+    let t = Tree::new();
+    let file_root = t.root.join("config.txt");
+    std::fs::write(&file_root, b"old config").unwrap();
+    let (mut p, mut m) = setup(vec![t.allowed(), file_root.clone()]);
+    let fd = open(&mut p, &mut m, &t.s("allowed/hello.txt"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), b"hello world");
+    let fd = open(&mut p, &mut m, &t.s("config.txt"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), b"old config");
+    std::fs::rename(t.allowed(), t.root.join("old-allowed")).unwrap();
+    std::fs::create_dir(t.allowed()).unwrap();
+    std::fs::write(t.allowed().join("hello.txt"), b"new world").unwrap();
+    let new_file = t.root.join("config.txt.new");
+    std::fs::write(&new_file, b"new config").unwrap();
+    std::fs::rename(&new_file, &file_root).unwrap();
+    let fd = open(&mut p, &mut m, &t.s("allowed/hello.txt"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), b"new world");
+    let fd = open(&mut p, &mut m, &t.s("config.txt"), O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), b"new config");
+    // A root gone from the host is gone for the guest too.
+    std::fs::remove_dir_all(t.allowed()).unwrap();
+    assert_eq!(
+        stat(&mut p, &mut m, &t.s("allowed/hello.txt"), true).err(),
+        Some(Errno::ENOENT)
+    );
+}
