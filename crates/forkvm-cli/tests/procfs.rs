@@ -35,6 +35,15 @@ fn other_processes_show_running_or_sleeping() {
     glibc_and_musl("proc_state");
 }
 
+/// /proc/self/maps says what each mapping is, as Linux does: executable or
+/// not, shared or private, the file, offset, device and inode it maps
+/// (through mprotect, munmap and mremap), the program's own segments, the
+/// stack and the vDSO. forkvm showed no x, no s, no file and offset 0.
+#[test]
+fn proc_self_maps_names_what_each_mapping_maps() {
+    glibc_and_musl("proc_maps");
+}
+
 /// A shell's children read the shell's /proc directory and their siblings'
 /// as they would natively.
 #[test]

@@ -10,7 +10,7 @@
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::abi::PAGE_SIZE;
-use crate::memory::{GuestMemory, Rights};
+use crate::memory::{GuestMemory, Label, MappedFile, Rights};
 use std::os::fd::AsFd;
 
 const PROT_EXEC_READ_WRITE: u64 = 0x7;
@@ -230,6 +230,17 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     for (s, l) in p.mm.take_dirty(start, len) {
         zero_kept(mem, s, l);
     }
+    let heap = p.mm.in_heap(start, len);
+    if !heap {
+        label(
+            p,
+            start,
+            len,
+            prot,
+            shared_flag,
+            (!anonymous).then_some((fd, off)),
+        );
+    }
     if shared.is_some_and(|what| share(mem, start, len, off, what)) {
         mem.map_user(start, start + len, rights);
         return Ok(start);
@@ -273,6 +284,35 @@ fn sys_mmap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
     mem.map_user(start, start + len, rights);
     Ok(start)
+}
+
+/// Labels a new mapping for `/proc/self/maps` (see `memory::labels`):
+/// executable or not, shared or private, and the file `fd` maps from `off`.
+fn label(p: &mut Process, start: u64, len: u64, prot: u64, shared: bool, file: Option<(u64, u64)>) {
+    let file = file.and_then(|(fd, off)| {
+        let f = p.fds.get(i32::try_from(fd).ok()?).ok()?;
+        let f = super::fdtable::lock(&f);
+        match &f.kind {
+            super::fdtable::FileKind::File { fd, path } => {
+                let st = rustix::fs::fstat(fd).ok()?;
+                let file = MappedFile {
+                    path: path.clone(),
+                    dev: st.st_dev,
+                    ino: st.st_ino,
+                };
+                Some((std::sync::Arc::new(file), off))
+            }
+            _ => None,
+        }
+    });
+    let (file, offset) = file.map_or((None, 0), |(f, off)| (Some(f), off));
+    let label = Label {
+        exec: prot & 4 != 0,
+        shared,
+        file,
+        offset,
+    };
+    p.mm.labels.set(start, start.saturating_add(len), label);
 }
 
 /// What a shared mapping maps.
@@ -442,6 +482,7 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     // The mapping keeps its rights wherever it goes and however far it grows.
     let rights = mem.user_rights_at(old).unwrap_or(RW);
     if p.mm.mapping_at(old) == Some(old_len) && p.mm.grow_in_place(old, new_len) {
+        grow_label(p, old, old_len, new_len);
         mem.map_user(old, old + new_len, RW);
         for (s, l) in p.mm.take_dirty(old + old_len, new_len - old_len) {
             zero_kept(mem, s, l);
@@ -463,10 +504,23 @@ fn sys_mremap(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
         mem.write(new, &data)?;
         discard(mem, old, old_len);
     }
+    p.mm.labels.relocate(old, new, old_len);
+    grow_label(p, new, old_len, new_len);
     p.mm.remove(old, old_len);
     mem.unmap_user(old, old + old_len);
     keep_rights(mem, new, new_len, rights);
     Ok(new)
+}
+
+/// Extends the label of the mapping at `addr` (`old_len` bytes, one label)
+/// over its growth to `new_len`, as Linux grows the one mapping.
+fn grow_label(p: &mut Process, addr: u64, old_len: u64, new_len: u64) {
+    if let Some((end, label)) = p.mm.labels.at(addr) {
+        if end == addr + old_len {
+            let label = label.clone();
+            p.mm.labels.set(addr, addr + new_len, label);
+        }
+    }
 }
 
 /// Gives a mapping mremap made (writable while its bytes moved in) back the
@@ -522,6 +576,10 @@ fn remap_shared(
     }
     mem.map_user(at, at + new_len, RW);
     if at != old {
+        p.mm.labels.relocate(old, at, old_len);
+    }
+    grow_label(p, at, old_len, new_len);
+    if at != old {
         discard(mem, old, old_len);
         p.mm.remove(old, old_len);
         mem.unmap_user(old, old + old_len);
@@ -564,6 +622,7 @@ fn sys_mprotect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if !mem.protect_user(addr, end, rights) {
         return Err(Errno::ENOMEM);
     }
+    p.mm.labels.set_exec(addr, end, prot & 4 != 0);
     Ok(0)
 }
 

@@ -61,6 +61,132 @@ pub fn etc_file(p: &Process, path: &[u8]) -> Option<std::borrow::Cow<'static, st
     allowed_etc(p, path).then_some(text.into())
 }
 
+/// `/proc/self/maps`: the program's mappings with their rights (the user
+/// map's), whether executable and shared, and the file, offset, device and
+/// inode each maps (`memory::labels`), as Linux prints them; the vDSO and
+/// its data page as `[vdso]` and `[vvar]`, the heap and stack by name.
+/// Neighbours that Linux would keep as one mapping (same rights and name,
+/// the same file at following offsets) are one line, as a heap grown by
+/// several brk calls is.
+fn maps(p: &Process, mem: &GuestMemory) -> Vec<u8> {
+    let mut lines: Vec<MapsLine> = Vec::new();
+    let mut add = |l: MapsLine| match lines.last_mut() {
+        Some(prev) if prev.continued_by(&l) => prev.end = l.end,
+        _ => lines.push(l),
+    };
+    if p.mm.vdso != 0 {
+        let page = crate::abi::PAGE_SIZE;
+        let data = crate::abi::FAST_DATA_ADDR;
+        let vdso_end = p.mm.vdso + (crate::vdso::IMAGE.len() as u64).next_multiple_of(page);
+        add(MapsLine::named(data, data + page, *b"r--p", "[vvar]"));
+        add(MapsLine::named(p.mm.vdso, vdso_end, *b"r-xp", "[vdso]"));
+    }
+    let stack_lo = mem.size() - p.mm.stack_size(mem.size());
+    for (start, end, r) in mem.user_mappings() {
+        let name = if start >= stack_lo {
+            "[stack]"
+        } else if start >= p.mm.brk_start && start < p.mm.brk.max(p.mm.brk_start + 1) {
+            "[heap]"
+        } else {
+            ""
+        };
+        // One line per run of the range with one label.
+        let mut at = start;
+        while at < end {
+            let (to, label) = match p.mm.labels.range_at(at) {
+                Some((s, e, l)) => (e.min(end), Some((s, l))),
+                None => (p.mm.labels.next_start(at).map_or(end, |n| n.min(end)), None),
+            };
+            let flag = |set: bool, c: u8, unset: u8| if set { c } else { unset };
+            let perms = [
+                flag(r.read, b'r', b'-'),
+                flag(r.write, b'w', b'-'),
+                flag(label.is_some_and(|(_, l)| l.exec), b'x', b'-'),
+                flag(label.is_some_and(|(_, l)| l.shared), b's', b'p'),
+            ];
+            let mut line = MapsLine::named(at, to, perms, name);
+            if let Some((s, l)) = label {
+                if l.file.is_some() {
+                    line.file = l.file.clone();
+                    line.offset = l.offset + (at - s);
+                    line.mapping = s;
+                }
+            }
+            add(line);
+            at = to;
+        }
+    }
+    let mut s = String::new();
+    for l in &lines {
+        l.write(&mut s);
+    }
+    s.into_bytes()
+}
+
+/// One line of `/proc/self/maps`.
+struct MapsLine {
+    start: u64,
+    end: u64,
+    perms: [u8; 4],
+    file: Option<std::sync::Arc<crate::memory::MappedFile>>,
+    offset: u64,
+    /// Where the file mapping this line shows starts (its label's range).
+    mapping: u64,
+    /// The name of a mapping of no file (`[heap]`, `[stack]`...).
+    name: &'static str,
+}
+
+impl MapsLine {
+    fn named(start: u64, end: u64, perms: [u8; 4], name: &'static str) -> Self {
+        Self {
+            start,
+            end,
+            perms,
+            file: None,
+            offset: 0,
+            mapping: 0,
+            name,
+        }
+    }
+
+    /// Whether `next` goes on where this line ends, as one mapping: memory
+    /// of no file with the same rights and name (Linux merges those), or
+    /// the rest of the same file mapping.
+    fn continued_by(&self, next: &Self) -> bool {
+        self.end == next.start
+            && self.perms == next.perms
+            && self.name == next.name
+            && match (&self.file, &next.file) {
+                (None, None) => true,
+                (Some(_), Some(_)) => self.mapping == next.mapping,
+                _ => false,
+            }
+    }
+
+    /// As Linux prints it: a line without a name ends with the inode's
+    /// space; a name starts at the 74th column at the earliest.
+    fn write(&self, s: &mut String) {
+        let (dev, ino, name) = match &self.file {
+            Some(f) => (f.dev, f.ino, String::from_utf8_lossy(&f.path)),
+            None => (0, 0, std::borrow::Cow::Borrowed(self.name)),
+        };
+        let (major, minor) = (
+            ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff),
+            (dev & 0xff) | ((dev >> 12) & !0xff),
+        );
+        let perms = String::from_utf8_lossy(&self.perms);
+        let head = format!(
+            "{:08x}-{:08x} {perms} {:08x} {major:02x}:{minor:02x} {ino} ",
+            self.start, self.end, self.offset
+        );
+        if name.is_empty() {
+            let _ = writeln!(s, "{head}");
+        } else {
+            let _ = writeln!(s, "{head:<72} {name}");
+        }
+    }
+}
+
 /// Whether the guest sees its own file at `path` in /etc: the host's is not
 /// allowed (`--allow-read` of the real file wins).
 fn allowed_etc(p: &Process, path: &[u8]) -> bool {
@@ -108,24 +234,7 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
             let name = p.comm.split(|&b| b == 0).next().unwrap_or(b"");
             return Some([name, b"\n"].concat());
         }
-        b"self/maps" => {
-            let stack_lo = mem.size() - p.mm.stack_size(mem.size());
-            for (start, end, r) in mem.user_mappings() {
-                let name = if start >= stack_lo {
-                    "[stack]"
-                } else if start >= p.mm.brk_start && start < p.mm.brk.max(p.mm.brk_start + 1) {
-                    "[heap]"
-                } else {
-                    ""
-                };
-                let _ = writeln!(
-                    s,
-                    "{start:08x}-{end:08x} {}{}-p 00000000 00:00 0                          {name}",
-                    if r.read { 'r' } else { '-' },
-                    if r.write { 'w' } else { '-' },
-                );
-            }
-        }
+        b"self/maps" => return Some(maps(p, mem)),
         b"self/status" => {
             let name = String::from_utf8_lossy(p.comm.split(|&b| b == 0).next().unwrap_or(b""));
             let _ = write!(

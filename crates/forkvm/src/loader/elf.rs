@@ -585,6 +585,19 @@ impl ElfImage {
             .collect()
     }
 
+    /// The loaded segments as `/proc/self/maps` shows them: (start, end,
+    /// executable, offset in the file of the start).
+    pub fn mapped_segments(&self) -> Vec<(u64, u64, bool, u64)> {
+        self.segments
+            .iter()
+            .map(|s| {
+                let start = s.start & !(crate::abi::PAGE_SIZE - 1);
+                let offset = s.offset.saturating_sub(s.start - start);
+                (start, s.end, s.flags & elf::PF_X != 0, offset)
+            })
+            .collect()
+    }
+
     /// Copies the PT_LOAD segments of `bytes` (the file given to [`parse`])
     /// into guest memory and zero-fills their bss.
     pub fn load(&self, bytes: &[u8], mem: &mut GuestMemory) -> Result<LoadedProgram, LoadError> {

@@ -170,6 +170,7 @@ impl Machine {
         // A dynamically linked program starts in its interpreter (ld.so),
         // loaded like the kernel does: into the mmap area, told where the
         // program is through the auxv.
+        label_image(&mut mm, &image, exe_path, std::path::Path::new(exe_path));
         let (entry, interp_base) = match image.interp() {
             None => (program.entry, 0),
             Some(path) => load_interpreter(path, &mut mem, &mut mm)?,
@@ -187,6 +188,7 @@ impl Machine {
         } else {
             0
         };
+        mm.vdso = vdso;
 
         let mut random = [0u8; 16];
         getrandom::fill(&mut random).map_err(|e| MachineError::Internal(e.to_string()))?;
@@ -372,7 +374,41 @@ fn load_interpreter(
         .load_from(bytes, Some(file.fd()), mem)
         .map_err(|e| fail(e.to_string()))?;
     map_image(mem, &image);
+    // Named as the kernel names it: where the file is, links resolved.
+    let shown =
+        std::fs::canonicalize(path).map_or_else(|_| path.to_string(), |p| p.display().to_string());
+    label_image(mm, &image, &shown, std::path::Path::new(path));
     Ok((loaded.entry, base))
+}
+
+/// Labels an ELF image's segments for `/proc/self/maps` (see
+/// `memory::labels`): the file the guest knows as `guest_path` (at `host` on
+/// the host), executable where the segment is.
+fn label_image(
+    mm: &mut AddressSpace,
+    image: &loader::ElfImage,
+    guest_path: &str,
+    host: &std::path::Path,
+) {
+    let (dev, ino) = rustix::fs::stat(host).map_or((0, 0), |st| (st.st_dev, st.st_ino));
+    let file = std::sync::Arc::new(crate::memory::MappedFile {
+        path: guest_path.as_bytes().to_vec(),
+        dev,
+        ino,
+    });
+    for (start, end, exec, offset) in image.mapped_segments() {
+        let end = end.next_multiple_of(abi::PAGE_SIZE);
+        mm.labels.set(
+            start,
+            end,
+            crate::memory::Label {
+                exec,
+                shared: false,
+                file: Some(file.clone()),
+                offset,
+            },
+        );
+    }
 }
 
 /// Address space given to Go programs (their runtime reserves 512 MiB of it).

@@ -36,6 +36,10 @@ pub struct AddressSpace {
     dirty: BTreeMap<u64, u64>,
     /// Ranges marked `MADV_WIPEONFORK`: a forked child sees them zeroed.
     wipe_on_fork: BTreeMap<u64, u64>,
+    /// What `/proc/self/maps` says of the mappings beyond their rights.
+    pub labels: super::Labels,
+    /// Where the vDSO is (0: none; a traced run has none).
+    pub vdso: u64,
 }
 
 /// Removes the parts of `start..start+len` from `ranges` (start → length)
@@ -76,6 +80,8 @@ impl AddressSpace {
             maps: BTreeMap::new(),
             dirty: BTreeMap::new(),
             wipe_on_fork: BTreeMap::new(),
+            labels: super::Labels::default(),
+            vdso: 0,
         }
     }
 
@@ -155,6 +161,7 @@ impl AddressSpace {
     pub fn remove(&mut self, addr: u64, len: u64) {
         let Some(len) = page_up(len) else { return };
         cut(&mut self.wipe_on_fork, addr, len);
+        self.labels.clear(addr, addr.saturating_add(len));
         let end = addr.saturating_add(len);
         let overlapping: Vec<(u64, u64)> = self
             .maps
