@@ -2,7 +2,8 @@
  * as on Linux, in the directory given as argv[1]: getcwd answers ENOENT
  * (before ERANGE), creating a name in it answers ENOENT even after a
  * directory of the same name was made again, and ".." leads to where it
- * was. (Linux still stats "." there; forkvm answers ENOENT.) node's
+ * was, and "." is still the directory (it stats with no links and lists
+ * empty; forkvm answered ENOENT). node's
  * process.cwd() threw ENOENT natively and gave the old path under forkvm,
  * and names were created in the new directory of the old name. */
 #define _GNU_SOURCE
@@ -45,9 +46,20 @@ int main(int argc, char **argv) {
     say("rmdir d", rmdir(at("d")));
     cwd("getcwd removed", sizeof top);
     cwd("getcwd removed, 1-byte buffer", 1);
+    struct stat st;
+    say("stat . removed", stat(".", &st));
+    printf("%-34s %lu\n", "links of . removed", (unsigned long)st.st_nlink);
+    say("stat ./ removed", stat("./", &st));
+    int dot = open(".", O_RDONLY | O_DIRECTORY);
+    say("open . removed", dot);
+    if (dot >= 0) {
+        char buf[1024];
+        long n = syscall(SYS_getdents64, dot, buf, sizeof buf);
+        printf("%-34s %ld\n", "listing of . removed (bytes)", n);
+        close(dot);
+    }
     say("open f O_CREAT", open("f", O_CREAT | O_WRONLY, 0644));
     say("mkdir sub", mkdir("sub", 0755));
-    struct stat st;
     say("open ../up O_CREAT", open("../up", O_CREAT | O_WRONLY, 0644));
     say("stat ./../up", stat("./../up", &st));
     say("stat up", stat(at("up"), &st));
@@ -77,6 +89,8 @@ int main(int argc, char **argv) {
     say("openat h x O_CREAT", openat(h, "x", O_CREAT | O_WRONLY, 0644));
     say("mkdirat h y", mkdirat(h, "y", 0755));
     say("stat h/x", stat("h/x", &st));
+    say("fstatat h .", fstatat(h, ".", &st, 0));
+    printf("%-34s %lu\n", "links of h", (unsigned long)st.st_nlink);
     say("fchdir h", fchdir(h));
     cwd("getcwd after fchdir", sizeof top);
 

@@ -36,10 +36,19 @@ pub(super) fn do_open(
     }
     let writes = acc != O_RDONLY || flags & (O_CREAT | O_TRUNC) != 0;
     let follow = flags & O_NOFOLLOW == 0 && flags & (O_CREAT | O_EXCL) != O_CREAT | O_EXCL;
-    let abs = absolute(p, dirfd, &path)?;
+    // "." in a removed directory is that directory, which has no path.
+    let (abs, found) = match removed_itself(p, dirfd, &path)? {
+        Some(_) if writes && !path_only => return Err(Errno::EISDIR),
+        Some(r) => (Vec::new(), Ok(Target::Host(r))),
+        None => {
+            let abs = absolute(p, dirfd, &path)?;
+            let found = resolve(p, &abs, follow);
+            (abs, found)
+        }
+    };
     // Resolved first, so a device or /proc file is known by what it is, not
     // by how the path spells it (a link to /dev/null, /dev/./null).
-    let r = match resolve(p, &abs, follow) {
+    let r = match found {
         Ok(Target::Dev(d)) => {
             if flags & O_DIRECTORY != 0 {
                 return Err(Errno::ENOTDIR);

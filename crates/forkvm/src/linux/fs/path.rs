@@ -138,6 +138,8 @@ pub(super) enum Reach {
     Link,
     /// A directory above the roots, by its host path: looked at and listed, never changed.
     Ancestor(PathBuf),
+    /// A removed directory, which has no name left: by a descriptor of it.
+    Removed(Rc<OwnedFd>),
 }
 
 /// A path resolved inside the guest namespace.
@@ -573,6 +575,10 @@ pub(super) fn reopen(r: &Resolved, flags: OFlags) -> Result<OwnedFd, Errno> {
             Mode::empty(),
         )?,
         Reach::Link => return Err(Errno::ELOOP),
+        Reach::Removed(fd) => {
+            let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&**fd));
+            rustix::fs::open(link.as_str(), flags | OFlags::CLOEXEC, Mode::empty())?
+        }
         Reach::Ancestor(host) => {
             if flags.intersects(OFlags::WRONLY | OFlags::RDWR | OFlags::CREATE | OFlags::TRUNC) {
                 return Err(Errno::EROFS);
@@ -647,8 +653,8 @@ fn base_dir_removed(p: &Process, dirfd: i32) -> Result<(Vec<u8>, bool), Errno> {
 
 /// `path` made absolute against `dirfd` (AT_FDCWD: the cwd).
 /// In a removed directory Linux finds no name (ENOENT, creating included):
-/// only `..` leads out, to where it was. (`.` itself is ENOENT here, where
-/// Linux would still stat the dead directory.)
+/// only `..` leads out, to where it was (and `.` is the directory itself,
+/// see [`lookup`]).
 pub(super) fn absolute(p: &Process, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, Errno> {
     if path.starts_with(b"/") {
         return Ok(path.to_vec());
@@ -731,7 +737,60 @@ pub(super) fn lookup(p: &Process, dirfd: i32, path: &[u8], follow: bool) -> Resu
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
+    if let Some(r) = removed_itself(p, dirfd, path)? {
+        return Ok(Target::Host(r));
+    }
     resolve(p, &absolute(p, dirfd, path)?, follow)
+}
+
+/// When `path` is "." (or "./", "./.") in a removed directory: that
+/// directory, which has no path left (see [`removed_base`]).
+pub(super) fn removed_itself(
+    p: &Process,
+    dirfd: i32,
+    path: &[u8],
+) -> Result<Option<Resolved>, Errno> {
+    if names_itself(path) {
+        removed_base(p, dirfd)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Whether the relative `path` names the directory it starts from (".",
+/// "./", "./.").
+fn names_itself(path: &[u8]) -> bool {
+    !path.starts_with(b"/")
+        && path
+            .split(|&b| b == b'/')
+            .all(|c| c.is_empty() || c == b".")
+}
+
+/// The directory relative paths start from (`dirfd`, or the cwd), if it
+/// was removed: it has no name left, but "." is still it, as on Linux
+/// (stat says it has no links, a listing is empty; nothing can be made in it).
+fn removed_base(p: &Process, dirfd: i32) -> Result<Option<Resolved>, Errno> {
+    let (fd, path) = if dirfd == AT_FDCWD {
+        match &p.cwd_dir {
+            Some(d) if removed(d) => (d.try_clone()?, cwd_path(p)),
+            _ => return Ok(None),
+        }
+    } else {
+        let file = p.fds.get(dirfd)?;
+        let f = lock(&file);
+        match &f.kind {
+            FileKind::Dir { fd, path } if removed(fd) => (fd.try_clone()?, path.clone()),
+            _ => return Ok(None),
+        }
+    };
+    let stat = rustix::fs::fstat(&fd)?;
+    let fd = Rc::new(fd);
+    Ok(Some(Resolved {
+        fd: fd.clone(),
+        stat,
+        path,
+        reach: Reach::Removed(fd),
+    }))
 }
 
 /// Looks the absolute guest path `abs` up, synthetic names included.
