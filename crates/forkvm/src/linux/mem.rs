@@ -10,7 +10,7 @@
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::abi::PAGE_SIZE;
-use crate::memory::{GuestMemory, Label, MappedFile, Rights};
+use crate::memory::{GuestMemory, Label, Rights};
 use std::os::fd::AsFd;
 
 const PROT_EXEC_READ_WRITE: u64 = 0x7;
@@ -295,17 +295,15 @@ fn label(p: &mut Process, start: u64, len: u64, prot: u64, shared: bool, file: O
         match &f.kind {
             super::fdtable::FileKind::File { fd, path } => {
                 let st = rustix::fs::fstat(fd).ok()?;
-                let file = MappedFile {
-                    path: path.clone(),
-                    dev: st.st_dev,
-                    ino: st.st_ino,
-                };
-                Some((std::sync::Arc::new(file), off))
+                Some((path.clone(), st.st_dev, st.st_ino, off))
             }
             _ => None,
         }
     });
-    let (file, offset) = file.map_or((None, 0), |(f, off)| (Some(f), off));
+    let (file, offset) = match file {
+        Some((path, dev, ino, off)) => (Some(p.mm.labels.file(&path, dev, ino)), off),
+        None => (None, 0),
+    };
     let label = Label {
         exec: prot & 4 != 0,
         shared,

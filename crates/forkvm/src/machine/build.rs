@@ -391,11 +391,7 @@ fn label_image(
     host: &std::path::Path,
 ) {
     let (dev, ino) = rustix::fs::stat(host).map_or((0, 0), |st| (st.st_dev, st.st_ino));
-    let file = std::sync::Arc::new(crate::memory::MappedFile {
-        path: guest_path.as_bytes().to_vec(),
-        dev,
-        ino,
-    });
+    let file = mm.labels.file(guest_path.as_bytes(), dev, ino);
     for (start, end, exec, offset) in image.mapped_segments() {
         let end = end.next_multiple_of(abi::PAGE_SIZE);
         mm.labels.set(

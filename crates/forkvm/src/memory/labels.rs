@@ -49,6 +49,10 @@ impl Label {
 #[derive(Debug, Clone, Default)]
 pub struct Labels {
     map: Arc<BTreeMap<u64, (u64, Label)>>,
+    /// One [`MappedFile`] per file (device, inode) mapped by one name, so
+    /// that a file mapped again and again costs one copy of its name: a
+    /// program cannot make the host hold its path once per mapping.
+    files: Arc<std::collections::HashMap<(u64, u64), std::sync::Weak<MappedFile>>>,
 }
 
 /// Most labelled ranges kept: past it new mappings go unlabelled (their
@@ -56,7 +60,35 @@ pub struct Labels {
 /// bound by splitting its mappings.
 const MAX_LABELS: usize = 65_536;
 
+/// Interned files past which those no longer mapped are forgotten.
+const FILES_PRUNE: usize = 4096;
+
 impl Labels {
+    /// The [`MappedFile`] for `path` at (`dev`, `ino`): the one already in
+    /// use when there is one.
+    pub fn file(&mut self, path: &[u8], dev: u64, ino: u64) -> Arc<MappedFile> {
+        if let Some(f) = self
+            .files
+            .get(&(dev, ino))
+            .and_then(std::sync::Weak::upgrade)
+        {
+            if f.path == path {
+                return f;
+            }
+        }
+        let f = Arc::new(MappedFile {
+            path: path.to_vec(),
+            dev,
+            ino,
+        });
+        let files = Arc::make_mut(&mut self.files);
+        if files.len() >= FILES_PRUNE {
+            files.retain(|_, w| w.strong_count() > 0);
+        }
+        files.insert((dev, ino), Arc::downgrade(&f));
+        f
+    }
+
     /// Labels `start..end` with `label` (unlabelled if it is the default).
     pub fn set(&mut self, start: u64, end: u64, label: Label) {
         self.clear(start, end);
@@ -210,6 +242,23 @@ mod tests {
         assert_eq!((end, tail.exec, tail.file.is_none()), (0x13000, true, true));
         l.set_exec(0x12000, 0x13000, false);
         assert!(l.at(0x12000).is_none(), "a default label is no label");
+    }
+
+    #[test]
+    fn a_file_mapped_again_shares_its_name() {
+        let mut l = Labels::default();
+        let a = l.file(b"/lib/x.so", 1, 2);
+        let b = l.file(b"/lib/x.so", 1, 2);
+        assert!(Arc::ptr_eq(&a, &b));
+        let other_name = l.file(b"/lib/y.so", 1, 2);
+        assert!(!Arc::ptr_eq(&a, &other_name));
+        drop((a, b, other_name));
+        let c = l.file(b"/lib/x.so", 1, 2);
+        assert_eq!(
+            Arc::strong_count(&c),
+            1,
+            "a file no longer mapped is made anew"
+        );
     }
 
     #[test]
