@@ -105,6 +105,8 @@ const ALLOWED: &[i64] = &[
     libc::SYS_restart_syscall,
     libc::SYS_getpid,
     libc::SYS_gettid,
+    // The nice value a new guest process starts with (forkvm's own).
+    libc::SYS_getpriority,
     libc::SYS_getppid,
     libc::SYS_geteuid,
     libc::SYS_getegid,

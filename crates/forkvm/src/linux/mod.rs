@@ -272,7 +272,7 @@ impl Process {
             outbound: host_socket::Outbound::default(),
             family: None,
             record_locks: locks::RecordLocks::default(),
-            nice: 0,
+            nice: process::host_nice(),
             shm: sysv_shm::Attachments::default(),
         }
     }

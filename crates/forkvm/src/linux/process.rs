@@ -343,7 +343,14 @@ fn sys_eperm(_: &mut Process, _: &mut GuestMemory, _: &Args) -> SysResult {
     Err(Errno::EPERM)
 }
 
-/// Implements getpriority(2): nice 0 (the kernel reports 20 - nice).
+/// The nice value a run's first process starts with: forkvm's own, as a
+/// process inherits its parent's (`nice -n 5 forkvm run ...` is at 5).
+pub(super) fn host_nice() -> i32 {
+    static NICE: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *NICE.get_or_init(|| rustix::process::getpriority_process(None).unwrap_or(0))
+}
+
+/// Implements getpriority(2) (the kernel reports 20 - nice).
 fn sys_getpriority(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     own_priority(p, a)?;
     // The system call answers 20 - nice (glibc turns it back).

@@ -277,6 +277,7 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
                 start_ticks: 0,
                 vsize: mem.committed(),
                 blocked: p.sigmask,
+                nice: p.nice,
             };
             line.write(&mut s);
         }
@@ -351,6 +352,8 @@ struct StatLine<'a> {
     start_ticks: u64,
     vsize: u64,
     blocked: u64,
+    /// Its nice value (the priority field is 20 more).
+    nice: i32,
 }
 
 impl StatLine<'_> {
@@ -360,10 +363,12 @@ impl StatLine<'_> {
         let pages = self.vsize / crate::abi::PAGE_SIZE;
         let _ = writeln!(
             s,
-            "{pid} ({name}) {state} {ppid} {pgid} {sid} 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 {threads} 0 \
+            "{pid} ({name}) {state} {ppid} {pgid} {sid} 0 -1 4194304 0 0 0 0 0 0 0 0 {prio} {nice} {threads} 0 \
              {start} {vsize} {pages} 18446744073709551615 0 0 0 0 0 0 {blocked} 0 0 0 0 0 17 0 0 0 0 \
              0 0 0 0 0 0 0 0 0 0",
             pid = self.pid,
+            prio = 20 + self.nice,
+            nice = self.nice,
             state = self.state,
             ppid = self.ppid,
             pgid = self.pgid,
@@ -415,6 +420,7 @@ fn other_process(p: &Process, path: &[u8], own: u64) -> Option<Vec<u8>> {
                 start_ticks: (since.as_millis() / 10) as u64,
                 vsize: 0,
                 blocked: 0,
+                nice: 0,
             }
             .write(&mut s);
         }
