@@ -617,29 +617,53 @@ pub(super) fn with_private(p: &Process, mut roots: Vec<Root>, writing: bool) -> 
 /// mount in it would. Nothing of the host's is copied: a mounted root's own
 /// metadata and contents come from the host whenever it is looked up.
 pub(super) fn make_ways(roots: &[Root], comps: &[Vec<u8>], host: &Path) -> Result<(), Errno> {
+    let open_dir = |at: &OwnedFd, name: &[u8]| {
+        rustix::fs::openat(
+            at,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
     for r in roots.iter().filter(|r| r.mount) {
         if r.comps.len() <= comps.len() || !r.comps.iter().zip(comps).all(|(a, b)| a == b) {
             continue;
         }
         let rel = &r.comps[comps.len()..];
-        let mut at = host.to_path_buf();
+        // One directory at a time, never following a link: another process
+        // of the run shares this tree and may already have put a symlink
+        // where a way goes (it then goes no further).
+        let mut dir = rustix::fs::open(
+            host,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
         for (i, c) in rel.iter().enumerate() {
-            at.push(std::ffi::OsStr::from_bytes(c));
             let last = i + 1 == rel.len();
-            let dir = !last || std::fs::metadata(&r.host).is_ok_and(|m| m.is_dir());
-            let made = if dir {
-                make_dir(&at, 0o755)
+            let is_dir = !last || std::fs::metadata(&r.host).is_ok_and(|m| m.is_dir());
+            if is_dir {
+                match rustix::fs::mkdirat(&dir, c.as_slice(), Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                if !last {
+                    dir = open_dir(&dir, c)?;
+                }
             } else {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&at)
-                    .map(drop)
-                    .map_err(Errno::from)
-            };
-            match made {
-                Ok(()) | Err(Errno::EEXIST) => {}
-                Err(e) => return Err(e),
+                let made = rustix::fs::openat(
+                    &dir,
+                    c.as_slice(),
+                    OFlags::WRONLY
+                        | OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o644),
+                );
+                match made {
+                    Ok(_) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
             }
         }
     }
@@ -737,4 +761,37 @@ pub(super) fn is_private_path(policy: &Policy, path: &[u8]) -> bool {
 /// or a fork's copy of a write root.
 pub(super) fn is_scratch_path(p: &Process, path: &[u8]) -> bool {
     is_private_path(&p.policy, path) || is_overlay_path(p, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ways_are_made_without_following_links() {
+        let base = crate::linux::test_scratch().join(format!("forkvm-ways-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (tree, outside) = (base.join("tree"), base.join("outside"));
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        // Another process of the run put a link where a way goes.
+        std::os::unix::fs::symlink(&outside, tree.join("x")).unwrap();
+        let root = |comps: &[&str], mount: bool| Root {
+            comps: comps.iter().map(|c| c.as_bytes().to_vec()).collect(),
+            host: outside.clone(),
+            mount,
+            blocked: false,
+        };
+        let roots = [root(&["tmp"], false), root(&["tmp", "x", "y"], true)];
+        assert!(make_ways(&roots, &roots[0].comps, &tree).is_err());
+        assert!(
+            !outside.join("y").exists(),
+            "nothing is made through the link"
+        );
+        // Without the link, the way is made.
+        std::fs::remove_file(tree.join("x")).unwrap();
+        make_ways(&roots, &roots[0].comps, &tree).unwrap();
+        assert!(tree.join("x/y").is_dir());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 }
