@@ -12,11 +12,12 @@
  * and the response carries "X-Echo: yes" and "X-Path-Len: <n>".
  *
  * Query parameters (applied in this order):
- *   sleep_ms=N   sleep N ms (nanosleep) before answering: a request that is
- *                in flight for a while (SIGTERM test)
  *   log=TEXT     write "echo-stdout: TEXT\n" to fd 1 and "echo-stderr: TEXT\n"
  *                to fd 2 with write(2) (unbuffered: a reset worker never
  *                flushes stdio buffers)
+ *   sleep_ms=N   sleep N ms (nanosleep) before answering: a request that is
+ *                in flight for a while (SIGTERM test; with log=, a client
+ *                knows when the sleep has begun)
  *   status=N     answer with status N instead of 200
  */
 #include "forkvm.h"
@@ -72,18 +73,18 @@ static void adds(struct buf *b, const char *s)
 static void handle(const struct forkvm_request *r)
 {
     char v[512];
-    if (param(r, "sleep_ms", v, sizeof v) >= 0) {
-        long ms = strtol(v, NULL, 10);
-        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0) {
-        }
-    }
     if (param(r, "log", v, sizeof v) >= 0) {
         char line[600];
         int n = snprintf(line, sizeof line, "echo-stdout: %s\n", v);
         if (write(1, line, (size_t)n) < 0) return;
         n = snprintf(line, sizeof line, "echo-stderr: %s\n", v);
         if (write(2, line, (size_t)n) < 0) return;
+    }
+    if (param(r, "sleep_ms", v, sizeof v) >= 0) {
+        long ms = strtol(v, NULL, 10);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
     }
     int status = 200;
     if (param(r, "status", v, sizeof v) >= 0) status = atoi(v);

@@ -2,6 +2,7 @@
 //! in a worker VM forked from the program's master, reset after each
 //! request when ephemeral.
 
+mod attendant;
 mod debug;
 mod js;
 mod metrics;
@@ -378,9 +379,10 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
         js,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers::runtime_threads(workers_n))
         .enable_all()
         .build()?;
+    state.workers.attend(rt.handle().clone())?;
     // Everything is built (VMs, worker and runtime threads): from here on,
     // every thread of the process is confined.
     crate::seccomp::confine(

@@ -310,6 +310,7 @@ pub async fn pump(
     fork: &mut Fork,
     stream: tokio::net::TcpStream,
     timeout: Duration,
+    (attendant, slot): (&super::attendant::Attendant, usize),
 ) -> std::result::Result<u64, String> {
     let peer = stream.peer_addr().unwrap_or(PEER);
     let port = stream.local_addr().ok().map(|a| a.port());
@@ -320,7 +321,8 @@ pub async fn pump(
     let mut client_done = false;
     let mut second_look = false;
     loop {
-        let r = tokio::task::block_in_place(|| fork.run_until_idle(timeout));
+        // Blocks this runtime thread: see `super::workers`.
+        let r = attendant.blocking(slot, || fork.run_until_idle(timeout));
         match r {
             Ok(Outcome::Idle) => {}
             Ok(Outcome::Crashed(info)) => {

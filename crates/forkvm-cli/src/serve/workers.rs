@@ -1,9 +1,25 @@
 //! Worker VMs: forks of the master, kept in an idle pool. A request takes
-//! one, calls the guest's handler on the connection's own runtime thread
-//! (`block_in_place`: no hand-off to another thread on the critical path),
+//! one, calls the guest's handler on the connection's own runtime thread,
 //! and answers. The reset happens after the answer, in a task of its own,
 //! before the worker goes back to the pool.
+//!
+//! A VM call blocks the runtime thread that makes it: no hand-off to another
+//! thread on the critical path. Every such blocking section holds a worker VM
+//! (a call, a reset, a per-connection pump), so at most `workers` runtime
+//! threads block at once, and the runtime has one thread more than that
+//! ([`runtime_threads`]): it keeps accepting, parsing, queueing and answering
+//! 503 while every VM is busy, once the blocked thread has handed on the I/O
+//! driver (`super::attendant`). One thing such a thread holds up: a task
+//! woken on it just before (tokio's LIFO slot, which other threads do not
+//! steal). A task that calls a VM wakes none before it blocks, and a thread
+//! runs that slot before its other tasks, so this is rare, and the wait is
+//! one call's. `tokio::task::block_in_place` kept the thread free by moving
+//! its scheduler to another thread for every call, which cost 20-40 µs a
+//! request on this machine (docs/design.md, "Serving"); yielding once before
+//! each call, to empty that slot, cost part of the gain back and was left
+//! out.
 
+use super::attendant::Attendant;
 use super::metrics::Metrics;
 use bytes::Bytes;
 use forkvm::abi;
@@ -71,6 +87,8 @@ pub struct Settings {
 struct Worker {
     fork: Fork,
     last_reset: Duration,
+    /// Its slot in the attendant.
+    slot: usize,
 }
 
 /// The worker VMs.
@@ -82,6 +100,7 @@ pub struct Workers {
     waiting: AtomicUsize,
     settings: Settings,
     metrics: Arc<Metrics>,
+    attendant: Arc<Attendant>,
 }
 
 /// Why a job was not served.
@@ -100,7 +119,7 @@ impl Workers {
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Arc<Self>> {
         let mut idle = Vec::with_capacity(settings.workers);
-        for _ in 0..settings.workers {
+        for slot in 0..settings.workers {
             let mut fork = master.fork()?;
             // Ephemeral workers are reset after each request: the handler's
             // answer ends the request, saving the exit back from the handler.
@@ -124,6 +143,7 @@ impl Workers {
             idle.push(Worker {
                 fork,
                 last_reset: Duration::ZERO,
+                slot,
             });
             metrics.workers.inc();
         }
@@ -131,9 +151,16 @@ impl Workers {
             idle: Mutex::new(idle),
             free: Arc::new(Semaphore::new(settings.workers)),
             waiting: AtomicUsize::new(0),
+            attendant: Attendant::new(settings.workers),
             settings,
             metrics,
         }))
+    }
+
+    /// Starts keeping `runtime`'s I/O attended while VM calls block its
+    /// threads (before the host's seccomp filter: it starts a thread).
+    pub fn attend(&self, runtime: tokio::runtime::Handle) -> std::io::Result<()> {
+        self.attendant.start(runtime)
     }
 
     /// Serves `job` in a worker VM, waiting for one if all are busy.
@@ -154,7 +181,9 @@ impl Workers {
         let queue = enqueued.elapsed();
         let timeout = self.settings.timeout;
         let t = Instant::now();
-        let result = tokio::task::block_in_place(|| serve_one(&mut worker.fork, &job, timeout));
+        let result = self
+            .attendant
+            .blocking(worker.slot, || serve_one(&mut worker.fork, &job, timeout));
         let run = t.elapsed();
         let outcome = Outcome {
             result,
@@ -169,7 +198,7 @@ impl Workers {
             let debugged = super::debug::needs_reset(&mut worker.fork);
             if pool.settings.ephemeral || worker.fork.is_poisoned() || debugged {
                 let t = Instant::now();
-                let ok = tokio::task::block_in_place(|| worker.fork.reset());
+                let ok = pool.attendant.blocking(worker.slot, || worker.fork.reset());
                 worker.last_reset = t.elapsed();
                 if let Ok(stats) = &ok {
                     tracing::debug!(
@@ -213,7 +242,8 @@ impl Workers {
             return Err(Rejected::Closed);
         };
         let t = Instant::now();
-        match super::server::pump(&mut worker.fork, stream, self.settings.timeout).await {
+        let busy = (&*self.attendant, worker.slot);
+        match super::server::pump(&mut worker.fork, stream, self.settings.timeout, busy).await {
             Ok(n) => tracing::info!(
                 "connection served: {n} bytes out, {:.3}ms",
                 t.elapsed().as_secs_f64() * 1000.0
@@ -221,7 +251,7 @@ impl Workers {
             Err(e) => tracing::warn!("connection ended: {e}"),
         }
         let t = Instant::now();
-        let ok = tokio::task::block_in_place(|| worker.fork.reset());
+        let ok = self.attendant.blocking(worker.slot, || worker.fork.reset());
         worker.last_reset = t.elapsed();
         self.metrics.resets.inc();
         if let Err(e) = ok {
@@ -241,6 +271,11 @@ impl Workers {
     pub fn close(&self) {
         self.free.close();
     }
+}
+
+/// Runtime threads for `workers` worker VMs: one more than can block at once.
+pub fn runtime_threads(workers: usize) -> usize {
+    workers.saturating_add(1)
 }
 
 fn serve_one(fork: &mut Fork, job: &Job, timeout: Duration) -> Result {

@@ -518,6 +518,45 @@ fn guest_output_goes_to_forkvm_output() {
 }
 
 #[test]
+fn the_server_answers_while_every_worker_vm_is_busy() {
+    // A VM call blocks the runtime thread that makes it; the runtime must keep
+    // a thread free for everything else (here: the metrics endpoint).
+    let s = Server::start_with_admin(
+        "allbusy",
+        &["--concurrency", "2"],
+        &[&example("tests/echo")],
+    );
+    let busy: Vec<_> = (0..2)
+        .map(|i| {
+            let url = s.url(&format!("/slow?log=busy-{i}&sleep_ms=5000"));
+            thread::spawn(move || curl(&[&url]))
+        })
+        .collect();
+    // Both requests are in their VMs once each has logged.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(0..2).all(|i| s.stderr_log().contains(&format!("echo-stderr: busy-{i}"))) {
+        assert!(
+            Instant::now() < deadline,
+            "the slow requests did not start\n{}",
+            s.describe()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    let admin = s.admin_port.expect("admin port");
+    let r = curl(&[&format!("http://127.0.0.1:{admin}/.forkvm/metrics")]);
+    assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
+    assert!(
+        busy.iter().all(|h| !h.is_finished()),
+        "the metrics were answered only after the busy requests ended\n{}",
+        s.describe()
+    );
+    for h in busy {
+        let r = h.join().expect("client");
+        assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
+    }
+}
+
+#[test]
 fn keep_alive_reuses_the_connection() {
     let s = Server::start("keepalive", &["--concurrency", "1"], &[&example("hello")]);
     let out = Command::new("curl")
