@@ -98,28 +98,32 @@ impl Default for PrivateTmp {
 
 impl PrivateTmp {
     /// Empty private trees; nothing exists on the host until they are used.
+    /// Made at every reset, so it makes no system call: where they go and
+    /// the process id are looked up once, and the name's nonce comes from
+    /// a generator seeded once from the OS.
     pub fn new() -> Self {
         static N: AtomicU64 = AtomicU64::new(0);
-        let shm = Path::new("/dev/shm");
-        let parent = if rustix::fs::access(
-            shm,
-            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
-        )
-        .is_ok()
-        {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        };
-        let mut nonce = [0u8; 8];
-        // An unguessable name; ownership is checked when it is created anyway.
-        let _ = getrandom::fill(&mut nonce);
-        let base = parent.join(format!(
-            "forkvm-tmp-{}-{}-{:016x}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed),
-            u64::from_le_bytes(nonce)
-        ));
+        static WHERE: std::sync::OnceLock<(PathBuf, u32, std::hash::RandomState)> =
+            std::sync::OnceLock::new();
+        let (parent, pid, keys) = WHERE.get_or_init(|| {
+            let shm = Path::new("/dev/shm");
+            let parent = if rustix::fs::access(
+                shm,
+                rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+            )
+            .is_ok()
+            {
+                shm.to_path_buf()
+            } else {
+                std::env::temp_dir()
+            };
+            (parent, std::process::id(), std::hash::RandomState::new())
+        });
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        // An unguessable name (SipHash under secret keys); ownership is
+        // checked when it is created anyway.
+        let nonce = std::hash::BuildHasher::hash_one(keys, n);
+        let base = parent.join(format!("forkvm-tmp-{pid}-{n}-{nonce:016x}"));
         Self {
             base,
             grown: AtomicU64::new(0),
