@@ -118,6 +118,11 @@ pub struct ElfImage {
     base: u64,
     /// The program interpreter (PT_INTERP) of a dynamically linked program.
     interp: Option<String>,
+    /// A shared object run as a program: position independent, no
+    /// interpreter and not marked a PIE executable (DF_1_PIE). That is what
+    /// a dynamic loader is (`ld-linux-x86-64.so.2 PROGRAM`, which loads a
+    /// program and its libraries itself); a static-PIE program has the mark.
+    shared_object: bool,
     /// Unbiased page-aligned lowest p_vaddr (PIE rebasing origin).
     min_vaddr: u64,
     bias: u64,
@@ -223,6 +228,35 @@ impl Symbols {
 }
 
 /// Parses and validates a static x86-64 ELF executable (ET_EXEC or static-PIE).
+/// Whether the dynamic section at `(offset, size)` in the file has DF_1_PIE
+/// in its DT_FLAGS_1 (what the linker marks a position-independent
+/// executable with). Bounded by the section and the file; a malformed one
+/// reads as unmarked.
+fn marked_pie(bytes: &[u8], (offset, size): (u64, u64)) -> bool {
+    let (Ok(start), Ok(size)) = (usize::try_from(offset), usize::try_from(size)) else {
+        return false;
+    };
+    let Some(section) = start
+        .checked_add(size)
+        .and_then(|end| bytes.get(start..end))
+    else {
+        return false;
+    };
+    for entry in section.chunks_exact(16) {
+        let (tag, val) = entry.split_at(8);
+        let tag = u64::from_le_bytes(tag.try_into().unwrap_or_default());
+        let val = u64::from_le_bytes(val.try_into().unwrap_or_default());
+        match tag {
+            0 => break, // DT_NULL
+            t if t == u64::from(elf::DT_FLAGS_1) => {
+                return val & u64::from(elf::DF_1_PIE) != 0;
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 pub fn parse(bytes: &[u8]) -> Result<ElfImage, LoadError> {
     parse_at(bytes, abi::PIE_LOAD_BASE)
 }
@@ -343,6 +377,12 @@ pub fn parse_at(bytes: &[u8], base: u64) -> Result<ElfImage, LoadError> {
         interp = Some(path.to_string());
     }
 
+    let dynamic = phs
+        .iter()
+        .find(|p| p.p_type == elf::PT_DYNAMIC)
+        .map(|p| (p.offset, p.filesz));
+    let shared_object = pie && interp.is_none() && !dynamic.is_some_and(|d| marked_pie(bytes, d));
+
     // PT_LOAD sanity, before biasing.
     let mut min_vaddr = u64::MAX;
     let mut loads = 0usize;
@@ -390,6 +430,7 @@ pub fn parse_at(bytes: &[u8], base: u64) -> Result<ElfImage, LoadError> {
         pie,
         base,
         interp,
+        shared_object,
         min_vaddr,
         bias: if pie { base.wrapping_sub(min_vaddr) } else { 0 },
         entry: 0,
@@ -556,6 +597,17 @@ impl ElfImage {
     /// Whether this is a static-PIE (ET_DYN) program loaded at [`abi::PIE_LOAD_BASE`].
     pub fn is_pie(&self) -> bool {
         self.pie
+    }
+
+    /// Whether PT_GNU_STACK asks for an executable stack.
+    pub fn exec_stack(&self) -> bool {
+        self.exec_stack
+    }
+
+    /// Whether this is a shared object run as a program, such as a dynamic
+    /// loader given the program to load (see the field).
+    pub fn is_shared_object(&self) -> bool {
+        self.shared_object
     }
 
     /// The load-biased entry point.

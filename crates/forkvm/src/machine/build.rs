@@ -93,7 +93,10 @@ impl Machine {
         // A dynamically linked Go program (cgo) has glibc's allocator too,
         // whose per-thread arenas reserve 128 MiB each: it gets the dynamic
         // programs' room (1 GiB ran out: "fatal error: out of memory").
-        let wanted = config.address_space.unwrap_or(if image.interp().is_some() {
+        // A dynamic loader run as the program (`ld.so PROGRAM`, as ldd does)
+        // loads a dynamically linked program: it needs that room too.
+        let dynamic = image.interp().is_some() || image.is_shared_object();
+        let wanted = config.address_space.unwrap_or(if dynamic {
             DYNAMIC_ADDRESS_SPACE
         } else if is_go {
             GO_ADDRESS_SPACE
@@ -115,9 +118,22 @@ impl Machine {
         // The stack sits at the top of RAM; mmap regions grow down below it.
         let stack_reserve = (memory / 8).min(8 << 20);
         let stack_top = memory;
-        let mut regions = image.regions();
-        let program = image.load_from(bytes, fd, &mut mem)?;
-        if !program.exec_stack {
+        // A shared object run as the program (a dynamic loader given the
+        // program to load) goes where the kernel puts it: into the mmap
+        // area, as an interpreter would (below), leaving the low addresses
+        // to the program it loads (a non-PIE one at 0x400000 with MAP_FIXED).
+        let loader_run = image.is_shared_object();
+        let mut regions = if loader_run {
+            Vec::new()
+        } else {
+            image.regions()
+        };
+        let program = if loader_run {
+            None
+        } else {
+            Some(image.load_from(bytes, fd, &mut mem)?)
+        };
+        if !image.exec_stack() {
             regions.push(page_tables::Region {
                 start: stack_top - stack_reserve,
                 end: stack_top,
@@ -138,10 +154,14 @@ impl Machine {
         // a PROT_NONE guard page there in every request that first grows
         // the heap): next to the image, the program's text faulted again too
         // (17 pages a request of the C epoll server).
-        let brk_start = program
-            .image_end
-            .checked_next_multiple_of(abi::HUGE_PAGE_SIZE)
-            .unwrap_or(program.image_end);
+        // With a loader run as the program the heap starts where programs
+        // do; it grows until the first mapping above it (glibc's malloc goes
+        // on with mmap), as the kernel's is bounded by what lies above it.
+        let brk_start = program.as_ref().map_or(abi::PIE_LOAD_BASE, |p| {
+            p.image_end
+                .checked_next_multiple_of(abi::HUGE_PAGE_SIZE)
+                .unwrap_or(p.image_end)
+        });
         let mut mm = AddressSpace::new(brk_start, stack_bottom);
         mm.reserve_stack_guard((stack_reserve / 8).clamp(abi::PAGE_SIZE, STACK_GUARD_MAX));
         let cr3 = page_tables::build_guarded(&mut mem, &regions, mm.mmap_top..stack_bottom)?;
@@ -151,7 +171,7 @@ impl Machine {
         mem.set_commit_limit(limit);
         // The page tables already give the program's own segments their
         // rights: the host need not (a fork would apply them at each start).
-        for r in image.regions() {
+        for r in regions.iter().filter(|_| !loader_run) {
             let rights = Rights {
                 read: true,
                 write: r.perm.write,
@@ -170,6 +190,15 @@ impl Machine {
         // A dynamically linked program starts in its interpreter (ld.so),
         // loaded like the kernel does: into the mmap area, told where the
         // program is through the auxv.
+        let (image, program, symbols) = match program {
+            Some(p) => (image, p, symbols),
+            None => {
+                let (image, program, _) = load_high(bytes, fd, &mut mem, &mut mm)
+                    .map_err(|e| MachineError::Load(LoadError::Malformed(e)))?;
+                let symbols = image.symbols();
+                (image, program, symbols)
+            }
+        };
         label_image(&mut mm, &image, exe_path, std::path::Path::new(exe_path));
         let (entry, interp_base) = match image.interp() {
             None => (program.entry, 0),
@@ -337,6 +366,35 @@ fn map_image(mem: &mut GuestMemory, image: &loader::ElfImage) {
     }
 }
 
+/// Loads a position-independent ELF without an interpreter into the mmap
+/// area, highest first, as the kernel loads an interpreter.
+fn load_high(
+    bytes: &[u8],
+    fd: Option<std::os::fd::BorrowedFd<'_>>,
+    mem: &mut GuestMemory,
+    mm: &mut AddressSpace,
+) -> Result<(loader::ElfImage, loader::LoadedProgram, u64), String> {
+    let probe = loader::parse(bytes).map_err(|e| e.to_string())?;
+    let base = mm
+        .alloc(probe.span())
+        .ok_or_else(|| "no room in guest memory (try a larger --memory)".to_string())?;
+    let image = loader::parse_at(bytes, base).map_err(|e| e.to_string())?;
+    // Writable while the host copies the segments in, then as the ELF says.
+    for r in image.regions() {
+        mem.map_user(
+            r.start,
+            r.end,
+            Rights {
+                read: true,
+                write: true,
+            },
+        );
+    }
+    let loaded = image.load_from(bytes, fd, mem).map_err(|e| e.to_string())?;
+    map_image(mem, &image);
+    Ok((image, loaded, base))
+}
+
 /// Loads the program interpreter at `path` into the mmap area; returns its entry and base.
 fn load_interpreter(
     path: &str,
@@ -355,25 +413,7 @@ fn load_interpreter(
     if probe.interp().is_some() || !probe.is_pie() {
         return Err(fail("not a self-contained position-independent ELF".into()));
     }
-    let base = mm
-        .alloc(probe.span())
-        .ok_or_else(|| fail("no room in guest memory (try a larger --memory)".into()))?;
-    let image = loader::parse_at(bytes, base).map_err(|e| fail(e.to_string()))?;
-    // Writable while the host copies the segments in, then as the ELF says.
-    for r in image.regions() {
-        mem.map_user(
-            r.start,
-            r.end,
-            Rights {
-                read: true,
-                write: true,
-            },
-        );
-    }
-    let loaded = image
-        .load_from(bytes, Some(file.fd()), mem)
-        .map_err(|e| fail(e.to_string()))?;
-    map_image(mem, &image);
+    let (image, loaded, base) = load_high(bytes, Some(file.fd()), mem, mm).map_err(fail)?;
     // Named as the kernel names it: where the file is, links resolved.
     let shown =
         std::fs::canonicalize(path).map_or_else(|_| path.to_string(), |p| p.display().to_string());
