@@ -14,7 +14,8 @@
 # so a figure taken right after start-up can miss what a long-lived service pays.
 #
 # Environment: WORKLOADS="hello static react" (which to run); ENGINES="node quickjs";
-# AGE; FORKVM_SERVE_FLAGS
+# AGE; CONCURRENCY (forkvm serve --concurrency, default 1: one VM, whose reset
+# then lies between two requests; 2 lets it overlap the next one); FORKVM_SERVE_FLAGS
 # (more `forkvm serve` flags, for A/B runs: e.g. "--warmup 0", or
 # "--v8-flag=--max-old-space-size=64" to drop the other default V8 flags).
 set -euo pipefail
@@ -78,7 +79,7 @@ for w in ${WORKLOADS:-hello static react}; do
         [[ $engine == quickjs && $w == react ]] && mod=$CACHE/react-quickjs.mjs
         for eph in true false; do
             PORT=$((PORT + 1))
-            "$FORKVM" serve -q --concurrency 1 --engine "$engine" --ephemeral "$eph" "${EXTRA[@]}" \
+            "$FORKVM" serve -q --concurrency "${CONCURRENCY:-1}" --engine "$engine" --ephemeral "$eph" "${EXTRA[@]}" \
                 --listen "127.0.0.1:$PORT" "$mod" &
             PIDS+=($!)
             wait_up "$PORT"
