@@ -833,6 +833,23 @@ mod tests {
     }
 
     #[test]
+    fn a_dynamic_loader_is_a_shared_object_and_a_static_pie_is_not() {
+        // Both are ET_DYN without PT_INTERP; the linker marks the PIE (DF_1_PIE).
+        if let Some(bytes) = testutil::static_pie() {
+            assert!(!parse(bytes).unwrap().is_shared_object());
+        }
+        for bytes in [testutil::static_exe(), testutil::dynamic_exe()]
+            .into_iter()
+            .flatten()
+        {
+            assert!(!parse(bytes).unwrap().is_shared_object());
+        }
+        if let Ok(ld) = std::fs::read("/lib64/ld-linux-x86-64.so.2") {
+            assert!(parse(&ld).unwrap().is_shared_object());
+        }
+    }
+
+    #[test]
     fn records_the_interpreter_of_dynamic_programs() {
         let Some(bytes) = testutil::dynamic_exe() else {
             return;
