@@ -74,9 +74,15 @@ impl Attendant {
             self.resting.store(false, Ordering::SeqCst);
             self.wake.notify_one();
         }
-        let r = f();
-        s.store(0, Ordering::SeqCst);
-        r
+        // Cleared however `f` ends, so a slot never reads busy forever.
+        struct Clear<'a>(&'a AtomicU64);
+        impl Drop for Clear<'_> {
+            fn drop(&mut self) {
+                self.0.store(0, Ordering::SeqCst);
+            }
+        }
+        let _clear = Clear(s);
+        f()
     }
 
     fn look(&self, runtime: tokio::runtime::Handle) {
