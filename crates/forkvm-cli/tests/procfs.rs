@@ -44,6 +44,14 @@ fn proc_self_maps_names_what_each_mapping_maps() {
     glibc_and_musl("proc_maps");
 }
 
+/// System calls read from the vDSO's pages as from any readable user memory
+/// (ld.so's ldd listing writes the vDSO's name straight from them); writing
+/// into them is EFAULT.
+#[test]
+fn system_calls_read_from_the_vdso_as_on_linux() {
+    glibc_and_musl("vdso_reads");
+}
+
 /// A shell's children read the shell's /proc directory and their siblings'
 /// as they would natively.
 #[test]

@@ -133,12 +133,9 @@ fn the_dynamic_loader_run_as_the_program_loads_one() {
             .flags(flags.clone()),
     );
     assert!(vm.stdout_str().starts_with("3 "), "{}", vm.describe());
-    // The libraries ldd lists, by name (the addresses differ). The vDSO is
-    // left out: glibc lists forkvm's in every map but not in this listing
-    // (docs/design.md, "Dynamically linked programs").
+    // The objects ldd lists, the vDSO included, by name (the addresses differ).
     let names = |out: &str| -> Vec<String> {
         out.lines()
-            .filter(|l| !l.contains("linux-vdso"))
             .map(|l| l.split(" (0x").next().unwrap_or(l).trim().to_string())
             .collect()
     };

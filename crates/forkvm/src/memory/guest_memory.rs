@@ -230,7 +230,17 @@ impl GuestMemory {
     }
 
     /// A user access: in user RAM, and mapped by the program with the rights it needs.
+    /// The vDSO's page is readable too, as on Linux, where it is ordinary user
+    /// memory (ld.so writes the vDSO's name straight from its string table);
+    /// the program cannot write it, so neither can its system calls.
     fn check_user(&self, addr: u64, len: u64, write: bool) -> Result<usize, Fault> {
+        let in_vdso = addr >= abi::VDSO_ADDR
+            && addr
+                .checked_add(len)
+                .is_some_and(|end| end <= abi::VDSO_ADDR + abi::VDSO_SIZE);
+        if !write && in_vdso {
+            return self.check(abi::VDSO_ADDR, addr, len);
+        }
         let start = self.check(abi::USER_BASE, addr, len)?;
         match &self.user_map {
             Some(map) if !map.covers(addr, len, write) => Err(Fault { addr, len }),
