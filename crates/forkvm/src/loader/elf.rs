@@ -14,7 +14,7 @@ use crate::abi;
 use crate::memory::page_tables::{Perm, Region};
 use crate::memory::GuestMemory;
 use object::elf;
-use object::read::elf::{FileHeader as _, ProgramHeader as _, Sym as _};
+use object::read::elf::{Dyn as _, FileHeader as _, ProgramHeader as _, Sym as _};
 use object::LittleEndian;
 use std::os::fd::BorrowedFd;
 
@@ -228,35 +228,6 @@ impl Symbols {
 }
 
 /// Parses and validates a static x86-64 ELF executable (ET_EXEC or static-PIE).
-/// Whether the dynamic section at `(offset, size)` in the file has DF_1_PIE
-/// in its DT_FLAGS_1 (what the linker marks a position-independent
-/// executable with). Bounded by the section and the file; a malformed one
-/// reads as unmarked.
-fn marked_pie(bytes: &[u8], (offset, size): (u64, u64)) -> bool {
-    let (Ok(start), Ok(size)) = (usize::try_from(offset), usize::try_from(size)) else {
-        return false;
-    };
-    let Some(section) = start
-        .checked_add(size)
-        .and_then(|end| bytes.get(start..end))
-    else {
-        return false;
-    };
-    for entry in section.chunks_exact(16) {
-        let (tag, val) = entry.split_at(8);
-        let tag = u64::from_le_bytes(tag.try_into().unwrap_or_default());
-        let val = u64::from_le_bytes(val.try_into().unwrap_or_default());
-        match tag {
-            0 => break, // DT_NULL
-            t if t == u64::from(elf::DT_FLAGS_1) => {
-                return val & u64::from(elf::DF_1_PIE) != 0;
-            }
-            _ => {}
-        }
-    }
-    false
-}
-
 pub fn parse(bytes: &[u8]) -> Result<ElfImage, LoadError> {
     parse_at(bytes, abi::PIE_LOAD_BASE)
 }
@@ -377,11 +348,18 @@ pub fn parse_at(bytes: &[u8], base: u64) -> Result<ElfImage, LoadError> {
         interp = Some(path.to_string());
     }
 
-    let dynamic = phs
+    // DF_1_PIE in DT_FLAGS_1 marks a position-independent executable; a
+    // malformed dynamic section reads as unmarked.
+    let marked_pie = program_headers
         .iter()
-        .find(|p| p.p_type == elf::PT_DYNAMIC)
-        .map(|p| (p.offset, p.filesz));
-    let shared_object = pie && interp.is_none() && !dynamic.is_some_and(|d| marked_pie(bytes, d));
+        .find_map(|ph| ph.dynamic(e, bytes).ok().flatten())
+        .and_then(|dyns| {
+            dyns.iter()
+                .take_while(|d| d.d_tag(e) != u64::from(elf::DT_NULL))
+                .find(|d| d.d_tag(e) == u64::from(elf::DT_FLAGS_1))
+        })
+        .is_some_and(|d| d.d_val(e) & u64::from(elf::DF_1_PIE) != 0);
+    let shared_object = pie && interp.is_none() && !marked_pie;
 
     // PT_LOAD sanity, before biasing.
     let mut min_vaddr = u64::MAX;

@@ -124,6 +124,12 @@ pub enum LoadError {
         /// [`crate::abi::MAX_GUEST_MEMORY`].
         max: u64,
     },
+    /// No free range of the address space holds a relocatable image.
+    #[error("no room for {need:#x} bytes of image in guest memory; give the guest more with --memory or --address-space")]
+    NoRoom {
+        /// Bytes the image spans.
+        need: u64,
+    },
     /// The image ends beyond this guest's memory.
     #[error("program image ends at {end:#x} but guest memory is only {mem_size:#x} bytes; give the guest more with --memory")]
     DoesNotFit {

@@ -123,11 +123,13 @@ impl Machine {
         // area, as an interpreter would (below), leaving the low addresses
         // to the program it loads (a non-PIE one at 0x400000 with MAP_FIXED).
         let loader_run = image.is_shared_object();
-        let mut regions = if loader_run {
+        // The program's own segments, built into the page tables.
+        let own_regions = if loader_run {
             Vec::new()
         } else {
             image.regions()
         };
+        let mut regions = own_regions.clone();
         let program = if loader_run {
             None
         } else {
@@ -171,7 +173,7 @@ impl Machine {
         mem.set_commit_limit(limit);
         // The page tables already give the program's own segments their
         // rights: the host need not (a fork would apply them at each start).
-        for r in regions.iter().filter(|_| !loader_run) {
+        for r in &own_regions {
             let rights = Rights {
                 read: true,
                 write: r.perm.write,
@@ -193,8 +195,7 @@ impl Machine {
         let (image, program, symbols) = match program {
             Some(p) => (image, p, symbols),
             None => {
-                let (image, program, _) = load_high(bytes, fd, &mut mem, &mut mm)
-                    .map_err(|e| MachineError::Load(LoadError::Malformed(e)))?;
+                let (image, program, _) = load_high(bytes, image.span(), fd, &mut mem, &mut mm)?;
                 let symbols = image.symbols();
                 (image, program, symbols)
             }
@@ -368,17 +369,16 @@ fn map_image(mem: &mut GuestMemory, image: &loader::ElfImage) {
 
 /// Loads a position-independent ELF without an interpreter into the mmap
 /// area, highest first, as the kernel loads an interpreter.
+/// `span` is its [`loader::ElfImage::span`], from the parse that found it is one.
 fn load_high(
     bytes: &[u8],
+    span: u64,
     fd: Option<std::os::fd::BorrowedFd<'_>>,
     mem: &mut GuestMemory,
     mm: &mut AddressSpace,
-) -> Result<(loader::ElfImage, loader::LoadedProgram, u64), String> {
-    let probe = loader::parse(bytes).map_err(|e| e.to_string())?;
-    let base = mm
-        .alloc(probe.span())
-        .ok_or_else(|| "no room in guest memory (try a larger --memory)".to_string())?;
-    let image = loader::parse_at(bytes, base).map_err(|e| e.to_string())?;
+) -> Result<(loader::ElfImage, loader::LoadedProgram, u64), LoadError> {
+    let base = mm.alloc(span).ok_or(LoadError::NoRoom { need: span })?;
+    let image = loader::parse_at(bytes, base)?;
     // Writable while the host copies the segments in, then as the ELF says.
     for r in image.regions() {
         mem.map_user(
@@ -390,7 +390,7 @@ fn load_high(
             },
         );
     }
-    let loaded = image.load_from(bytes, fd, mem).map_err(|e| e.to_string())?;
+    let loaded = image.load_from(bytes, fd, mem)?;
     map_image(mem, &image);
     Ok((image, loaded, base))
 }
@@ -413,7 +413,8 @@ fn load_interpreter(
     if probe.interp().is_some() || !probe.is_pie() {
         return Err(fail("not a self-contained position-independent ELF".into()));
     }
-    let (image, loaded, base) = load_high(bytes, Some(file.fd()), mem, mm).map_err(fail)?;
+    let (image, loaded, base) = load_high(bytes, probe.span(), Some(file.fd()), mem, mm)
+        .map_err(|e| fail(e.to_string()))?;
     // Named as the kernel names it: where the file is, links resolved.
     let shown =
         std::fs::canonicalize(path).map_or_else(|_| path.to_string(), |p| p.display().to_string());
