@@ -207,6 +207,25 @@ impl Server {
             .into_owned()
     }
 
+    /// Waits until `seen(stdout, stderr)` holds, failing with `what` after
+    /// `limit` (a bound on a hang, not a timing assertion).
+    pub(crate) fn wait_for_output(
+        &self,
+        limit: Duration,
+        what: &str,
+        seen: impl Fn(&str, &str) -> bool,
+    ) {
+        let deadline = std::time::Instant::now() + limit;
+        while !seen(&self.stdout_log(), &self.stderr_log()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}\n{}",
+                self.describe()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The command and the tails of its output, for assertion messages.
     pub(crate) fn describe(&self) -> String {
         format!(

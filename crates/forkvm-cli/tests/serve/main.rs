@@ -19,7 +19,7 @@ use harness::*;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 // ---------------------------------------------------------------------------- tests
 
@@ -502,19 +502,13 @@ fn guest_output_goes_to_forkvm_output() {
     let s = Server::start("output", &["--concurrency", "1"], &[&example("tests/echo")]);
     let r = s.get("/?log=marker-4711");
     assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let (out, err) = (s.stdout_log(), s.stderr_log());
-        if out.contains("echo-stdout: marker-4711") && err.contains("echo-stderr: marker-4711") {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the guest's stdout/stderr did not reach forkvm's\n{}",
-            s.describe()
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    s.wait_for_output(
+        Duration::from_secs(5),
+        "the guest's stdout/stderr did not reach forkvm's",
+        |out, err| {
+            out.contains("echo-stdout: marker-4711") && err.contains("echo-stderr: marker-4711")
+        },
+    );
 }
 
 #[test]
@@ -533,15 +527,11 @@ fn the_server_answers_while_every_worker_vm_is_busy() {
         })
         .collect();
     // Both requests are in their VMs once each has logged.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !(0..2).all(|i| s.stderr_log().contains(&format!("echo-stderr: busy-{i}"))) {
-        assert!(
-            Instant::now() < deadline,
-            "the slow requests did not start\n{}",
-            s.describe()
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
+    s.wait_for_output(
+        Duration::from_secs(30),
+        "the slow requests did not start",
+        |_, err| (0..2).all(|i| err.contains(&format!("echo-stderr: busy-{i}"))),
+    );
     let admin = s.admin_port.expect("admin port");
     let r = curl(&[&format!("http://127.0.0.1:{admin}/.forkvm/metrics")]);
     assert_eq!(r.status, 200, "{}\n{}", r.describe(), s.describe());
