@@ -710,7 +710,7 @@ fn a_script_kept_in_the_hosts_tmp_still_has_a_private_tmp() {
     // A newcomer's script in the host's /tmp: allowing it mounts it in the
     // VM's private /tmp, which stays writable (python's tempfile needs it)
     // and shows nothing else of the host's.
-    let dir = Path::new("/tmp").join(format!("forkvm-tmp-script-{}", std::process::id()));
+    let dir = Path::new("/tmp").join(format!("forkvm-script-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir(&dir).expect("mkdir");
     std::fs::write(dir.join("neighbour.txt"), "not allowed").expect("write");
@@ -751,4 +751,31 @@ except OSError as e:
     assert!(script.is_file());
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(made, 0);
+}
+
+#[test]
+fn reading_the_whole_host_still_gives_a_private_writable_tmp() {
+    if !installed(PY) || !installed("/usr/bin/sort") {
+        return;
+    }
+    // `--allow-read /` is the newcomer's "let it read anything". Programs
+    // then still need a writable /tmp and /dev/shm: sort spills to /tmp,
+    // multiprocessing's locks are POSIX semaphores in /dev/shm, tempfile
+    // picks /tmp. Natively and in forkvm the same.
+    let script = r#"
+import multiprocessing, subprocess, tempfile, hashlib
+lines = "".join("%d\n" % (i * 7919 % 100003) for i in range(150000)).encode()
+out = subprocess.run(["/usr/bin/sort", "-n", "-S", "64K"], input=lines, capture_output=True)
+print(out.returncode, out.stderr, hashlib.sha256(out.stdout).hexdigest()[:16])
+with tempfile.TemporaryDirectory() as d:
+    print(d.startswith("/tmp/"))
+if __name__ == "__main__":
+    with multiprocessing.Pool(2) as pool:
+        print(sum(pool.map(abs, range(-500, 500))))
+"#;
+    same(
+        PY,
+        &["-S", "-c", script],
+        &["--allow-read".into(), "/".into()],
+    );
 }

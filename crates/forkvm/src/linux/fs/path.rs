@@ -167,6 +167,9 @@ pub(super) fn open_child(dir: &OwnedFd, dir_stat: &Stat, name: &[u8]) -> Result<
             }
         }
     }
+    if is_hidden(dir_stat, name) {
+        return Err(Errno::ENOENT);
+    }
     let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
     match rustix::fs::openat2(dir, name, flags, Mode::empty(), resolve) {

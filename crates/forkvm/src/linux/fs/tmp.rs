@@ -103,22 +103,9 @@ impl PrivateTmp {
     /// a generator seeded once from the OS.
     pub fn new() -> Self {
         static N: AtomicU64 = AtomicU64::new(0);
-        static WHERE: std::sync::OnceLock<(PathBuf, u32, std::hash::RandomState)> =
-            std::sync::OnceLock::new();
-        let (parent, pid, keys) = WHERE.get_or_init(|| {
-            let shm = Path::new("/dev/shm");
-            let parent = if rustix::fs::access(
-                shm,
-                rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
-            )
-            .is_ok()
-            {
-                shm.to_path_buf()
-            } else {
-                std::env::temp_dir()
-            };
-            (parent, std::process::id(), std::hash::RandomState::new())
-        });
+        let Scratch {
+            parent, pid, keys, ..
+        } = scratch();
         let n = N.fetch_add(1, Ordering::Relaxed);
         // An unguessable name (SipHash under secret keys); ownership is
         // checked when it is created anyway.
@@ -211,6 +198,53 @@ impl Drop for PrivateTmp {
             remove_tree(&self.base);
         }
     }
+}
+
+/// Where every process's private trees go, found once.
+struct Scratch {
+    /// The host directory holding them (`/dev/shm` when the host has it).
+    parent: PathBuf,
+    /// This forkvm's process id, in their names.
+    pid: u32,
+    /// Keys of the nonces in their names.
+    keys: std::hash::RandomState,
+    /// Device and inode of `parent`, to hide the trees from walks.
+    id: Option<(u64, u64)>,
+}
+
+fn scratch() -> &'static Scratch {
+    static WHERE: std::sync::OnceLock<Scratch> = std::sync::OnceLock::new();
+    WHERE.get_or_init(|| {
+        let shm = Path::new("/dev/shm");
+        let parent = if rustix::fs::access(
+            shm,
+            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+        )
+        .is_ok()
+        {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let id = rustix::fs::stat(&parent)
+            .ok()
+            .map(|st| (st.st_dev, st.st_ino));
+        Scratch {
+            parent,
+            pid: std::process::id(),
+            keys: std::hash::RandomState::new(),
+            id,
+        }
+    })
+}
+
+/// Whether `name` in the host directory `dir` is forkvm's own: the private
+/// trees and write-root copies of every process and fork of every forkvm on
+/// the host. No walk reaches them and no listing shows them, whatever the
+/// policy allows (`--allow-read /dev/shm`, or `/` with the host's `/tmp`
+/// as their place), or one guest could read another's private files.
+pub(super) fn is_hidden(dir: &Stat, name: &[u8]) -> bool {
+    name.starts_with(b"forkvm-tmp-") && scratch().id == Some((dir.st_dev, dir.st_ino))
 }
 
 /// Whether `host` is the backing directory of a private mount.
@@ -542,20 +576,22 @@ fn tree_bytes(dir: &Path, depth: u32) -> Result<u64, Errno> {
     Ok(sum)
 }
 
-/// Whether the policy maps a host path at or above guest `mount`: the
-/// mount is then the user's mapping, not private. A root *below* it (a
-/// program or script kept in the host's /tmp, `--allow-write /tmp/out`)
-/// leaves the mount private and is mounted inside it (see [`with_private`]).
+/// Whether the policy maps a host path at guest `mount` itself (a root
+/// `/tmp` or `/dev/shm`): the mount is then the user's mapping, not
+/// private. A root *above* it (`--allow-read /`) leaves it private, as a
+/// read-only root with a private `/tmp` does in bubblewrap or systemd's
+/// `PrivateTmp`: programs need a writable `/tmp` (sort's spill files,
+/// python's `tempfile` and `multiprocessing`, compilers), and the host's
+/// is shared with everything else on it. A root *below* it (a program or
+/// script kept in the host's /tmp, `--allow-write /tmp/out`) leaves it
+/// private too and is mounted inside it (see [`with_private`]).
 fn mapped_by_policy(policy: &Policy, mount: &[u8]) -> bool {
     let m = components(mount);
     policy
         .allow_read
         .iter()
         .chain(&policy.allow_write)
-        .any(|r| {
-            let r = components(r.as_os_str().as_bytes());
-            r.len() <= m.len() && r.iter().zip(&m).all(|(a, b)| a == b)
-        })
+        .any(|r| components(r.as_os_str().as_bytes()) == m)
 }
 
 /// The guest mounts of `policy` that are private.
@@ -607,7 +643,8 @@ pub(super) fn with_private(p: &Process, mut roots: Vec<Root>, writing: bool) -> 
         roots.push(Root {
             comps: components(m).into_iter().collect(),
             host: p.tmp.host_dir(m),
-            mount: false,
+            // It wins over a root above it (`--allow-read /`).
+            mount: true,
             blocked: false,
         });
     }

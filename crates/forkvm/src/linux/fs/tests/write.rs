@@ -371,6 +371,62 @@ fn a_mapped_tmp_is_not_private() {
 }
 
 #[test]
+fn a_root_above_tmp_leaves_it_private() {
+    // `--allow-read /` lets the guest read the host, but its /tmp and
+    // /dev/shm stay its own and writable, as sort, tempfile and
+    // multiprocessing need.
+    let (mut p, mut m) = setup(vec![PathBuf::from("/")]);
+    let fd = open(&mut p, &mut m, "/tmp/mine.txt", O_CREAT | O_WRONLY).unwrap();
+    assert!(fd > 2);
+    assert!(p.tmp.host_dir(b"/tmp").join("mine.txt").is_file());
+    assert!(!Path::new("/tmp/mine.txt").exists());
+    assert!(open(&mut p, &mut m, "/dev/shm/sem.x", O_CREAT | O_WRONLY).is_ok());
+    // The rest of the host is read-only as allowed.
+    assert!(stat(&mut p, &mut m, "/usr/bin", true).is_ok());
+    assert_eq!(
+        open(&mut p, &mut m, "/usr/forkvm-never", O_CREAT | O_WRONLY),
+        Err(Errno::EACCES)
+    );
+}
+
+#[test]
+fn no_guest_reaches_another_ones_private_trees() {
+    // One process's private /tmp holds a file...
+    let (mut a, mut ma) = setup(vec![]);
+    let fd = open(&mut a, &mut ma, "/tmp/secret", O_CREAT | O_WRONLY).unwrap();
+    assert!(fd > 2);
+    let base = a.tmp.host_dir(b"/tmp");
+    let dir = base.parent().unwrap().to_path_buf();
+    let parent = dir.parent().unwrap().to_path_buf();
+    let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+    // ...which another, allowed to read where the trees live, cannot reach
+    // by its host path, nor see listed.
+    let (mut b, mut mb) = setup(vec![parent.clone()]);
+    let path = format!("{}/{name}/tmp/secret", parent.display());
+    assert_eq!(
+        stat(&mut b, &mut mb, &path, true).err(),
+        Some(Errno::ENOENT)
+    );
+    assert_eq!(
+        stat(
+            &mut b,
+            &mut mb,
+            &format!("{}/{name}", parent.display()),
+            true
+        )
+        .err(),
+        Some(Errno::ENOENT)
+    );
+    let listing = open(&mut b, &mut mb, &parent.display().to_string(), O_RDONLY).unwrap();
+    let names = list(&mut b, &mut mb, listing);
+    assert!(
+        names.iter().all(|n| !n.starts_with("forkvm-tmp-")),
+        "{names:?}"
+    );
+    assert!(names.contains(&".".to_string()));
+}
+
+#[test]
 fn a_root_below_tmp_is_mounted_in_the_private_tmp() {
     let t = Tree::in_tmp();
     let out = t.root.join("out");
