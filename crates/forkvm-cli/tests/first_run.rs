@@ -228,7 +228,7 @@ fn verbose_names_policy_refusals_once() {
     let code = format!(
         "import os, socket\n\
          for _ in range(2):\n\
-         \x20   try: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         \x20   try: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)\n\
          \x20   except OSError as e: print('socket', e.errno)\n\
          \x20   try: os.fork()\n\
          \x20   except OSError as e: print('fork', e.errno)\n\

@@ -434,6 +434,17 @@ fn tcp_over_loopback_inside_one_program() {
     glibc_and_musl("tcp_loopback");
 }
 
+/// UDP between a run's own sockets (and a child's): datagrams both ways
+/// with the sender bound on its first send, IPv4, IPv6 and dual stack,
+/// connect, truncation, readiness, a connected socket hearing only its peer,
+/// a port nothing listens on, ports in use. `socket()` was EACCES before.
+/// Also through exits only, which the poller otherwise spares these calls.
+#[test]
+fn udp_over_loopback_inside_one_run() {
+    glibc_and_musl("udp");
+    differential("udp.musl", &[], &["--syscalls", "exit"]);
+}
+
 /// node's `http.get` of its own `http` server, as tests and in-process
 /// clients do.
 #[test]

@@ -186,7 +186,7 @@ fn classify(p: &Process, fd: u64) -> FdClass {
         },
         FileKind::Socket(s) => FdClass::Waitable {
             sigpipe: s.sigpipe(),
-            virtual_tcp: s.inet.is_some(),
+            virtual_tcp: s.inet.is_some() && s.connection(),
         },
         FileKind::Stdin | FileKind::Stdout | FileKind::Stderr => FdClass::Refused,
     }

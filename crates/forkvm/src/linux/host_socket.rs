@@ -66,7 +66,7 @@ impl Outbound {
 
     /// Names the guest resolves through its own /etc/hosts: the host names
     /// of `--allow-connect`, as the host resolved them at start-up (the
-    /// guest has no DNS: UDP is refused).
+    /// guest has no DNS: no datagram leaves the VM).
     pub fn set_names(&mut self, names: Vec<(String, std::net::IpAddr)>) {
         self.names = Arc::new(names);
     }

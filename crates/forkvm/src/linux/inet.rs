@@ -9,12 +9,13 @@
 //! listens on stays in the VM ([`super::loopback`]); any other outbound connect is refused (ECONNREFUSED)
 //! unless the address is in `--allow-connect`: then the socket is backed by
 //! a real host connection ([`super::host_socket`]).
-//! UDP and raw sockets stay refused (EACCES).
+//! UDP sockets are datagram sockets inside the run ([`super::udp`]), named
+//! here; raw sockets stay refused (EACCES).
 
 use super::fdtable::{lock, oflags, FileKind, OpenFile};
 use super::host_socket::{Connect, HostStream};
 use super::thread::{self, Waited};
-use super::unix_socket::{Socket, SOCK_STREAM};
+use super::unix_socket::{Socket, SOCK_DGRAM, SOCK_STREAM};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::collections::VecDeque;
@@ -243,22 +244,24 @@ fn inet_of(s: &mut Socket) -> Result<&mut Inet, Errno> {
     s.inet.as_deref_mut().ok_or(Errno::ENOTSOCK)
 }
 
-/// socket(2) for AF_INET/AF_INET6: a virtual TCP socket; UDP/raw refused (EACCES).
+/// socket(2) for AF_INET/AF_INET6: a virtual TCP or UDP socket; raw refused (EACCES).
 pub(super) fn socket(p: &mut Process, a: &Args) -> SysResult {
     let family = a[0] as u32 as u16;
     let ty = a[1] as u32 as u64;
     if ty & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
-    if (ty & SOCK_TYPE_MASK) as u32 != SOCK_STREAM {
-        // No datagram or raw network exists.
-        return Err(Errno::EACCES);
-    }
-    if !matches!(a[2] as u32 as u64, 0 | IPPROTO_TCP) {
-        return Err(Errno::EPROTONOSUPPORT);
-    }
-    let mut s = Socket::new(SOCK_STREAM);
-    s.inet = Some(Box::new(Inet::new(family)));
+    let s = match ((ty & SOCK_TYPE_MASK) as u32, a[2] as u32 as u64) {
+        (SOCK_STREAM, 0 | IPPROTO_TCP) => {
+            let mut s = Socket::new(SOCK_STREAM);
+            s.inet = Some(Box::new(Inet::new(family)));
+            s
+        }
+        (SOCK_DGRAM, 0 | super::udp::IPPROTO_UDP) => super::udp::new_socket(family),
+        (SOCK_STREAM | SOCK_DGRAM, _) => return Err(Errno::EPROTONOSUPPORT),
+        // No raw network exists.
+        _ => return Err(Errno::EACCES),
+    };
     let nb = if ty & SOCK_NONBLOCK != 0 {
         oflags::O_NONBLOCK
     } else {
@@ -269,7 +272,12 @@ pub(super) fn socket(p: &mut Process, a: &Args) -> SysResult {
 }
 
 /// Decodes a guest `struct sockaddr_in`/`sockaddr_in6` for a socket of `family`.
-fn read_addr(mem: &GuestMemory, addr: u64, len: u64, family: u16) -> Result<SocketAddr, Errno> {
+pub(super) fn read_addr(
+    mem: &GuestMemory,
+    addr: u64,
+    len: u64,
+    family: u16,
+) -> Result<SocketAddr, Errno> {
     let len = len as u32 as usize;
     if len < 2 {
         return Err(Errno::EINVAL);
@@ -299,7 +307,7 @@ fn read_addr(mem: &GuestMemory, addr: u64, len: u64, family: u16) -> Result<Sock
 }
 
 /// Encodes `a` as a socket of `family` reports it.
-fn encode_addr(a: SocketAddr, family: u16) -> Vec<u8> {
+pub(super) fn encode_addr(a: SocketAddr, family: u16) -> Vec<u8> {
     let ip6 = match (a.ip(), family) {
         (IpAddr::V4(v4), AF_INET) => {
             let mut b = vec![0u8; SOCKADDR_IN];
@@ -323,7 +331,12 @@ fn encode_addr(a: SocketAddr, family: u16) -> Vec<u8> {
 }
 
 /// Writes an address to the guest's (addr, *len) pair, truncated to its room.
-fn write_addr(mem: &mut GuestMemory, addr: u64, len_ptr: u64, bytes: &[u8]) -> Result<(), Errno> {
+pub(super) fn write_addr(
+    mem: &mut GuestMemory,
+    addr: u64,
+    len_ptr: u64,
+    bytes: &[u8],
+) -> Result<(), Errno> {
     let room = mem.read_u32(len_ptr)? as i32;
     if room < 0 {
         return Err(Errno::EINVAL);
@@ -352,15 +365,34 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
     }
     // Another socket of the run on the same port: EADDRINUSE, unless both
     // set SO_REUSEPORT (servers whose workers each bind the port).
-    let me = super::net::socket_ref(p, a[0])?;
-    let (reuse, v6only) = with_inet(p, a[0], |s, _| Ok((reuse_port(s), inet_of(s)?.v6only())))?;
+    bind_to(p, a[0], want)
+}
+
+/// Binds the socket `fd` to an ephemeral port of the unspecified address
+/// (a UDP socket's first send or connect).
+pub(super) fn bind_any(p: &mut Process, fd: u64) -> Result<(), Errno> {
+    let mut any = with_inet(p, fd, |s, _| Ok(inet_of(s)?.unspecified()))?;
+    any.set_port(next_port());
+    bind_to(p, fd, any).map(|_| ())
+}
+
+/// Gives the socket `fd` the address `want` unless a socket of the run of
+/// the same type has it.
+fn bind_to(p: &mut Process, fd: u64, want: SocketAddr) -> SysResult {
+    // Another socket of the run on the same port: EADDRINUSE, unless both
+    // set SO_REUSEPORT (servers whose workers each bind the port). TCP and
+    // UDP ports are apart; a TCP connection (it has a peer) holds none.
+    let me = super::net::socket_ref(p, fd)?;
+    let (reuse, v6only, ty) = with_inet(p, fd, |s, _| {
+        Ok((reuse_port(s), inet_of(s)?.v6only(), s.ty))
+    })?;
     for f in super::net::named_sockets(p) {
         if Arc::ptr_eq(&f, &me) {
             continue;
         }
         if let FileKind::Socket(s) = &lock(&f).kind {
-            if let Some(i) = &s.inet {
-                let taken = i.peer.is_none()
+            if let Some(i) = s.inet.as_ref().filter(|_| s.ty == ty) {
+                let taken = (ty == SOCK_DGRAM || i.peer.is_none())
                     && i.local.is_some_and(|l| {
                         l.port() == want.port() && overlap(l, i.v6only(), want, v6only)
                     });
@@ -370,12 +402,15 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
             }
         }
     }
-    with_inet(p, a[0], |s, _| {
+    with_inet(p, fd, |s, _| {
         let i = inet_of(s)?;
         if i.local.is_some() {
             return Err(Errno::EINVAL);
         }
         i.local = Some(want);
+        if s.ty == SOCK_DGRAM {
+            super::udp::on_bind(s);
+        }
         Ok(0)
     })
 }
@@ -384,6 +419,9 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
 pub(super) fn listen(p: &mut Process, a: &Args) -> SysResult {
     let pid = super::child::pid_of(p);
     with_inet(p, a[0], |s, _| {
+        if s.ty == SOCK_DGRAM {
+            return Err(Errno::EOPNOTSUPP);
+        }
         if s.connected() {
             return Err(Errno::EINVAL);
         }
@@ -408,6 +446,9 @@ pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u6
         }
     }
     let got = with_inet(p, a[0], |s, nb| {
+        if s.ty == SOCK_DGRAM {
+            return Err(Errno::EOPNOTSUPP);
+        }
         let i = inet_of(s)?;
         let l = i.listener.as_ref().ok_or(Errno::EINVAL)?;
         Ok((lock(l).pending.pop_front(), nb, i.family))
@@ -437,6 +478,9 @@ pub(super) fn accept(p: &mut Process, mem: &mut GuestMemory, a: &Args, flags: u6
 /// (blocking, or EINPROGRESS and writable readiness when nonblocking);
 /// anything else ECONNREFUSED, as a firewall's REJECT.
 pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if super::udp::family(p, a[0]).is_some() {
+        return super::udp::connect(p, mem, a);
+    }
     let retry = p.waiting.is_some();
     let (family, connected, listening, timeout) = with_inet(p, a[0], |s, _| {
         let timeout = s.sndtimeo;
@@ -565,7 +609,14 @@ pub(super) fn setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Op
         return None;
     }
     let level = level as u32 as u64;
-    if !matches!(level, IPPROTO_IP | IPPROTO_TCP | IPPROTO_IPV6) {
+    let udp = super::udp::family(p, fd).is_some();
+    let ok = match level {
+        IPPROTO_IP | IPPROTO_IPV6 => true,
+        IPPROTO_TCP => !udp,
+        super::udp::IPPROTO_UDP => udp,
+        _ => false,
+    };
+    if !ok {
         return Some(Err(Errno::ENOPROTOOPT));
     }
     let v = match len as u32 {
@@ -613,12 +664,16 @@ pub(super) fn getsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Op
         return None;
     }
     let r = with_inet(p, fd, |s, _| {
+        let dgram = s.ty == SOCK_DGRAM;
         let i = inet_of(s)?;
         Ok(match (level, name) {
             (SOL_SOCKET, SO_DOMAIN) => i32::from(i.family),
+            (SOL_SOCKET, SO_PROTOCOL) if dgram => super::udp::IPPROTO_UDP as i32,
             (SOL_SOCKET, SO_PROTOCOL) => IPPROTO_TCP as i32,
             (SOL_SOCKET, _) => i32::from(i.listener.is_some()),
-            (IPPROTO_IP | IPPROTO_TCP | IPPROTO_IPV6, n) => {
+            (IPPROTO_TCP, _) if dgram => return Err(Errno::ENOPROTOOPT),
+            (super::udp::IPPROTO_UDP, _) if !dgram => return Err(Errno::ENOPROTOOPT),
+            (IPPROTO_IP | IPPROTO_TCP | IPPROTO_IPV6 | super::udp::IPPROTO_UDP, n) => {
                 if level == IPPROTO_IPV6 && i.family != AF_INET6 {
                     return Err(Errno::ENOPROTOOPT);
                 }
@@ -667,7 +722,7 @@ impl Socket {
 /// given) would take the same connections: a dual-stack server binds
 /// `0.0.0.0:P` and `[::]:P` with IPV6_V6ONLY, and two specific addresses
 /// never clash.
-fn overlap(a: SocketAddr, a_v6only: bool, b: SocketAddr, b_v6only: bool) -> bool {
+pub(super) fn overlap(a: SocketAddr, a_v6only: bool, b: SocketAddr, b_v6only: bool) -> bool {
     let v4 = |ip: IpAddr| ip.to_canonical().is_ipv4();
     let (ia, ib) = (a.ip(), b.ip());
     // An IPv6-only socket takes no IPv4 connection.
@@ -779,8 +834,13 @@ mod tests {
             bind(&mut p, &mut m, &[fd2, sa, 28, 0, 0, 0]),
             Err(EADDRINUSE)
         );
-        // UDP stays refused.
-        assert_eq!(socket(&mut p, &[2, 2, 0, 0, 0, 0]), Err(Errno::EACCES));
+        // UDP is a datagram socket of the run (see udp.rs); raw stays refused.
+        assert!(socket(&mut p, &[2, 2, 0, 0, 0, 0]).is_ok());
+        assert_eq!(
+            socket(&mut p, &[2, 2, 6, 0, 0, 0]),
+            Err(Errno::EPROTONOSUPPORT)
+        );
+        assert_eq!(socket(&mut p, &[2, 3, 1, 0, 0, 0]), Err(Errno::EACCES));
     }
 
     fn poll_of(p: &Process, fd: u64) -> i16 {

@@ -40,6 +40,7 @@ pub mod table;
 pub mod thread;
 pub mod time;
 pub mod trace;
+pub mod udp;
 pub mod unix_dgram;
 pub mod unix_names;
 pub mod unix_socket;

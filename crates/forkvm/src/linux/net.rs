@@ -225,7 +225,7 @@ fn sys_listen(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Makes the bound or listening socket `fd` known to the run's other
 /// processes (see `child::Tree::publish_socket`).
-fn publish(p: &Process, fd: u64) {
+pub(super) fn publish(p: &Process, fd: u64) {
     if let (Some(family), Ok(file)) = (&p.family, p.fds.get(fd as i32)) {
         family.tree.publish_socket(&file);
     }
@@ -419,9 +419,15 @@ fn send_common(
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
-    // A datagram goes to the socket bound to the address given.
+    // A datagram goes to the socket bound to the address given (UDP: by
+    // port, to the connected peer without one).
     let mut target = None;
-    if let Some((addr, len)) = to {
+    let udp = super::udp::family(p, fd).is_some();
+    let mut udp_from = Vec::new();
+    if udp {
+        let total: u64 = iovs.iter().map(|v| v.1).sum();
+        (target, udp_from) = super::udp::target(p, mem, fd, to, total)?;
+    } else if let Some((addr, len)) = to {
         let (connection, connected) = match &lock(&file).kind {
             FileKind::Socket(s) => (s.connection(), s.connected()),
             _ => return Err(Errno::ENOTSOCK),
@@ -473,9 +479,17 @@ fn send_common(
     }
     let mut data = vec![0u8; limit as usize];
     super::io::gather(mem, iovs, before, &mut data)?;
-    let r = match &target {
-        Some(to) => s.send_to(to, &data, fds),
-        None => s.send(&data, fds),
+    let r = if udp {
+        if s.shut & super::unix_socket::SEND_SHUTDOWN != 0 {
+            Err(Errno::EPIPE)
+        } else {
+            super::udp::deliver(target.as_ref(), udp_from, &data, fds)
+        }
+    } else {
+        match &target {
+            Some(to) => s.send_to(to, &data, fds),
+            None => s.send(&data, fds),
+        }
     };
     drop(of);
     if whole {
@@ -606,22 +620,22 @@ const NO_NET: &str = "AF_UNIX only, inside the VM; other families are refused (n
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 41, name: "socket", handler: sys_socket, support: Support::Partial,
-        note: "AF_UNIX (named within the run: see bind); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); UDP, raw and other families are refused (no network): EACCES" },
+        note: "AF_UNIX (named within the run: see bind); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); SOCK_DGRAM: UDP between the run's sockets (see udp.rs); raw and other families are refused (no network): EACCES" },
     SyscallEntry { nr: 42, name: "connect", handler: sys_connect, support: Support::Partial,
-        note: "virtual TCP: to a loopback address a process of the run listens on, a connection inside forkvm; addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the run (none: ECONNREFUSED, ENOENT for a path with no file); AF_UNIX datagram: the default destination, a datagram socket of the run bound to the name (AF_UNSPEC disconnects)" },
+        note: "virtual TCP: to a loopback address a process of the run listens on, a connection inside forkvm; addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the run (none: ECONNREFUSED, ENOENT for a path with no file); AF_UNIX datagram: the default destination, a datagram socket of the run bound to the name (AF_UNSPEC disconnects); UDP: the default destination and only sender heard, any address (binds an ephemeral port first)" },
     SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,
         note: "virtual TCP: connections the host pushed or the program made to itself; AF_UNIX: connections made to the listener's name" },
     SyscallEntry { nr: 44, name: "sendto", handler: sys_sendto, support: Support::Partial,
-        note: "connected AF_UNIX sockets; an AF_UNIX datagram to a path or abstract name goes to the datagram socket of the run bound there (none: ECONNREFUSED; its queue full: waits, or EAGAIN); a connection socket refuses an address (EISCONN/EOPNOTSUPP); a blocking stream send returns when all is sent; EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
+        note: "connected AF_UNIX sockets; an AF_UNIX datagram to a path or abstract name goes to the datagram socket of the run bound there (none: ECONNREFUSED; its queue full: waits, or EAGAIN); a UDP datagram goes to the run's socket bound to the port at a local address (none: dropped, ECONNREFUSED when connected; a full queue drops; another address ENETUNREACH; binds an ephemeral port first); a connection socket refuses an address (EISCONN/EOPNOTSUPP); a blocking stream send returns when all is sent; EPIPE raises SIGPIPE unless MSG_NOSIGNAL" },
     SyscallEntry { nr: 45, name: "recvfrom", handler: sys_recvfrom, support: Support::Partial,
-        note: "AF_UNIX and virtual TCP; the address is a datagram's sender (none for an unbound one); MSG_WAITALL waits for the whole length on a blocking stream" },
+        note: "AF_UNIX, virtual TCP and UDP; the address is a datagram's sender (none for an unbound AF_UNIX one, a loopback address for UDP); MSG_WAITALL waits for the whole length on a blocking stream" },
     SyscallEntry { nr: 46, name: "sendmsg", handler: sys_sendmsg, support: Support::Partial,
         note: "as sendto; SCM_RIGHTS passes descriptors, SCM_CREDENTIALS is checked (EPERM unless the caller's own) and not carried" },
     SyscallEntry { nr: 47, name: "recvmsg", handler: sys_recvmsg, support: Support::Partial,
         note: "as recvfrom; SCM_RIGHTS received, MSG_TRUNC/MSG_CTRUNC reported" },
     SyscallEntry { nr: 48, name: "shutdown", handler: sys_shutdown, support: Support::Full, note: "" },
     SyscallEntry { nr: 49, name: "bind", handler: sys_bind, support: Support::Partial,
-        note: "virtual TCP: the address is recorded (port 0: a virtual port); AF_UNIX: abstract names, and paths (a socket file is made, mode 0777 less the umask); names are shared by the processes of a run; an empty name autobinds" },
+        note: "virtual TCP and UDP: the address is recorded (port 0: a virtual port; TCP and UDP ports apart); AF_UNIX: abstract names, and paths (a socket file is made, mode 0777 less the umask); names are shared by the processes of a run; an empty name autobinds" },
     SyscallEntry { nr: 50, name: "listen", handler: sys_listen, support: Support::Partial,
         note: "virtual TCP: takes the connections `forkvm serve` pushes; AF_UNIX: a bound stream/seqpacket socket (EOPNOTSUPP for datagrams)" },
     SyscallEntry { nr: 51, name: "getsockname", handler: sys_getsockname, support: Support::Full, note: "" },
@@ -660,8 +674,9 @@ mod tests {
     fn other_families_are_refused_and_non_sockets_are_enotsock() {
         let (mut p, mut m) = setup();
         for fam in [2u64, 10, 16, 17] {
-            // AF_INET/AF_INET6 streams are virtual TCP (crate::linux::inet); datagrams stay refused.
-            let ty = if fam == 2 || fam == 10 { 2 } else { 1 };
+            // AF_INET/AF_INET6 streams are virtual TCP (crate::linux::inet) and
+            // datagrams UDP (crate::linux::udp); raw sockets stay refused.
+            let ty = if fam == 2 || fam == 10 { 3 } else { 1 };
             assert_eq!(
                 call(&mut p, &mut m, sys_socket, &[fam, ty, 0]),
                 Err(Errno::EACCES)

@@ -157,7 +157,7 @@ pub(super) fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> 
                 return Ok(0);
             }
             if addr != 0 && alen != 0 {
-                write_sender(mem, addr, alen, from.as_deref())?;
+                write_sender(mem, addr, alen, from.as_deref(), super::udp::family(p, fd))?;
             }
             Ok(if waitall {
                 total
@@ -172,13 +172,17 @@ pub(super) fn sys_recvfrom(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> 
 
 /// Writes where a datagram came from to the guest's (addr, *len): the
 /// sender's name, or an empty address (length 0) for an unnamed sender, as
-/// Linux does.
+/// Linux does; for a UDP socket of family `udp`, its internet address.
 fn write_sender(
     mem: &mut GuestMemory,
     addr: u64,
     len_ptr: u64,
     from: Option<&[u8]>,
+    udp: Option<u16>,
 ) -> Result<(), Errno> {
+    if let Some(family) = udp {
+        return super::udp::write_sender(mem, addr, len_ptr, family, from);
+    }
     if from.is_some() {
         return unix_names::write_name(mem, addr, len_ptr, from);
     }
@@ -267,7 +271,7 @@ fn recvmsg_one(
         mem.write_u64(hdr + 40, 0)?;
         mem.write_u32(hdr + 48, 0)?;
         if h.name != 0 {
-            write_sender(mem, h.name, hdr + 8, None)?;
+            write_sender(mem, h.name, hdr + 8, None, None)?;
         }
         Ok(Some(before))
     };
@@ -317,7 +321,13 @@ fn recvmsg_one(
     // Linux hands MSG_CMSG_CLOEXEC back in msg_flags (Go checks it).
     mflags |= (flags & MSG_CMSG_CLOEXEC) as u32;
     if h.name != 0 {
-        write_sender(mem, h.name, hdr + 8, from.as_deref())?;
+        write_sender(
+            mem,
+            h.name,
+            hdr + 8,
+            from.as_deref(),
+            super::udp::family(p, fd),
+        )?;
     }
     mem.write_u64(hdr + 40, used)?;
     mem.write_u32(hdr + 48, mflags)?;

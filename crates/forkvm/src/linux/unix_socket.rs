@@ -47,7 +47,7 @@ const EPIPE: i32 = 32;
 /// `sk_shutdown` bit: no more receiving.
 pub const RCV_SHUTDOWN: u8 = 1;
 /// `sk_shutdown` bit: no more sending.
-const SEND_SHUTDOWN: u8 = 2;
+pub(super) const SEND_SHUTDOWN: u8 = 2;
 
 const POLLIN: i16 = 0x1;
 const POLLOUT: i16 = 0x4;
