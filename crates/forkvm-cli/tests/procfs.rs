@@ -144,3 +144,29 @@ fn the_heap_starts_in_a_2_mib_region_of_its_own() {
     assert_eq!(heap % (2 << 20), 0, "{out}");
     assert!(heap >= image_end.next_multiple_of(2 << 20), "{out}");
 }
+
+/// Every way to count CPUs gives the VM's one, also where the host's /sys
+/// shows (`--allow-read /`): glibc's sysconf read the host's CPU lists
+/// there, so `os.cpu_count()` said 2 while sched_getaffinity said 1.
+#[test]
+fn every_cpu_count_agrees_when_the_hosts_sys_shows() {
+    if !installed("/usr/bin/python3") || !installed("/usr/bin/getconf") {
+        return;
+    }
+    let script = "nproc; nproc --all; getconf _NPROCESSORS_ONLN; getconf _NPROCESSORS_CONF; \
+                  python3 -c 'import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))'; \
+                  cat /sys/devices/system/cpu/online /sys/devices/system/cpu/possible; \
+                  grep -c ^processor /proc/cpuinfo";
+    let run = Case::new("/bin/sh")
+        .args(["-c", script])
+        .flags(["--allow-read", "/"])
+        .limit(Duration::from_secs(60))
+        .run_forkvm();
+    assert_eq!(run.status, 0, "{}", run.describe());
+    assert_eq!(
+        run.stdout_str(),
+        "1\n1\n1\n1\n1 1\n0\n0\n1\n",
+        "{}",
+        run.describe()
+    );
+}

@@ -197,9 +197,27 @@ fn allowed_etc(p: &Process, path: &[u8]) -> bool {
         .any(|root| host.starts_with(root))
 }
 
+/// The CPU lists of sysfs (`/sys/devices/system/cpu/{online,possible,present}`),
+/// which glibc's `sysconf(_SC_NPROCESSORS_ONLN/CONF)` reads first (so
+/// python's `os.cpu_count()`, `nproc --all`, `getconf`): the VM's one CPU,
+/// as sched_getaffinity, /proc/cpuinfo and /proc/stat say. They are met
+/// only where the policy shows the host's /sys (`--allow-read /`), whose
+/// own lists named the host's CPUs: two answers to one question.
+pub fn cpu_list(path: &[u8]) -> Option<&'static str> {
+    match path {
+        b"/sys/devices/system/cpu/online"
+        | b"/sys/devices/system/cpu/possible"
+        | b"/sys/devices/system/cpu/present" => Some("0\n"),
+        _ => None,
+    }
+}
+
 /// The contents of a synthetic file at the canonical absolute `path`
 /// (`/proc/<pid>/...` or `/proc/self/...`), if it is one.
 pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>> {
+    if let Some(text) = cpu_list(path) {
+        return Some(text.as_bytes().to_vec());
+    }
     if let Some(text) = etc_file(p, path) {
         return Some(text.as_bytes().to_vec());
     }

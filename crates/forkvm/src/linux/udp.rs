@@ -41,6 +41,9 @@ pub const IPPROTO_UDP: u64 = 17;
 /// Datagrams a receive queue holds before more are dropped (Linux's limit
 /// is the receive buffer, ~200 KiB: a few hundred small datagrams).
 const UDP_QLEN: usize = 256;
+/// Bytes a receive queue holds before more are dropped (Linux's default
+/// receive buffer), so the host memory a guest's sockets hold stays bounded.
+const UDP_QBYTES: usize = 212_992;
 /// Largest UDP payload (IPv4: 65,535 less the IP and UDP headers).
 const MAX_PAYLOAD: u64 = 65_507;
 const ENETUNREACH: Errno = Errno(101);
@@ -266,7 +269,9 @@ pub(super) fn deliver(
     }
     if let Some(to) = to {
         let mut g = lock(to);
-        if !g.closed && !g.shut_rd && g.queue.len() < UDP_QLEN {
+        let held: usize = g.queue.iter().map(|d| d.data.len()).sum();
+        let room = held + data.len() <= UDP_QBYTES && g.queue.len() < UDP_QLEN;
+        if !g.closed && !g.shut_rd && room {
             g.queue.push_back(Datagram {
                 data: data.to_vec(),
                 fds,
@@ -321,6 +326,16 @@ mod tests {
             );
         }
         assert_eq!(lock(&to).queue.len(), UDP_QLEN);
+        // Large datagrams fill it by bytes first.
+        let big: InboxRef = Arc::default();
+        let d = vec![7u8; 60_000];
+        for _ in 0..5 {
+            assert_eq!(
+                deliver(Some(&big), name(9, AF_INET), &d, Vec::new()),
+                Ok(60_000)
+            );
+        }
+        assert_eq!(lock(&big).queue.len(), 3);
         assert_eq!(deliver(None, name(9, AF_INET), b"lost", Vec::new()), Ok(4));
         lock(&to).closed = true;
         assert_eq!(

@@ -90,6 +90,14 @@ pub(super) fn node(p: &Process, path: &[u8]) -> Option<Node> {
     if path == b"/etc" {
         return Some(Node::Dir);
     }
+    if crate::linux::procfs::cpu_list(path).is_some() {
+        // sysfs shows its attributes as a page long.
+        return Some(Node::File(Generated {
+            mode: S_IFREG | 0o444,
+            size: 4096,
+            root_owned: true,
+        }));
+    }
     let size = crate::linux::procfs::etc_file(p, path)?.len();
     Some(Node::File(Generated {
         mode: S_IFREG | 0o644,
