@@ -372,8 +372,15 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
 /// (a UDP socket's first send or connect).
 pub(super) fn bind_any(p: &mut Process, fd: u64) -> Result<(), Errno> {
     let mut any = with_inet(p, fd, |s, _| Ok(inet_of(s)?.unspecified()))?;
-    any.set_port(next_port());
-    bind_to(p, fd, any).map(|_| ())
+    // The virtual ports go round: skip those still held, as Linux does.
+    let mut tries = 0;
+    loop {
+        any.set_port(next_port());
+        match bind_to(p, fd, any) {
+            Err(EADDRINUSE) if tries < 64 => tries += 1,
+            r => return r.map(|_| ()),
+        }
+    }
 }
 
 /// Gives the socket `fd` the address `want` unless a socket of the run of

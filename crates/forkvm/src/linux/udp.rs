@@ -154,10 +154,6 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
     }
     let family = family(p, a[0]).ok_or(Errno::ENOTSOCK)?;
     let mut to = inet::read_addr(mem, a[1], a[2], family)?;
-    if to.port() == 0 {
-        // Linux accepts it; sends then fail.
-        return Err(Errno::ECONNREFUSED);
-    }
     if to.ip().is_unspecified() {
         to.set_ip(loopback(family));
     }
