@@ -139,8 +139,13 @@ int main(void) {
     int again = socket(AF_INET, SOCK_DGRAM, 0);
     r = bind(again, (struct sockaddr *)&at, sizeof at);
     printf("same port: %d %s\n", r, strerror(errno));
+    /* A port TCP holds is free for UDP (the TCP one first: natively another
+     * process may hold any TCP port, hardly the UDP one). */
     int tcp = socket(AF_INET, SOCK_STREAM, 0);
-    printf("tcp on it: %d\n", bind(tcp, (struct sockaddr *)&at, sizeof at));
+    bind(tcp, (struct sockaddr *)&any, sizeof any);
+    struct sockaddr_in tat = v4(port_of(tcp));
+    int utcp = socket(AF_INET, SOCK_DGRAM, 0);
+    printf("udp on a tcp port: %d\n", bind(utcp, (struct sockaddr *)&tat, sizeof tat));
     r = bind(srv, (struct sockaddr *)&any, sizeof any);
     printf("bind twice: %d %s\n", r, strerror(errno));
     r = listen(srv, 1);
