@@ -325,3 +325,30 @@ fn errors_name_their_cause_once() {
     assert_eq!(r.status, 2, "{}", r.describe());
     assert_mentions(&r, &r.stderr, &["--some-unknown-flag"], "stderr");
 }
+
+#[test]
+fn a_file_in_the_hosts_tmp_under_allow_read_root_gets_a_hint() {
+    // `--allow-read /` leaves the guest its own /tmp: a file the user left
+    // in the host's is not there, and the failure says how to map it.
+    let file = Path::new("/tmp").join(format!("forkvm-hint-{}.txt", std::process::id()));
+    std::fs::write(&file, "the host's\n").expect("write");
+    let path = file.to_str().expect("utf-8");
+    let r = forkvm(&["run", "--allow-read", "/", "/bin/cat", path]);
+    assert_eq!(r.status, 1, "{}", r.describe());
+    assert_mentions(&r, &r.stderr, &["No such file"], "stderr");
+    assert_mentions(&r, &r.stderr, &[path], "the hint");
+    assert_mentions(&r, &r.stderr, &["--allow-read"], "the hint");
+    // As the hint says: naming it maps it.
+    let r = forkvm(&[
+        "run",
+        "--allow-read",
+        "/",
+        "--allow-read",
+        path,
+        "/bin/cat",
+        path,
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(r.status, 0, "{}", r.describe());
+    assert_eq!(r.stdout, b"the host's\n");
+}

@@ -457,11 +457,7 @@ fn writes(nr: u64, args: &Args) -> bool {
 
 /// Whether `path` lies under one of the policy's roots.
 fn under_roots(p: &Process, path: &Path) -> bool {
-    p.policy
-        .allow_read
-        .iter()
-        .chain(&p.policy.allow_write)
-        .any(|r| path.starts_with(r))
+    fs::reaches(&p.policy, path)
 }
 
 /// The notes for a failed syscall.

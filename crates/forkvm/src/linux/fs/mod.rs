@@ -63,7 +63,7 @@ use path::*;
 pub use path::{absolute_at, check_path, exec_host_path, read_path, watch_target};
 use perm::*;
 use tmp::*;
-pub use tmp::{charge_write, PrivateTmp};
+pub use tmp::{charge_write, reaches, PrivateTmp};
 use unnamed::*;
 use virt::{Node, Step, Stepped};
 

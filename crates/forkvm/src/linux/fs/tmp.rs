@@ -594,6 +594,28 @@ fn mapped_by_policy(policy: &Policy, mount: &[u8]) -> bool {
         .any(|r| components(r.as_os_str().as_bytes()) == m)
 }
 
+/// Whether the guest reaches the host path `path` through `policy`'s
+/// roots: it lies under one, and not in a private `/tmp` or `/dev/shm`
+/// unless a root mounted there holds it (`--allow-read /` shows the host's
+/// files, but not those in its `/tmp`).
+pub fn reaches(policy: &Policy, path: &Path) -> bool {
+    let roots: Vec<&PathBuf> = policy
+        .allow_read
+        .iter()
+        .chain(&policy.allow_write)
+        .collect();
+    let comps: Vec<Vec<u8>> = components(path.as_os_str().as_bytes())
+        .into_iter()
+        .collect();
+    match private_mounts(policy).find(|m| strictly_below(&comps, m)) {
+        Some(m) => roots.iter().any(|r| {
+            let rc: Vec<Vec<u8>> = components(r.as_os_str().as_bytes()).into_iter().collect();
+            strictly_below(&rc, m) && path.starts_with(r)
+        }),
+        None => roots.iter().any(|r| path.starts_with(r)),
+    }
+}
+
 /// The guest mounts of `policy` that are private.
 fn private_mounts(policy: &Policy) -> impl Iterator<Item = &'static [u8]> + '_ {
     MOUNTS
