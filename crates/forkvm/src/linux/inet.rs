@@ -363,8 +363,6 @@ pub(super) fn bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
     if want.port() == 0 {
         want.set_port(next_port());
     }
-    // Another socket of the run on the same port: EADDRINUSE, unless both
-    // set SO_REUSEPORT (servers whose workers each bind the port).
     bind_to(p, a[0], want)
 }
 

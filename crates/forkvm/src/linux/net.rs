@@ -422,10 +422,10 @@ fn send_common(
     // A datagram goes to the socket bound to the address given (UDP: by
     // port, to the connected peer without one).
     let mut target = None;
-    let udp = super::udp::family(p, fd).is_some();
+    let total: u64 = iovs.iter().map(|v| v.1).sum();
+    let udp = matches!(&lock(&file).kind, FileKind::Socket(s) if super::udp::is_udp_socket(s));
     let mut udp_from = Vec::new();
     if udp {
-        let total: u64 = iovs.iter().map(|v| v.1).sum();
         (target, udp_from) = super::udp::target(p, mem, fd, to, total)?;
     } else if let Some((addr, len)) = to {
         let (connection, connected) = match &lock(&file).kind {
@@ -442,7 +442,6 @@ fn send_common(
         check_unix_addr(mem, addr, len)?;
         target = Some(unix_names::dgram_target(p, mem, addr, len)?.0);
     }
-    let total: u64 = iovs.iter().map(|v| v.1).sum();
     // What earlier attempts of this call sent (only a blocking stream send
     // makes several), and the descriptors, which go with the first bytes
     // only: taken before the socket is locked (they may name it).

@@ -18,7 +18,6 @@ use super::{fs, names, Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// mmap's MAP_HUGETLB flag.
 const MAP_HUGETLB: u64 = 0x4_0000;
@@ -455,11 +454,6 @@ fn writes(nr: u64, args: &Args) -> bool {
     }
 }
 
-/// Whether `path` lies under one of the policy's roots.
-fn under_roots(p: &Process, path: &Path) -> bool {
-    fs::reaches(&p.policy, path)
-}
-
 /// The notes for a failed syscall.
 fn note(p: &mut Process, mem: &GuestMemory, nr: u64, args: &Args, e: Errno) {
     if p.notes.full() {
@@ -532,7 +526,7 @@ fn note(p: &mut Process, mem: &GuestMemory, nr: u64, args: &Args, e: Errno) {
         let Ok(real) = std::fs::canonicalize(&path) else {
             return;
         };
-        if under_roots(p, &real) {
+        if fs::reaches(&p.policy, &real) {
             return;
         }
         let shown = real.to_string_lossy().into_owned();

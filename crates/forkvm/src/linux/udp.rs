@@ -185,8 +185,10 @@ pub(super) fn target(
     to: Option<(u64, u64)>,
     len: u64,
 ) -> Result<(Option<InboxRef>, Vec<u8>), Errno> {
-    let family = family(p, fd).ok_or(Errno::ENOTSOCK)?;
-    let peer = super::net::with_socket(p, fd, |s, _| Ok(s.inet.as_ref().and_then(|i| i.peer)))?;
+    let (family, peer) = super::net::with_socket(p, fd, |s, _| {
+        let i = s.inet.as_ref().ok_or(Errno::ENOTSOCK)?;
+        Ok((i.family, i.peer))
+    })?;
     let dest = match to {
         Some((addr, alen)) => inet::read_addr(mem, addr, alen, family)?,
         None => peer.ok_or(EDESTADDRREQ)?,
@@ -201,30 +203,23 @@ pub(super) fn target(
         return Err(ENETUNREACH);
     }
     autobind(p, fd)?;
-    let me = super::net::socket_ref(p, fd)?;
-    let mine = {
-        let of = lock(&me);
-        match &of.kind {
-            FileKind::Socket(s) => s.inet.as_ref().and_then(|i| i.local),
-            _ => None,
-        }
-    }
-    .ok_or(Errno::EINVAL)?;
-    let from = name(mine.port(), family);
-    let found = receiver(p, &me, dest, mine);
+    let mine = super::net::with_socket(p, fd, |s, _| {
+        s.inet.as_ref().and_then(|i| i.local).ok_or(Errno::EINVAL)
+    })?;
+    let found = receiver(p, dest, mine);
     if found.is_none() && to.is_none() {
         // A connected socket hears of the port unreachable.
         return Err(Errno::ECONNREFUSED);
     }
-    Ok((found, from))
+    Ok((found, name(mine.port(), family)))
 }
 
 /// The receive queue of the run's UDP socket that a datagram from `from`
 /// to `dest` reaches, if any.
-fn receiver(p: &Process, me: &FileRef, dest: SocketAddr, from: SocketAddr) -> Option<InboxRef> {
+/// The sender's own socket is among them (sending to itself): no lock is
+/// held here.
+fn receiver(p: &Process, dest: SocketAddr, from: SocketAddr) -> Option<InboxRef> {
     for f in super::net::named_sockets(p) {
-        // The sender's own socket too (sending to itself): no lock is held here.
-        let _ = me;
         let of = lock(&f);
         let FileKind::Socket(s) = &of.kind else {
             continue;

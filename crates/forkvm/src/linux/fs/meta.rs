@@ -261,8 +261,9 @@ pub(super) fn sys_getdents64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
     let buf = guest_buf_mut(mem, a[1], u64::from(a[2] as u32))?;
     let len = buf.len().min(1 << 20);
     let buf = &mut buf[..len];
-    // The directory holding forkvm's scratch trees lists without them.
-    let dir_stat = rustix::fs::fstat(fd)?;
+    // The directory holding forkvm's scratch trees lists without them (it
+    // is looked at only when a name might be one).
+    let mut dir_stat = None;
     loop {
         // SAFETY: the kernel writes at most `buf.len()` bytes of
         // linux_dirent64 records into `buf`, which is valid, writable and
@@ -280,7 +281,9 @@ pub(super) fn sys_getdents64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
             return Err(std::io::Error::last_os_error().into());
         }
         let got = usize::try_from(rc).map_err(|_| Errno::EIO)?.min(buf.len());
-        let kept = drop_hidden(&mut buf[..got], &dir_stat);
+        let kept = drop_hidden(&mut buf[..got], || {
+            *dir_stat.get_or_insert_with(|| rustix::fs::fstat(fd).ok())
+        });
         // Only hidden names in this batch: the directory may hold more.
         if kept > 0 || got == 0 {
             return Ok(kept as u64);
@@ -290,10 +293,10 @@ pub(super) fn sys_getdents64(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
 
 /// Removes the records of hidden names (see `tmp::is_hidden`) from the
 /// linux_dirent64 records in `recs`, which the host kernel wrote for the
-/// directory `dir`; returns the bytes left. A removed record's `d_off` (the
-/// place after it) passes to the record before it, so seeking there skips
-/// it too.
-fn drop_hidden(recs: &mut [u8], dir: &Stat) -> usize {
+/// directory `dir` gives the metadata of; returns the bytes left. A removed
+/// record's `d_off` (the place after it) passes to the record before it, so
+/// seeking there skips it too.
+fn drop_hidden(recs: &mut [u8], mut dir: impl FnMut() -> Option<Stat>) -> usize {
     // d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
     const NAME: usize = 19;
     let (mut at, mut out) = (0usize, 0usize);
@@ -305,7 +308,7 @@ fn drop_hidden(recs: &mut [u8], dir: &Stat) -> usize {
         }
         let name = &recs[at + NAME..at + reclen];
         let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-        if is_hidden(dir, name) {
+        if may_be_hidden(name) && dir().is_some_and(|d| is_hidden(&d, name)) {
             if let Some(p) = prev {
                 let off: [u8; 8] = recs[at + 8..at + 16].try_into().unwrap_or_default();
                 recs[p + 8..p + 16].copy_from_slice(&off);

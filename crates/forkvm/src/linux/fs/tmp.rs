@@ -244,7 +244,12 @@ fn scratch() -> &'static Scratch {
 /// policy allows (`--allow-read /dev/shm`, or `/` with the host's `/tmp`
 /// as their place), or one guest could read another's private files.
 pub(super) fn is_hidden(dir: &Stat, name: &[u8]) -> bool {
-    name.starts_with(b"forkvm-tmp-") && scratch().id == Some((dir.st_dev, dir.st_ino))
+    may_be_hidden(name) && scratch().id == Some((dir.st_dev, dir.st_ino))
+}
+
+/// Whether `name` has the form of forkvm's scratch trees (see [`is_hidden`]).
+pub(super) fn may_be_hidden(name: &[u8]) -> bool {
+    name.starts_with(b"forkvm-tmp-")
 }
 
 /// Whether `host` is the backing directory of a private mount.
