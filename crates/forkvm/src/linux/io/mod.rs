@@ -213,12 +213,19 @@ fn position(v: u64) -> Result<u64, Errno> {
 /// those must be valid guest memory: Linux copies lazily, so a huge length
 /// with 5 bytes left in the file is no error, while a copy that would run off
 /// the end of guest memory is EFAULT.
+///
+/// A host file whose size reads as 0 may still have contents: the files of
+/// the host's /sys and of an allowed /proc (cgroup limits, sysctls) are
+/// made when read. Its read is not sized by that 0 but by [`CHUNK`] at most
+/// (a short read, which such files give on Linux too); `do_read` reads it
+/// through a bounce buffer so that only what arrives must be valid memory.
 fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> u64 {
     match &f.kind {
         FileKind::File { fd, .. } => match rustix::fs::fstat(fd.as_fd()) {
+            Ok(st) if st.st_size <= 0 => len.min(CHUNK),
             Ok(st) => {
                 let pos = at.unwrap_or(f.offset);
-                len.min((st.st_size.max(0) as u64).saturating_sub(pos))
+                len.min((st.st_size as u64).saturating_sub(pos))
             }
             Err(_) => len,
         },
@@ -272,11 +279,43 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
         return super::signalfd::read(p, mem, a[1], a[2], mask, nonblocking);
     }
     let need = read_need(&f, a[2].min(MAX_RW), at);
-    let buf = guest_buf_mut(mem, a[1], need)?;
     let nonblocking = f.nonblocking();
+    if need > 0 && unsized_file(&f) {
+        let r = read_unsized(&mut f, mem, a[1], need as usize, at);
+        drop(f);
+        return or_wait(p, nonblocking, r);
+    }
+    let buf = guest_buf_mut(mem, a[1], need)?;
     let r = read_file(&mut f, buf, at);
     drop(f);
     or_wait(p, nonblocking, r.map(|n| n as u64))
+}
+
+/// A host file whose size reads as 0 (see [`read_need`]).
+fn unsized_file(f: &OpenFile) -> bool {
+    matches!(&f.kind, FileKind::File { fd, .. }
+        if rustix::fs::fstat(fd.as_fd()).is_ok_and(|st| st.st_size <= 0))
+}
+
+/// Reads up to `len` bytes of an unsized file into a bounce buffer and
+/// copies what arrived to `addr`: an empty file reads as 0 whatever the
+/// buffer, as on Linux; a buffer that cannot take what arrived is EFAULT,
+/// with the file's offset left where it was.
+fn read_unsized(
+    f: &mut OpenFile,
+    mem: &mut GuestMemory,
+    addr: u64,
+    len: usize,
+    at: Option<u64>,
+) -> SysResult {
+    let mut bounce = vec![0u8; len];
+    let before = f.offset;
+    let n = read_file(f, &mut bounce, at)?;
+    if mem.write(addr, &bounce[..n]).is_err() {
+        f.offset = before;
+        return Err(Errno::EFAULT);
+    }
+    Ok(n as u64)
 }
 
 /// A blocking descriptor with nothing to transfer yet: the thread waits and

@@ -845,3 +845,35 @@ fn a_root_replaced_on_the_host_is_seen_anew() {
         Some(Errno::ENOENT)
     );
 }
+
+#[test]
+fn a_host_file_whose_size_reads_as_zero_still_gives_its_contents() {
+    // The host's sysctls (and sysfs, cgroup files) stat with size 0 and are
+    // made when read; a read sized by that 0 gave every program "".
+    let (mut p, mut m) = setup(vec![PathBuf::from("/proc/sys/kernel")]);
+    let want = std::fs::read("/proc/sys/kernel/ostype").unwrap();
+    assert_eq!(want, b"Linux\n");
+    let fd = open(&mut p, &mut m, "/proc/sys/kernel/ostype", O_RDONLY).unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), want);
+    assert_eq!(read_all(&mut p, &mut m, fd), b"");
+    // pread, readv.
+    assert_eq!(call(&mut p, &mut m, io(17), &[fd, BUF, 100, 2]), Ok(4));
+    assert_eq!(m.read(BUF, 4).unwrap(), b"nux\n");
+    assert_eq!(call(&mut p, &mut m, io(8), &[fd, 0, 0]), Ok(0));
+    m.write_u64(BUF + 512, BUF).unwrap();
+    m.write_u64(BUF + 520, 3).unwrap();
+    m.write_u64(BUF + 528, BUF + 64).unwrap();
+    m.write_u64(BUF + 536, 100).unwrap();
+    assert_eq!(call(&mut p, &mut m, io(19), &[fd, BUF + 512, 2]), Ok(6));
+    assert_eq!(m.read(BUF, 3).unwrap(), b"Lin");
+    assert_eq!(m.read(BUF + 64, 3).unwrap(), b"ux\n");
+    // A buffer that cannot take what arrived is EFAULT, and the offset
+    // stays; at the end of the contents any buffer reads 0, as on Linux.
+    assert_eq!(call(&mut p, &mut m, io(8), &[fd, 0, 0]), Ok(0));
+    assert_eq!(
+        call(&mut p, &mut m, io(0), &[fd, (8 << 20) - 2, 100]),
+        Err(Errno::EFAULT)
+    );
+    assert_eq!(read_all(&mut p, &mut m, fd), want);
+    assert_eq!(call(&mut p, &mut m, io(0), &[fd, 0, 100]), Ok(0));
+}
