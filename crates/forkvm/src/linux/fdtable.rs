@@ -55,7 +55,7 @@ const F_DUPFD_CLOEXEC: u64 = 1030;
 const F_SETPIPE_SZ: u64 = 1031;
 const F_GETPIPE_SZ: u64 = 1032;
 /// Linux's default /proc/sys/fs/pipe-max-size.
-const PIPE_MAX_SIZE: u64 = 1 << 20;
+pub(crate) const PIPE_MAX_SIZE: u64 = 1 << 20;
 const F_ADD_SEALS: u64 = 1033;
 const F_GET_SEALS: u64 = 1034;
 const FD_CLOEXEC: u64 = 1;

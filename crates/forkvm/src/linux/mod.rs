@@ -35,6 +35,7 @@ pub mod shared_futex;
 pub mod signal;
 pub mod signalfd;
 pub mod sockopt;
+pub mod sysctl;
 pub mod sysv_shm;
 pub mod table;
 pub mod thread;

@@ -70,8 +70,8 @@ fn sys_uname(_: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let fields: [&[u8]; 6] = [
         b"Linux",
         HOSTNAME.as_bytes(),
-        b"6.1.0-forkvm",
-        b"#1 SMP PREEMPT forkvm",
+        super::sysctl::RELEASE.as_bytes(),
+        super::sysctl::VERSION.as_bytes(),
         b"x86_64",
         b"(none)",
     ];

@@ -235,8 +235,12 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
                 .map(|rest| [b"self/".as_slice(), rest].concat())
         })
         .or_else(|| path.strip_prefix(b"/proc/").map(<[u8]>::to_vec))?;
+    if let Some(sys) = path.strip_prefix(b"sys/") {
+        return super::sysctl::contents(sys).map(String::into_bytes);
+    }
     let mut s = String::new();
     match path.as_slice() {
+        b"version" => return Some(super::sysctl::proc_version().into_bytes()),
         // The argument strings as they are now in the program's memory.
         b"self/cmdline" => {
             let (start, end) = p.mm.args;

@@ -52,7 +52,9 @@ const PROCESS_FILES: &[&[u8]] = &[
 /// The files of another process's directory (see `child::shown`).
 const OTHER_PROCESS_FILES: &[&[u8]] = &[b"cmdline", b"comm", b"stat", b"status"];
 /// The files directly in /proc.
-const PROC_FILES: &[&[u8]] = &[b"cpuinfo", b"loadavg", b"meminfo", b"stat", b"uptime"];
+const PROC_FILES: &[&[u8]] = &[
+    b"cpuinfo", b"loadavg", b"meminfo", b"stat", b"uptime", b"version",
+];
 /// The /etc files the guest may be given (see `procfs::etc_file`).
 const ETC_FILES: &[&[u8]] = &[b"group", b"hosts", b"nsswitch.conf", b"passwd"];
 
@@ -132,7 +134,23 @@ fn proc_node(p: &Process, rest: &[u8]) -> Option<Node> {
                 ..PROC_FILE
             }))
         }
-        _ => {}
+        b"sys" => return Some(Node::Dir),
+        r => {
+            if let Some(sys) = r.strip_prefix(b"sys/") {
+                if host_proc_shown(p, rest) {
+                    return None;
+                }
+                return match crate::linux::sysctl::kind(sys)? {
+                    true => Some(Node::Dir),
+                    // Settings show as 0644 (root may write them), sized 0.
+                    false => Some(Node::File(Generated {
+                        mode: S_IFREG | 0o644,
+                        root_owned: true,
+                        ..PROC_FILE
+                    })),
+                };
+            }
+        }
     }
     let (first, rest) = split_first(rest);
     if first != pid.as_bytes() {
@@ -160,6 +178,19 @@ fn proc_node(p: &Process, rest: &[u8]) -> Option<Node> {
         return process_node(p, inner);
     }
     process_node(p, rest)
+}
+
+/// Whether `/proc/<rest>` is the host's: a root names /proc or a path
+/// below it that holds this one (`--allow-read /proc/sys`). A root above
+/// /proc (`--allow-read /`) does not show the host's (see `walk`).
+fn host_proc_shown(p: &Process, rest: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = [b"/proc/".as_slice(), rest].concat();
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(&path));
+    p.policy
+        .allow_read
+        .iter()
+        .any(|root| root.starts_with("/proc") && path.starts_with(root))
 }
 
 /// A name in the directory of another process of the run: what it
@@ -246,6 +277,7 @@ pub(super) fn list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
     }
     if dir == b"/proc" {
         let mut out = names(PROC_FILES, DT_REG);
+        out.push((b"sys".to_vec(), DT_DIR));
         out.push((b"mounts".to_vec(), DT_LNK));
         out.push((b"self".to_vec(), DT_LNK));
         out.push((b"thread-self".to_vec(), DT_LNK));
@@ -256,6 +288,15 @@ pub(super) fn list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
             out.push((pid.into_bytes(), DT_DIR));
         }
         return out;
+    }
+    if let Some(sys) = dir
+        .strip_prefix(b"/proc/sys")
+        .and_then(|r| r.strip_prefix(b"/").or(r.is_empty().then_some(r)))
+    {
+        return crate::linux::sysctl::list(sys)
+            .into_iter()
+            .map(|(n, d)| (n, if d { DT_DIR } else { DT_REG }))
+            .collect();
     }
     let own = format!("/proc/{pid}");
     let Some(rest) = dir
@@ -353,6 +394,18 @@ pub(super) fn stat(p: &Process, path: &[u8], node: &Node) -> Result<StatInfo, Er
     Ok(match node {
         Node::Dev(d) => dev_stat(*d),
         Node::File(g) => generated_stat(base, *g),
+        // Root's, as on Linux, but for a process's own directories.
+        Node::Dir
+            if !path.starts_with(b"/proc/") || !path.get(6).is_some_and(u8::is_ascii_digit) =>
+        {
+            StatInfo {
+                mode: S_IFDIR | 0o555,
+                nlink: 2,
+                uid: 0,
+                gid: 0,
+                ..base
+            }
+        }
         Node::Dir => StatInfo {
             mode: S_IFDIR | 0o555,
             nlink: 2,
@@ -495,7 +548,11 @@ pub(super) fn step(
             if roots.iter().any(|r| r.is(&want) || r.is_below(&want)) {
                 return Ok(Stepped::Host);
             }
-            if let (Some(dir), Some(st)) = (&parent.fd, &parent.stat) {
+            // So is /etc below a root that holds it (`--allow-read /`), but
+            // not /proc: the host's would show its processes, its kernel's
+            // command line and settings (as /tmp stays private, `tmp.rs`).
+            let proc = want == [b"proc".as_slice()];
+            if let (Some(dir), Some(st), false) = (&parent.fd, &parent.stat, proc) {
                 if let Ok(fd) = open_child(dir, st, comp) {
                     if rustix::fs::fstat(&fd).is_ok_and(|s| s.st_mode & S_IFMT == S_IFDIR) {
                         return Ok(Stepped::Host);

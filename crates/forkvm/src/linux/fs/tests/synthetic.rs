@@ -173,8 +173,10 @@ fn proc_directories_stat_and_list() {
             "mounts",
             "self",
             "stat",
+            "sys",
             "thread-self",
-            "uptime"
+            "uptime",
+            "version"
         ]
     );
     // A *at call and fchdir from a synthetic directory.
@@ -329,4 +331,56 @@ fn etc_files_are_the_guests() {
             .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
             .unwrap()
     );
+}
+
+/// /proc/sys is the guest's: the settings forkvm keeps, owned by root,
+/// read-only; `--allow-read /` does not show the host's /proc (its
+/// processes, command line and settings), a root naming /proc/sys does.
+#[test]
+fn proc_sys_is_the_guests_unless_a_root_names_it() {
+    for roots in [vec![], vec![PathBuf::from("/")]] {
+        let (mut p, mut m) = setup(roots);
+        let read = |p: &mut Process, m: &mut GuestMemory, path: &str| {
+            let fd = open(p, m, path, O_RDONLY).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+            String::from_utf8(read_all(p, m, fd)).unwrap()
+        };
+        assert_eq!(read(&mut p, &mut m, "/proc/sys/kernel/ostype"), "Linux\n");
+        assert_eq!(
+            read(&mut p, &mut m, "/proc/sys/kernel/hostname"),
+            format!("{}\n", crate::linux::process::HOSTNAME)
+        );
+        assert_eq!(
+            read(&mut p, &mut m, "/proc/sys/net/core/somaxconn"),
+            "4096\n"
+        );
+        assert!(read(&mut p, &mut m, "/proc/version").contains(crate::linux::sysctl::RELEASE));
+        let a = read(&mut p, &mut m, "/proc/sys/kernel/random/uuid");
+        let b = read(&mut p, &mut m, "/proc/sys/kernel/random/uuid");
+        assert_ne!(a, b);
+        let st = stat(&mut p, &mut m, "/proc/sys/vm/overcommit_memory", true).unwrap();
+        assert_eq!((st.mode, st.uid, st.size), (S_IFREG | 0o644, 0, 0));
+        let st = stat(&mut p, &mut m, "/proc/sys/kernel/random", true).unwrap();
+        assert_eq!((st.mode & S_IFMT, st.uid), (S_IFDIR, 0));
+        assert_eq!(
+            open(&mut p, &mut m, "/proc/sys/vm/overcommit_memory", O_WRONLY),
+            Err(Errno::EACCES)
+        );
+        let d = open(&mut p, &mut m, "/proc/sys", O_RDONLY | O_DIRECTORY).unwrap();
+        assert_eq!(
+            list(&mut p, &mut m, d),
+            [".", "..", "fs", "kernel", "net", "vm"]
+        );
+        // Nothing of the host's /proc shows.
+        for path in ["/proc/cmdline", "/proc/1/status", "/proc/sys/kernel/panic"] {
+            assert_eq!(
+                stat(&mut p, &mut m, path, true).err(),
+                Some(Errno::ENOENT),
+                "{path}"
+            );
+        }
+    }
+    let (mut p, mut m) = setup(vec![PathBuf::from("/proc/sys/kernel")]);
+    let fd = open(&mut p, &mut m, "/proc/sys/kernel/osrelease", O_RDONLY).unwrap();
+    let host = std::fs::read("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(read_all(&mut p, &mut m, fd), host);
 }
