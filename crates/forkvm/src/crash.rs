@@ -347,7 +347,7 @@ impl crate::machine::Machine {
     /// information where frame pointers find fewer frames (code built
     /// without them), and the frames' source lines when it has debug information.
     pub fn crash_report_with_source(&self, info: &CrashInfo) -> String {
-        let exe = std::path::Path::new(&self.proc.exe_path);
+        let exe = std::path::Path::new(&self.proc.exe_host);
         render_with_file(info, &self.mem, &self.symbols, exe)
     }
 }

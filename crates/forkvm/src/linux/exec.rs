@@ -35,6 +35,9 @@ const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
 pub struct ExecReq {
     /// Host path of the ELF file to load.
     pub program: String,
+    /// Its canonical path in the guest's namespace (/proc/self/exe): not
+    /// `program` where the file is in a private /tmp or a fork's copy.
+    pub guest: Vec<u8>,
     /// The new argv (bytes as the guest gave them).
     pub argv: Vec<OsString>,
     /// The new environment.
@@ -80,8 +83,9 @@ fn absolute(p: &Process, path: &[u8]) -> Vec<u8> {
     abs
 }
 
-/// Checks that the guest may read and execute `path`; returns its host path.
-fn executable(p: &Process, path: &[u8]) -> Result<String, Errno> {
+/// Checks that the guest may read and execute `path`; returns its host path
+/// and its canonical guest path.
+fn executable(p: &Process, path: &[u8]) -> Result<(String, Vec<u8>), Errno> {
     let mut abs = absolute(p, path);
     let pid = super::child::pid_of(p).to_string();
     if abs == b"/proc/self/exe" || abs == format!("/proc/{pid}/exe").as_bytes() {
@@ -142,7 +146,7 @@ pub fn resolve(
     let name = path.to_vec();
     let mut path = path.to_vec();
     for _ in 0..=MAX_SCRIPT_DEPTH {
-        let host = executable(p, &path)?;
+        let (host, guest) = executable(p, &path)?;
         match shebang(&host)? {
             Some((interp, arg)) => {
                 // As execve: interpreter, optional argument, the script's path, the rest.
@@ -172,6 +176,7 @@ pub fn resolve(
                 }
                 return Ok(ExecReq {
                     program: host,
+                    guest,
                     argv,
                     env,
                     name,

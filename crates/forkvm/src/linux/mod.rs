@@ -107,8 +107,13 @@ pub struct Process {
     /// The host directory the working directory is, when it is one (see
     /// `fs/moved.rs`: `cwd` is found again from it after a rename).
     pub cwd_dir: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
-    /// The program path as the guest sees it (AT_EXECFN, /proc/self/exe).
+    /// The program path as the guest sees it (/proc/self/exe): canonical,
+    /// in the guest's namespace.
     pub exe_path: String,
+    /// The program's file on the host (crash reports read it; opening
+    /// /proc/self/exe reaches it). The same path as `exe_path` but where
+    /// the file lives in a private /tmp or a fork's copy of a write root.
+    pub exe_host: String,
     /// Current FS base (TLS pointer).
     pub fs_base: u64,
     /// FS base the run loop must load into the vCPU before resuming.
@@ -234,6 +239,7 @@ impl Process {
             mm,
             cwd: cwd.into_bytes(),
             cwd_dir: None,
+            exe_host: exe_path.clone(),
             exe_path,
             fs_base: 0,
             pending_fs_base: None,
@@ -291,6 +297,7 @@ impl Process {
             cwd: self.cwd.clone(),
             cwd_dir: self.cwd_dir.clone(),
             exe_path: self.exe_path.clone(),
+            exe_host: self.exe_host.clone(),
             fs_base: self.fs_base,
             pending_fs_base: None,
             exit_status: None,

@@ -229,6 +229,7 @@ impl Machine {
         };
         let ExecReq {
             program,
+            guest,
             argv,
             env,
             name,
@@ -276,6 +277,7 @@ impl Machine {
         new.proc.cwd = old.cwd.clone();
         new.proc.family = old.family.take();
         new.proc.comm = crate::linux::comm_of(&name);
+        new.proc.exe_path = String::from_utf8_lossy(&guest).into_owned();
         family.publish(&new.proc, &new.mem);
         new.proc.tid = family.pid;
         new.proc.sigmask = old.sigmask;

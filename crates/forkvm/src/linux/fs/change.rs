@@ -155,7 +155,7 @@ fn open_virtual(
         }
         Node::Exe => {
             let fd = rustix::fs::open(
-                p.exe_path.as_str(),
+                p.exe_host.as_str(),
                 OFlags::RDONLY | OFlags::CLOEXEC,
                 Mode::empty(),
             )

@@ -698,13 +698,15 @@ pub(super) fn absolute(p: &Process, dirfd: i32, path: &[u8]) -> Result<Vec<u8>, 
 /// name. EACCES for anything but a regular file with an execute bit.
 /// An open file named as /dev/fd/N or /proc/self/fd/N (fexecve) is the
 /// host file behind the descriptor.
-pub fn exec_host_path(p: &Process, abs: &[u8]) -> Result<String, Errno> {
-    let (fd, stat) = match lookup(p, AT_FDCWD, abs, true)? {
-        Target::Host(r) => (r.fd, r.stat),
+pub fn exec_host_path(p: &Process, abs: &[u8]) -> Result<(String, Vec<u8>), Errno> {
+    let (fd, stat, guest) = match lookup(p, AT_FDCWD, abs, true)? {
+        Target::Host(r) => (r.fd, r.stat, r.path),
         Target::Fd(f) => match &lock(&f).kind {
-            FileKind::File { fd, path } if !is_memfd(path) && !path.starts_with(b"/proc/") => {
-                (Rc::new(fd.try_clone()?), rustix::fs::fstat(fd)?)
-            }
+            FileKind::File { fd, path } if !is_memfd(path) && !path.starts_with(b"/proc/") => (
+                Rc::new(fd.try_clone()?),
+                rustix::fs::fstat(fd)?,
+                path.clone(),
+            ),
             _ => return Err(Errno::EACCES),
         },
         _ => return Err(Errno::EACCES),
@@ -720,7 +722,7 @@ pub fn exec_host_path(p: &Process, abs: &[u8]) -> Result<String, Errno> {
     if st.st_dev != stat.st_dev || st.st_ino != stat.st_ino {
         return Err(Errno::ENOENT);
     }
-    Ok(host)
+    Ok((host, guest))
 }
 
 /// The guest path `path` names relative to the directory `dirfd` (AT_FDCWD:

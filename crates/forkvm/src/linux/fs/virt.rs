@@ -420,7 +420,7 @@ pub(super) fn stat(p: &Process, path: &[u8], node: &Node) -> Result<StatInfo, Er
         // /proc/self/exe reaches it.
         Node::Exe => match walk_host(&roots(p), p.exe_path.as_bytes(), true) {
             Ok(r) => StatInfo::from(&r.stat),
-            Err(_) => StatInfo::from(&rustix::fs::stat(p.exe_path.as_str())?),
+            Err(_) => StatInfo::from(&rustix::fs::stat(p.exe_host.as_str())?),
         },
         Node::Open(f) => stat_of_file(&lock(f))?,
     })
