@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,12 +115,28 @@ int main(void) {
     send(b, "back", 4, 0);
     n = recv(a, buf, sizeof buf, 0);
     printf("a got '%.*s'\n", (int)n, buf);
+    /* The route chose a's source address; write and writev send too. */
+    struct sockaddr_storage me;
+    socklen_t mlen = sizeof me;
+    getsockname(a, (struct sockaddr *)&me, &mlen);
+    printf("a is %s\n", addr_text(&me, text));
+    printf("write %zd\n", write(a, "written", 7));
+    struct iovec parts[2] = {{"vec", 3}, {"tored", 5}};
+    printf("writev %zd\n", writev(a, parts, 2));
+    n = read(b, buf, sizeof buf);
+    printf("b read '%.*s'\n", (int)n, buf);
+    n = read(b, buf, sizeof buf);
+    printf("b read '%.*s'\n", (int)n, buf);
     struct sockaddr unspec = {.sa_family = AF_UNSPEC};
     r = connect(a, &unspec, sizeof unspec);
     printf("disconnect %d, ", r);
     plen = sizeof peer;
     r = getpeername(a, (struct sockaddr *)&peer, &plen);
     printf("getpeername %d %s\n", r, strerror(errno));
+    mlen = sizeof me;
+    getsockname(a, (struct sockaddr *)&me, &mlen);
+    printf("a is %s again\n", addr_text(&me, text));
+    printf("write unconnected %zd %s\n", write(a, "x", 1), strerror(errno));
 
     /* A port nothing listens on: a connected socket learns it. */
     int lone = socket(AF_INET, SOCK_DGRAM, 0);

@@ -147,6 +147,9 @@ pub struct Inet {
     /// A nonblocking connect inside the VM answered EINPROGRESS and no
     /// connect has found it done since (the next one is 0, as on Linux).
     pub connecting: bool,
+    /// A UDP connect chose the source address of a socket bound to the
+    /// unspecified one; disconnecting gives the unspecified one back.
+    pub source_by_connect: bool,
 }
 
 impl Inet {
@@ -159,6 +162,7 @@ impl Inet {
             opts: Vec::new(),
             host: None,
             connecting: false,
+            source_by_connect: false,
         }
     }
 
@@ -172,6 +176,7 @@ impl Inet {
             listener: self.listener.as_ref().map(Listener::fork_copy),
             opts: self.opts.clone(),
             connecting: self.connecting,
+            source_by_connect: self.source_by_connect,
             host: self.host.as_ref().map(|h| {
                 tracing::debug!(
                     "a connection made before the snapshot is reset (ECONNRESET) in every fork"

@@ -403,6 +403,18 @@ fn control_fds(p: &Process, mem: &GuestMemory, addr: u64, len: u64) -> Result<Ve
     Ok(fds)
 }
 
+/// write(2) and writev(2) on a UDP socket: one datagram to its connected
+/// peer (EDESTADDRREQ without one), as Linux sends it; a plain socket
+/// write has no destination of its own to give.
+pub(super) fn udp_write(
+    p: &mut Process,
+    mem: &GuestMemory,
+    fd: u64,
+    iovs: &[(u64, u64)],
+) -> SysResult {
+    send_common(p, mem, [1, fd, 0, 0], fd, iovs, 0, None, (0, 0))
+}
+
 /// The common part of send, sendto, sendmsg and sendmmsg.
 #[allow(clippy::too_many_arguments)]
 fn send_common(

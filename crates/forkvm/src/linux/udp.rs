@@ -147,6 +147,11 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
             return super::net::with_socket(p, a[0], |s, _| {
                 if let Some(i) = s.inet.as_mut() {
                     i.peer = None;
+                    if std::mem::take(&mut i.source_by_connect) {
+                        if let Some(l) = i.local.as_mut() {
+                            l.set_ip(unspecified(i.family));
+                        }
+                    }
                 }
                 Ok(0)
             });
@@ -158,12 +163,52 @@ pub(super) fn connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRe
         to.set_ip(loopback(family));
     }
     autobind(p, a[0])?;
+    // Beyond this host the route would leave through an interface the VM
+    // does not have: its loopback address is the only one it has.
+    let via = if is_local(p, to.ip()) {
+        to.ip()
+    } else {
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+    };
     super::net::with_socket(p, a[0], |s, _| {
         if let Some(i) = s.inet.as_mut() {
             i.peer = Some(to);
+            // The route to the peer picks the source address, as Linux
+            // does for a socket bound to the unspecified one: getsockname
+            // then names it (Go's Dial shows it as the local address).
+            if let Some(l) = i.local.as_mut().filter(|l| l.ip().is_unspecified()) {
+                l.set_ip(source_for(i.family, via));
+                i.source_by_connect = true;
+            }
         }
         Ok(0)
     })
+}
+
+/// The source address of a datagram to `dest`, an address of this host,
+/// from a socket of `family`: `dest` itself (a loopback address, or one a
+/// socket bound), loopback for the unspecified one; an IPv4 one as
+/// v4-mapped on an IPv6 socket.
+fn source_for(family: u16, dest: IpAddr) -> IpAddr {
+    let v4 = match dest.to_canonical() {
+        IpAddr::V4(v4) if v4.is_unspecified() => Ipv4Addr::LOCALHOST,
+        IpAddr::V4(v4) => v4,
+        IpAddr::V6(v6) if v6.is_unspecified() => return loopback(family),
+        IpAddr::V6(v6) => return IpAddr::V6(v6),
+    };
+    if family == AF_INET6 {
+        IpAddr::V6(v4.to_ipv6_mapped())
+    } else {
+        IpAddr::V4(v4)
+    }
+}
+
+fn unspecified(family: u16) -> IpAddr {
+    if family == AF_INET6 {
+        IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+    } else {
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+    }
 }
 
 fn loopback(family: u16) -> IpAddr {
