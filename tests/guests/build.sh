@@ -26,7 +26,7 @@ if [[ "${1:-}" == "-f" ]]; then
     FORCE=1
 fi
 
-C_PROGRAMS=(hello getrandom_edges wild_read args_env read_file refused_file malloc_big sort floats time_random
+C_PROGRAMS=(hello ifaddrs getrandom_edges wild_read args_env read_file refused_file malloc_big sort floats time_random
     null_write infinite_loop memory_bomb hostile cat_stdin cat sigsegv_recover pthreads
     thread_signal alarm vector_state unix_sockets posix_timers fast_identity vdso_clock exitless_files exitless_memory
     thread_ids tcp_loopback shared_mappings sigwait pipe_writes sigpipe file_locks child_sleep wait_masks append_and_cpu_clocks signal_restart sendfile_blocking sigchld_ignored recv_waitall signal_info file_mappings select_sets tcp_names cpu_timers memfd tmpfile fd_links tcp_close epoll_edges epoll_sets symlink_paths synthetic_stat dir_moves copy_range inotify memory_protection dir_perms fd_listing odd_cwd sysv_shm ignored_blocked thread_interrupt thread_altstack unix_creds proc_cmdline mremap_rights sync_calls tcp_buffer fd_path_chmod proc_load mount_table removed_dirs file_clone madvise_ranges wipe_on_fork trace_wait signal_io proc_maps vdso_reads udp)

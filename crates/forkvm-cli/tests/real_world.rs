@@ -445,6 +445,21 @@ fn udp_over_loopback_inside_one_run() {
     differential("udp.musl", &[], &["--syscalls", "exit"]);
 }
 
+/// The interfaces as programs list them: glibc's and musl's getifaddrs and
+/// if_nameindex, and a route netlink request by hand (the VM has `lo`, as
+/// every Linux machine does). `socket(AF_NETLINK)` was EACCES, so node's
+/// `os.networkInterfaces()` threw and Go's `net.Interfaces` failed.
+#[test]
+fn interfaces_list_the_loopback_one() {
+    glibc_and_musl("ifaddrs");
+    if installed("/usr/bin/node") {
+        node_script(
+            "const lo = require('os').networkInterfaces().lo; \
+             console.log(lo.map(a => a.cidr + ' ' + a.mac + ' ' + a.internal).join(', '))",
+        );
+    }
+}
+
 /// node's `http.get` of its own `http` server, as tests and in-process
 /// clients do.
 #[test]

@@ -84,6 +84,10 @@ fn sys_socket(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     if matches!(a[0] as u32 as u16, inet::AF_INET | inet::AF_INET6) {
         return inet::socket(p, a);
     }
+    if a[0] as u32 as u16 == super::netlink::AF_NETLINK {
+        let (ty, nb, cloexec) = socket_type(a[1] as u32 as u64, 0)?;
+        return super::netlink::socket(p, ty, nb, cloexec, a[2]);
+    }
     if a[0] as u32 as u64 != AF_UNIX {
         return Err(Errno::EACCES);
     }
@@ -198,11 +202,18 @@ fn sys_connect(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if inet::is_inet(p, a[0]) {
         return inet::connect(p, mem, a);
     }
+    if super::netlink::is_netlink_fd(p, a[0]) {
+        // Its answers come from the kernel whatever it is connected to.
+        return Ok(0);
+    }
     unix_names::connect(p, mem, a)
 }
 
 /// Implements bind(2): virtual TCP addresses, AF_UNIX names (kept in the process).
 fn sys_bind(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if super::netlink::is_netlink_fd(p, a[0]) {
+        return super::netlink::bind(p, mem, a[0], a[1], a[2]);
+    }
     let r = if inet::is_inet(p, a[0]) {
         inet::bind(p, mem, a)
     } else {
@@ -293,6 +304,9 @@ fn sys_shutdown(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 fn sys_getsockname(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if inet::is_inet(p, a[0]) {
         return inet::getsockname(p, mem, a);
+    }
+    if super::netlink::is_netlink_fd(p, a[0]) {
+        return super::netlink::getsockname(p, mem, a[0], a[1], a[2]);
     }
     let name = with_socket(p, a[0], |s, _| {
         Ok(s.unix.as_ref().and_then(|n| n.local.clone()))
@@ -403,10 +417,16 @@ fn control_fds(p: &Process, mem: &GuestMemory, addr: u64, len: u64) -> Result<Ve
     Ok(fds)
 }
 
-/// write(2) and writev(2) on a UDP socket: one datagram to its connected
-/// peer (EDESTADDRREQ without one), as Linux sends it; a plain socket
-/// write has no destination of its own to give.
-pub(super) fn udp_write(
+/// Whether a write(2) on `fd` is a send: a UDP socket's (to its
+/// connected peer) or a netlink socket's (a request).
+pub(super) fn write_is_send(p: &Process, fd: u64) -> bool {
+    super::udp::family(p, fd).is_some() || super::netlink::is_netlink_fd(p, fd)
+}
+
+/// write(2) and writev(2) on a socket whose writes are sends
+/// ([`write_is_send`]): one datagram, as Linux sends it (a UDP socket's
+/// to its connected peer, EDESTADDRREQ without one).
+pub(super) fn write_as_send(
     p: &mut Process,
     mem: &GuestMemory,
     fd: u64,
@@ -430,6 +450,19 @@ fn send_common(
     let file = socket_ref(p, fd)?;
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
+    }
+    if matches!(&lock(&file).kind, FileKind::Socket(s) if super::netlink::is_netlink(s)) {
+        let total: u64 = iovs.iter().map(|v| v.1).sum::<u64>().min(super::io::MAX_RW);
+        for &(base, len) in iovs {
+            guest_buf(mem, base, len)?;
+        }
+        let mut data = vec![0u8; total as usize];
+        super::io::gather(mem, iovs, 0, &mut data)?;
+        let mut of = lock(&file);
+        let FileKind::Socket(s) = &mut of.kind else {
+            return Err(Errno::ENOTSOCK);
+        };
+        return Ok(super::netlink::send(s, &data)? as u64);
     }
     // A datagram goes to the socket bound to the address given (UDP: by
     // port, to the connected peer without one).
@@ -631,7 +664,7 @@ const NO_NET: &str = "AF_UNIX only, inside the VM; other families are refused (n
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 41, name: "socket", handler: sys_socket, support: Support::Partial,
-        note: "AF_UNIX (named within the run: see bind); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); SOCK_DGRAM: UDP between the run's sockets (see udp.rs); raw and other families are refused (no network): EACCES" },
+        note: "AF_UNIX (named within the run: see bind); AF_INET/AF_INET6 SOCK_STREAM: virtual TCP (connections pushed by `forkvm serve`); SOCK_DGRAM: UDP between the run's sockets (see udp.rs); AF_NETLINK NETLINK_ROUTE: the VM's interfaces, lo alone (see netlink.rs); raw sockets, other netlink protocols and other families are refused (no network): EACCES" },
     SyscallEntry { nr: 42, name: "connect", handler: sys_connect, support: Support::Partial,
         note: "virtual TCP: to a loopback address a process of the run listens on, a connection inside forkvm; addresses given with --allow-connect are real host TCP connections (blocking or EINPROGRESS); any other address ECONNREFUSED; AF_UNIX stream/seqpacket: to a listener of the run (none: ECONNREFUSED, ENOENT for a path with no file); AF_UNIX datagram: the default destination, a datagram socket of the run bound to the name (AF_UNSPEC disconnects); UDP: the default destination and only sender heard, any address (binds an ephemeral port first)" },
     SyscallEntry { nr: 43, name: "accept", handler: sys_accept, support: Support::Partial,

@@ -183,6 +183,9 @@ fn write_sender(
     if let Some(family) = udp {
         return super::udp::write_sender(mem, addr, len_ptr, family, from);
     }
+    if super::netlink::is_kernel_name(from) {
+        return super::netlink::write_sender(mem, addr, len_ptr);
+    }
     if from.is_some() {
         return unix_names::write_name(mem, addr, len_ptr, from);
     }

@@ -1,6 +1,7 @@
 //! prctl(2): the per-process settings programs read and set there. Those
 //! about the process tree (parent-death signal, subreaper) live in the run's
-//! tree (`child`); the rest in [`Settings`].
+//! tree (`child`); the rest in [`Settings`]. And capget/capset: the guest
+//! runs as an unprivileged user, with no capabilities to get or give.
 
 use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
@@ -202,7 +203,76 @@ fn sys_prctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     }
 }
 
+const CAP_VERSION_1: u32 = 0x1998_0330;
+const CAP_VERSION_2: u32 = 0x2007_1026;
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+/// The header of capget/capset: how many 32-bit words each set has, after
+/// Linux's checks of the version and pid (an unknown version is EINVAL,
+/// with the one the kernel prefers written back).
+fn cap_header(
+    p: &Process,
+    mem: &mut GuestMemory,
+    hdr: u64,
+    data: u64,
+) -> Result<Option<u64>, Errno> {
+    let words = match mem.read_u32(hdr)? {
+        CAP_VERSION_1 => 1,
+        CAP_VERSION_2 | CAP_VERSION_3 => 2,
+        _ => {
+            mem.write_u32(hdr, CAP_VERSION_3)?;
+            return if data == 0 {
+                Ok(None)
+            } else {
+                Err(Errno::EINVAL)
+            };
+        }
+    };
+    let pid = mem.read_u32(hdr + 4)? as i32;
+    if pid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let own = super::child::pid_of(p);
+    if pid != 0 && pid as u64 != own && super::child::seen(p, pid as u64).is_none() {
+        return Err(Errno::ESRCH);
+    }
+    Ok(Some(words))
+}
+
+/// Implements capget(2): every set of every process of the run is empty
+/// (libcap's users, such as iproute2's `ip`, read them before dropping them).
+fn sys_capget(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let Some(words) = cap_header(p, mem, a[0], a[1])? else {
+        return Ok(0);
+    };
+    if a[1] != 0 {
+        mem.write(a[1], &vec![0u8; 12 * words as usize])?;
+    }
+    Ok(0)
+}
+
+/// Implements capset(2): only its own sets, and only to what they are
+/// (empty); anything more is EPERM, as for an unprivileged process.
+fn sys_capset(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let Some(words) = cap_header(p, mem, a[0], a[1])? else {
+        return Err(Errno::EINVAL);
+    };
+    let pid = mem.read_u32(a[0] + 4)? as u64;
+    if pid != 0 && pid != super::child::pid_of(p) {
+        return Err(Errno::EPERM);
+    }
+    let sets = mem.read(a[1], 12 * words)?;
+    if sets.iter().any(|&b| b != 0) {
+        return Err(Errno::EPERM);
+    }
+    Ok(0)
+}
+
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
+    SyscallEntry { nr: 125, name: "capget", handler: sys_capget, support: Support::Full,
+        note: "no capabilities: every set is empty" },
+    SyscallEntry { nr: 126, name: "capset", handler: sys_capset, support: Support::Partial,
+        note: "its own sets, to empty (all they can be); more is EPERM" },
     SyscallEntry { nr: 157, name: "prctl", handler: sys_prctl, support: Support::Partial,
         note: "names, parent-death signal, subreaper, dumpable, keepcaps, timer slack, no_new_privs, THP, capability queries; no seccomp (PR_SET_SECCOMP is EINVAL); others EINVAL" },
 ];
@@ -237,5 +307,41 @@ mod tests {
             "the option is an int"
         );
         assert_eq!(call(&[12345]), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn capabilities_are_empty_and_stay_so() {
+        let (mut p, mut m, buf) = test_process();
+        let (hdr, data) = (buf, buf + 64);
+        m.write_u32(hdr, CAP_VERSION_3).unwrap();
+        m.write_u32(hdr + 4, 0).unwrap();
+        m.write(data, &[0xff; 24]).unwrap();
+        assert_eq!(test_call(&mut p, &mut m, sys_capget, &[hdr, data]), Ok(0));
+        assert_eq!(m.read(data, 24).unwrap(), [0; 24]);
+        assert_eq!(test_call(&mut p, &mut m, sys_capset, &[hdr, data]), Ok(0));
+        m.write_u32(data + 4, 1 << 12).unwrap();
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_capset, &[hdr, data]),
+            Err(Errno::EPERM)
+        );
+        // An unknown version: the kernel's is written back.
+        m.write_u32(hdr, 1).unwrap();
+        assert_eq!(test_call(&mut p, &mut m, sys_capget, &[hdr, 0]), Ok(0));
+        assert_eq!(m.read_u32(hdr), Ok(CAP_VERSION_3));
+        m.write_u32(hdr, 1).unwrap();
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_capget, &[hdr, data]),
+            Err(Errno::EINVAL)
+        );
+        m.write_u32(hdr, CAP_VERSION_1).unwrap();
+        m.write_u32(hdr + 4, 424242).unwrap();
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_capget, &[hdr, data]),
+            Err(Errno::ESRCH)
+        );
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_capget, &[1 << 40, data]),
+            Err(Errno::EFAULT)
+        );
     }
 }

@@ -22,6 +22,8 @@ const SO_LINGER: u64 = 13;
 const SO_REUSEPORT: u64 = 15;
 const SO_PASSCRED: u64 = 16;
 const SO_PEERCRED: u64 = 17;
+/// Netlink's socket option level.
+const SOL_NETLINK: u64 = 270;
 const SO_RCVLOWAT: u64 = 18;
 const SO_SNDLOWAT: u64 = 19;
 const SO_RCVTIMEO: u64 = 20;
@@ -82,6 +84,12 @@ pub(super) fn sys_setsockopt(p: &mut Process, mem: &mut GuestMemory, a: &Args) -
     }
     let [fd, level, name, val, len, _] = *a;
     socket_ref(p, fd)?;
+    if level as u32 as u64 == SOL_NETLINK && super::netlink::is_netlink_fd(p, fd) {
+        // Extended acks, strict checking, group membership: nothing
+        // changes what the guest's netlink answers.
+        opt_int(mem, val, len)?;
+        return Ok(0);
+    }
     if level as u32 as u64 != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
     }

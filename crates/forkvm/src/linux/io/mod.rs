@@ -421,8 +421,8 @@ fn is_stream_out(f: &OpenFile) -> bool {
 fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
     let file = p.fds.get(a[0] as i32)?;
     let len = a[2].min(MAX_RW);
-    if at.is_none() && super::udp::family(p, a[0]).is_some() {
-        return super::net::udp_write(p, mem, a[0], &[(a[1], len)]);
+    if at.is_none() && super::net::write_is_send(p, a[0]) {
+        return super::net::write_as_send(p, mem, a[0], &[(a[1], len)]);
     }
     let call = [if at.is_some() { 18 } else { 1 }, a[0], a[1], len];
     let before = if at.is_none() {

@@ -133,8 +133,8 @@ fn do_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
 fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
     let file = p.fds.get(a[0] as i32)?;
     let iovs = iovecs(mem, a[1], a[2])?;
-    if at.is_none() && crate::linux::udp::family(p, a[0]).is_some() {
-        return crate::linux::net::udp_write(p, mem, a[0], &iovs);
+    if at.is_none() && crate::linux::net::write_is_send(p, a[0]) {
+        return crate::linux::net::write_as_send(p, mem, a[0], &iovs);
     }
     let total: u64 = iovs.iter().map(|v| v.1).sum();
     check_iovecs(mem, &iovs, total)?;
