@@ -473,19 +473,23 @@ fn send_common(
     if udp {
         (target, udp_from) = super::udp::target(p, mem, fd, to, total)?;
     } else if let Some((addr, len)) = to {
-        let (connection, connected) = match &lock(&file).kind {
-            FileKind::Socket(s) => (s.connection(), s.connected()),
+        let (connection, connected, inet) = match &lock(&file).kind {
+            FileKind::Socket(s) => (s.connection(), s.connected(), s.inet.is_some()),
             _ => return Err(Errno::ENOTSOCK),
         };
-        if connection {
-            return Err(if connected {
-                Errno::EISCONN
-            } else {
-                Errno::EOPNOTSUPP
-            });
+        // TCP ignores the address of a send, as POSIX asks of
+        // connection-mode sockets (AF_UNIX refuses it).
+        if !(inet && connection) {
+            if connection {
+                return Err(if connected {
+                    Errno::EISCONN
+                } else {
+                    Errno::EOPNOTSUPP
+                });
+            }
+            check_unix_addr(mem, addr, len)?;
+            target = Some(unix_names::dgram_target(p, mem, addr, len)?.0);
         }
-        check_unix_addr(mem, addr, len)?;
-        target = Some(unix_names::dgram_target(p, mem, addr, len)?.0);
     }
     // What earlier attempts of this call sent (only a blocking stream send
     // makes several), and the descriptors, which go with the first bytes
@@ -720,9 +724,14 @@ mod tests {
         for fam in [2u64, 10, 16, 17] {
             // AF_INET/AF_INET6 streams are virtual TCP (crate::linux::inet) and
             // datagrams UDP (crate::linux::udp); raw sockets stay refused.
-            let ty = if fam == 2 || fam == 10 { 3 } else { 1 };
+            // Route netlink answers (crate::linux::netlink); audit does not.
+            let (ty, proto) = match fam {
+                2 | 10 => (3, 0),
+                16 => (3, 9),
+                _ => (1, 0),
+            };
             assert_eq!(
-                call(&mut p, &mut m, sys_socket, &[fam, ty, 0]),
+                call(&mut p, &mut m, sys_socket, &[fam, ty, proto]),
                 Err(Errno::EACCES)
             );
             assert_eq!(

@@ -480,6 +480,11 @@ impl Socket {
             if self.shut & SEND_SHUTDOWN != 0 && !self.connection() {
                 return Err(Errno::EPIPE);
             }
+            // TCP that never connected (or listens) is EPIPE, with SIGPIPE,
+            // where AF_UNIX says ENOTCONN.
+            if self.inet.is_some() && self.ty == SOCK_STREAM {
+                return Err(Errno::EPIPE);
+            }
             return Err(Errno::ENOTCONN);
         };
         let (s, peer) = (*side, 1 - *side);
