@@ -452,7 +452,11 @@ fn send_common(
         return Err(Errno::EOPNOTSUPP);
     }
     if matches!(&lock(&file).kind, FileKind::Socket(s) if super::netlink::is_netlink(s)) {
-        let total: u64 = iovs.iter().map(|v| v.1).sum::<u64>().min(super::io::MAX_RW);
+        // A request larger than the send buffer is EMSGSIZE, as on Linux.
+        let total: u64 = iovs.iter().map(|v| v.1).sum();
+        if total > u64::from(super::unix_socket::DEFAULT_BUF) {
+            return Err(Errno::EMSGSIZE);
+        }
         for &(base, len) in iovs {
             guest_buf(mem, base, len)?;
         }

@@ -33,6 +33,11 @@ const NETLINK_ROUTE: u64 = 0;
 /// `struct sockaddr_nl`: family, pad, port id, groups.
 const SOCKADDR_NL: u64 = 12;
 
+/// Answers a socket holds unread at most: datagrams, bytes (Linux's
+/// default receive buffer).
+const MAX_QUEUED: usize = 256;
+const MAX_QUEUED_BYTES: usize = 212_992;
+
 /// Names of netlink sockets start with this (no AF_UNIX name can).
 const NAME_TAG: [u8; 4] = [0xff, b'n', b'l', 0];
 
@@ -272,6 +277,13 @@ pub(super) fn send(s: &mut Socket, data: &[u8]) -> Result<usize, Errno> {
         off += len.next_multiple_of(4);
     }
     let mut q = lock(&inbox);
+    // Answers nobody reads are bounded as a receive buffer is: beyond it
+    // a request is refused (Linux drops and reports ENOBUFS as well).
+    let held: usize = q.queue.iter().map(|d| d.data.len()).sum();
+    let more: usize = answers.iter().map(Vec::len).sum();
+    if q.queue.len() + answers.len() > MAX_QUEUED || held + more > MAX_QUEUED_BYTES {
+        return Err(Errno::ENOBUFS);
+    }
     for a in answers {
         q.queue.push_back(Datagram {
             data: a,
@@ -550,6 +562,13 @@ mod tests {
         ] {
             assert!(answers(&mut s, junk).is_empty());
         }
+        // Answers nobody reads are bounded.
+        let dump = request(RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, &[0; 16]);
+        let refused = (0..1000)
+            .filter(|_| send(&mut s, &dump) == Err(Errno::ENOBUFS))
+            .count();
+        assert!(refused > 800, "{refused}");
+        assert!(answers(&mut s, &[]).len() <= MAX_QUEUED);
         // A length beyond the datagram ends the parse.
         let mut long = request(RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, &[0; 16]);
         long[0] = 200;
