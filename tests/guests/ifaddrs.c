@@ -1,5 +1,6 @@
 /* The loopback interface as programs list it: glibc's getifaddrs and
- * if_nameindex (route netlink dumps underneath), and a netlink request of
+ * if_nameindex (route netlink dumps underneath), if_nametoindex and
+ * if_indextoname (interface ioctls on a socket), and a netlink request of
  * one link by index with an acknowledgement. Prints only `lo`, which is the
  * same on any Linux machine. */
 #include <arpa/inet.h>
@@ -68,6 +69,10 @@ int main(void) {
         if (strcmp(n->if_name, "lo") == 0)
             printf("if_nameindex: %u %s\n", n->if_index, n->if_name);
     if_freenameindex(names);
+
+    printf("if_nametoindex: %u, if_indextoname: %s\n", if_nametoindex("lo"),
+           if_indextoname(1, a) ? a : "-");
+    printf("no such name: %u\n", if_nametoindex("forkvm-none"));
 
     int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE_);
     struct nl_addr me = {.family = AF_NETLINK};

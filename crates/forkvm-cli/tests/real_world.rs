@@ -426,6 +426,32 @@ fn java_threads_gc_and_jit_at_default_memory() {
     );
 }
 
+/// The JVM's NetworkInterface (interface ioctls on a socket, then
+/// /proc/net/if_inet6): `getNetworkInterfaces` threw "Inappropriate ioctl
+/// for device" before, which network libraries meet at start-up.
+#[test]
+fn java_lists_the_loopback_interface() {
+    if !installed("/usr/bin/java") || !installed("/usr/bin/javac") {
+        return;
+    }
+    let dir = common::scratch_dir("java-interfaces");
+    let src = common::repo_root().join("tests/guests/java/Interfaces.java");
+    let status = std::process::Command::new("/usr/bin/javac")
+        .arg("-d")
+        .arg(&dir)
+        .arg(&src)
+        .status()
+        .expect("run javac");
+    assert!(status.success(), "javac failed");
+    let classes = dir.to_str().expect("utf-8 path");
+    check(
+        &Case::new("/usr/bin/java")
+            .args(["-cp", classes, "Interfaces"])
+            .flags(["--allow-read", classes])
+            .limit(std::time::Duration::from_secs(120)),
+    );
+}
+
 /// TCP between a program's own sockets: blocking and nonblocking connects to
 /// its listener over IPv4 and IPv6, data both ways, names that agree, and a
 /// closed port refused. The connect was refused (no network) before.

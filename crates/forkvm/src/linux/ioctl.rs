@@ -101,6 +101,11 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
             Ok(0)
         }
         FICLONE | FICLONERANGE => ioctl_clone(p, mem, &file, req, arg),
+        r if super::netdev::is_interface_request(r)
+            && matches!(lock(&file).kind, FileKind::Socket(_)) =>
+        {
+            super::netdev::ioctl(mem, r, arg)
+        }
         _ => Err(Errno::ENOTTY),
     }
 }
@@ -108,5 +113,5 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 16, name: "ioctl", handler: sys_ioctl, support: Support::Partial,
-        note: "FIONBIO, FIOASYNC (no SIGIO is sent), FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); FICLONE/FICLONERANGE are EOPNOTSUPP after Linux's checks (no shared extents); others ENOTTY" },
+        note: "FIONBIO, FIOASYNC (no SIGIO is sent), FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); FICLONE/FICLONERANGE are EOPNOTSUPP after Linux's checks (no shared extents); on sockets, the SIOCGIF* queries of the VM's one interface, lo (changes EPERM; see netdev.rs); others ENOTTY" },
 ];

@@ -24,6 +24,7 @@ pub mod mem;
 pub mod names;
 pub mod net;
 pub mod net_recv;
+pub mod netdev;
 pub mod netlink;
 pub mod pidfd;
 pub mod pipe;

@@ -59,12 +59,12 @@ const AF_INET: u8 = 2;
 const AF_INET6: u8 = 10;
 
 /// The loopback interface.
-const LO_INDEX: i32 = 1;
+pub(super) const LO_INDEX: i32 = 1;
 const LO_NAME: &[u8] = b"lo";
 const ARPHRD_LOOPBACK: u16 = 772;
 /// IFF_UP | IFF_LOOPBACK | IFF_RUNNING | IFF_LOWER_UP.
 const LO_FLAGS: u32 = 0x1 | 0x8 | 0x40 | 0x1_0000;
-const LO_MTU: u32 = 65536;
+pub(super) const LO_MTU: u32 = 65536;
 
 const IFLA_ADDRESS: u16 = 1;
 const IFLA_BROADCAST: u16 = 2;

@@ -241,6 +241,11 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
     let mut s = String::new();
     match path.as_slice() {
         b"version" => return Some(super::sysctl::proc_version().into_bytes()),
+        // The VM's IPv6 addresses (the JVM's NetworkInterface reads them
+        // here): ::1 on lo, index 1, /128, host scope, permanent.
+        b"net/if_inet6" => {
+            return Some(b"00000000000000000000000000000001 01 80 10 80       lo\n".to_vec())
+        }
         // The argument strings as they are now in the program's memory.
         b"self/cmdline" => {
             let (start, end) = p.mm.args;

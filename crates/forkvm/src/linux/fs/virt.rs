@@ -134,7 +134,13 @@ fn proc_node(p: &Process, rest: &[u8]) -> Option<Node> {
                 ..PROC_FILE
             }))
         }
-        b"sys" => return Some(Node::Dir),
+        b"sys" | b"net" => return Some(Node::Dir),
+        b"net/if_inet6" => {
+            return Some(Node::File(Generated {
+                root_owned: true,
+                ..PROC_FILE
+            }))
+        }
         r => {
             if let Some(sys) = r.strip_prefix(b"sys/") {
                 if host_proc_shown(p, rest) {
@@ -278,6 +284,7 @@ pub(super) fn list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
     if dir == b"/proc" {
         let mut out = names(PROC_FILES, DT_REG);
         out.push((b"sys".to_vec(), DT_DIR));
+        out.push((b"net".to_vec(), DT_DIR));
         out.push((b"mounts".to_vec(), DT_LNK));
         out.push((b"self".to_vec(), DT_LNK));
         out.push((b"thread-self".to_vec(), DT_LNK));
@@ -288,6 +295,9 @@ pub(super) fn list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
             out.push((pid.into_bytes(), DT_DIR));
         }
         return out;
+    }
+    if dir == b"/proc/net" {
+        return vec![(b"if_inet6".to_vec(), DT_REG)];
     }
     if let Some(sys) = dir
         .strip_prefix(b"/proc/sys")

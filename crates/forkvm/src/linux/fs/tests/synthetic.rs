@@ -171,6 +171,7 @@ fn proc_directories_stat_and_list() {
             "loadavg",
             "meminfo",
             "mounts",
+            "net",
             "self",
             "stat",
             "sys",
