@@ -417,10 +417,11 @@ fn control_fds(p: &Process, mem: &GuestMemory, addr: u64, len: u64) -> Result<Ve
     Ok(fds)
 }
 
-/// Whether a write(2) on `fd` is a send: a UDP socket's (to its
-/// connected peer) or a netlink socket's (a request).
-pub(super) fn write_is_send(p: &Process, fd: u64) -> bool {
-    super::udp::family(p, fd).is_some() || super::netlink::is_netlink_fd(p, fd)
+/// Whether a write(2) on `f` is a send: a UDP socket's (to its connected
+/// peer) or a netlink socket's (a request).
+pub(super) fn write_is_send(f: &super::fdtable::OpenFile) -> bool {
+    matches!(&f.kind, FileKind::Socket(s)
+        if super::udp::is_udp_socket(s) || super::netlink::is_netlink(s))
 }
 
 /// write(2) and writev(2) on a socket whose writes are sends

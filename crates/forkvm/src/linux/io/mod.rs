@@ -217,12 +217,13 @@ fn position(v: u64) -> Result<u64, Errno> {
 /// A host file whose size reads as 0 may still have contents: the files of
 /// the host's /sys and of an allowed /proc (cgroup limits, sysctls) are
 /// made when read. Its read is not sized by that 0 but by [`CHUNK`] at most
-/// (a short read, which such files give on Linux too); `do_read` reads it
-/// through a bounce buffer so that only what arrives must be valid memory.
-fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> u64 {
-    match &f.kind {
+/// (a short read, which such files give on Linux too), and the second value
+/// says so: `do_read` reads it through a bounce buffer so that only what
+/// arrives must be valid memory.
+fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> (u64, bool) {
+    let need = match &f.kind {
         FileKind::File { fd, .. } => match rustix::fs::fstat(fd.as_fd()) {
-            Ok(st) if st.st_size <= 0 => len.min(CHUNK),
+            Ok(st) if st.st_size <= 0 => return (len.min(CHUNK), true),
             Ok(st) => {
                 let pos = at.unwrap_or(f.offset);
                 len.min((st.st_size as u64).saturating_sub(pos))
@@ -234,7 +235,8 @@ fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> u64 {
         FileKind::Socket(s) => len.min(s.available().max(1) as u64),
         FileKind::Null => 0,
         _ => len,
-    }
+    };
+    (need, false)
 }
 
 /// A socket with nothing to read yet whose peer may be sending from another
@@ -278,9 +280,9 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
         }
         return super::signalfd::read(p, mem, a[1], a[2], mask, nonblocking);
     }
-    let need = read_need(&f, a[2].min(MAX_RW), at);
+    let (need, sizeless) = read_need(&f, a[2].min(MAX_RW), at);
     let nonblocking = f.nonblocking();
-    if need > 0 && unsized_file(&f) {
+    if need > 0 && sizeless {
         let r = read_unsized(&mut f, mem, a[1], need as usize, at);
         drop(f);
         return or_wait(p, nonblocking, r);
@@ -289,12 +291,6 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
     let r = read_file(&mut f, buf, at);
     drop(f);
     or_wait(p, nonblocking, r.map(|n| n as u64))
-}
-
-/// A host file whose size reads as 0 (see [`read_need`]).
-fn unsized_file(f: &OpenFile) -> bool {
-    matches!(&f.kind, FileKind::File { fd, .. }
-        if rustix::fs::fstat(fd.as_fd()).is_ok_and(|st| st.st_size <= 0))
 }
 
 /// Reads up to `len` bytes of an unsized file into a bounce buffer and
@@ -421,7 +417,7 @@ fn is_stream_out(f: &OpenFile) -> bool {
 fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
     let file = p.fds.get(a[0] as i32)?;
     let len = a[2].min(MAX_RW);
-    if at.is_none() && super::net::write_is_send(p, a[0]) {
+    if at.is_none() && super::net::write_is_send(&lock(&file)) {
         return super::net::write_as_send(p, mem, a[0], &[(a[1], len)]);
     }
     let call = [if at.is_some() { 18 } else { 1 }, a[0], a[1], len];

@@ -103,7 +103,7 @@ fn do_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
         drop(f);
         return or_wait(p, nonblocking, Err(Errno::EAGAIN));
     }
-    let total = read_need(&f, asked, at);
+    let (total, _) = read_need(&f, asked, at);
     check_iovecs(mem, &iovs, total)?;
     let stream = is_stream(&f);
     let mut bounce = vec![0u8; total.min(CHUNK) as usize];
@@ -133,7 +133,7 @@ fn do_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
 fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
     let file = p.fds.get(a[0] as i32)?;
     let iovs = iovecs(mem, a[1], a[2])?;
-    if at.is_none() && crate::linux::net::write_is_send(p, a[0]) {
+    if at.is_none() && crate::linux::net::write_is_send(&lock(&file)) {
         return crate::linux::net::write_as_send(p, mem, a[0], &iovs);
     }
     let total: u64 = iovs.iter().map(|v| v.1).sum();
