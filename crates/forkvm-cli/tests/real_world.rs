@@ -400,16 +400,14 @@ fn the_memory_limit_is_the_ram_every_interface_reports() {
     );
 }
 
-/// OpenJDK at forkvm's defaults: it sizes its heap from the RAM sysinfo
-/// reports and calls sched_getaffinity with each thread's id (it stopped at
-/// start-up on both before). GC, a thread pool and JIT-compiled loops.
-#[test]
-fn java_threads_gc_and_jit_at_default_memory() {
+/// `tests/guests/java/<class>.java` compiled with javac, then run with java
+/// natively and in forkvm (classes readable), compared. Nothing without a JDK.
+fn java_differential(class: &str) {
     if !installed("/usr/bin/java") || !installed("/usr/bin/javac") {
         return;
     }
-    let dir = common::scratch_dir("java-threads");
-    let src = common::repo_root().join("tests/guests/java/Threads.java");
+    let dir = common::scratch_dir(&format!("java-{}", class.to_lowercase()));
+    let src = common::repo_root().join(format!("tests/guests/java/{class}.java"));
     let status = std::process::Command::new("/usr/bin/javac")
         .arg("-d")
         .arg(&dir)
@@ -420,10 +418,18 @@ fn java_threads_gc_and_jit_at_default_memory() {
     let classes = dir.to_str().expect("utf-8 path");
     check(
         &Case::new("/usr/bin/java")
-            .args(["-cp", classes, "Threads"])
+            .args(["-cp", classes, class])
             .flags(["--allow-read", classes])
             .limit(std::time::Duration::from_secs(120)),
     );
+}
+
+/// OpenJDK at forkvm's defaults: it sizes its heap from the RAM sysinfo
+/// reports and calls sched_getaffinity with each thread's id (it stopped at
+/// start-up on both before). GC, a thread pool and JIT-compiled loops.
+#[test]
+fn java_threads_gc_and_jit_at_default_memory() {
+    java_differential("Threads");
 }
 
 /// The JVM's NetworkInterface (interface ioctls on a socket, then
@@ -431,25 +437,7 @@ fn java_threads_gc_and_jit_at_default_memory() {
 /// for device" before, which network libraries meet at start-up.
 #[test]
 fn java_lists_the_loopback_interface() {
-    if !installed("/usr/bin/java") || !installed("/usr/bin/javac") {
-        return;
-    }
-    let dir = common::scratch_dir("java-interfaces");
-    let src = common::repo_root().join("tests/guests/java/Interfaces.java");
-    let status = std::process::Command::new("/usr/bin/javac")
-        .arg("-d")
-        .arg(&dir)
-        .arg(&src)
-        .status()
-        .expect("run javac");
-    assert!(status.success(), "javac failed");
-    let classes = dir.to_str().expect("utf-8 path");
-    check(
-        &Case::new("/usr/bin/java")
-            .args(["-cp", classes, "Interfaces"])
-            .flags(["--allow-read", classes])
-            .limit(std::time::Duration::from_secs(120)),
-    );
+    java_differential("Interfaces");
 }
 
 /// TCP between a program's own sockets: blocking and nonblocking connects to

@@ -86,7 +86,8 @@ fn sys_socket(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     }
     if a[0] as u32 as u16 == super::netlink::AF_NETLINK {
         let (ty, nb, cloexec) = socket_type(a[1] as u32 as u64, 0)?;
-        return super::netlink::socket(p, ty, nb, cloexec, a[2]);
+        let s = super::netlink::new_socket(p, ty, a[2])?;
+        return Ok(p.fds.insert(socket_file(s, nb), cloexec)? as u64);
     }
     if a[0] as u32 as u64 != AF_UNIX {
         return Err(Errno::EACCES);

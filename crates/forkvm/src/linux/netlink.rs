@@ -119,38 +119,35 @@ fn port(s: &Socket) -> u32 {
         .unwrap_or(0)
 }
 
+/// Whether a netlink socket of the process has port id `port`.
+fn port_taken(p: &Process, port: u32) -> bool {
+    p.fds.open_fds().into_iter().any(|fd| {
+        p.fds.get(fd).is_ok_and(|f| {
+            matches!(&lock(&f).kind, FileKind::Socket(s) if is_netlink(s) && self::port(s) == port)
+        })
+    })
+}
+
 /// A port id no other netlink socket of the process has: its pid for the
 /// first, as Linux gives, then others Linux would not give a process.
 fn free_port(p: &Process) -> u32 {
-    let taken = |port: u32| {
-        p.fds.open_fds().into_iter().any(|fd| {
-            p.fds.get(fd).is_ok_and(|f| {
-                matches!(&lock(&f).kind, FileKind::Socket(s) if is_netlink(s) && self::port(s) == port)
-            })
-        })
-    };
     let pid = super::child::pid_of(p) as u32;
-    if !taken(pid) {
+    if !port_taken(p, pid) {
         return pid;
     }
     (1..)
         .map(|i: u32| 0x8000_0000u32.wrapping_sub(i.wrapping_mul(4096)) ^ pid)
-        .find(|&c| c != 0 && !taken(c))
+        .find(|&c| c != 0 && !port_taken(p, c))
         .unwrap_or(u32::MAX)
 }
 
-/// socket(2) for AF_NETLINK: `ty` and `protocol` as the guest gave them.
-pub(super) fn socket(
-    p: &mut Process,
-    ty: u32,
-    nonblocking: bool,
-    cloexec: bool,
-    protocol: u64,
-) -> super::SysResult {
+/// A new AF_NETLINK socket of type `ty` (SOCK_RAW is SOCK_DGRAM here) for
+/// `protocol`, with its port id and receive queue.
+pub(super) fn new_socket(p: &Process, ty: u32, protocol: u64) -> Result<Socket, Errno> {
     if protocol != NETLINK_ROUTE {
         return Err(Errno::EACCES);
     }
-    if !matches!(ty, SOCK_DGRAM) {
+    if ty != SOCK_DGRAM {
         return Err(Errno::ESOCKTNOSUPPORT);
     }
     let mut s = Socket::new(SOCK_DGRAM);
@@ -159,16 +156,7 @@ pub(super) fn socket(
         inbox: Some(Arc::new(Mutex::new(Inbox::default()))),
         ..Named::default()
     }));
-    let file = super::fdtable::OpenFile::new(
-        FileKind::Socket(s),
-        super::fdtable::oflags::O_RDWR
-            | if nonblocking {
-                super::fdtable::oflags::O_NONBLOCK
-            } else {
-                0
-            },
-    );
-    Ok(p.fds.insert(file, cloexec)? as u64)
+    Ok(s)
 }
 
 /// bind(2): the port id asked for (0: the one it has), groups ignored.
@@ -189,15 +177,9 @@ pub(super) fn bind(
     let want = u32::from_le_bytes([a[4], a[5], a[6], a[7]]);
     if want != 0 {
         let mine = super::net::with_socket(p, fd, |s, _| Ok(port(s)))?;
-        if want != mine {
-            let others = p.fds.open_fds().into_iter().filter(|&o| o as u64 != fd).any(|o| {
-                p.fds.get(o).is_ok_and(|f| {
-                    matches!(&lock(&f).kind, FileKind::Socket(s) if is_netlink(s) && port(s) == want)
-                })
-            });
-            if others {
-                return Err(Errno(98)); // EADDRINUSE
-            }
+        // Another socket's (this one's is `mine`).
+        if want != mine && port_taken(p, want) {
+            return Err(Errno(98)); // EADDRINUSE
         }
         super::net::with_socket(p, fd, |s, _| {
             if let Some(n) = s.unix.as_mut() {

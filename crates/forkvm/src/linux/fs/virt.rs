@@ -405,17 +405,13 @@ pub(super) fn stat(p: &Process, path: &[u8], node: &Node) -> Result<StatInfo, Er
         Node::Dev(d) => dev_stat(*d),
         Node::File(g) => generated_stat(base, *g),
         // Root's, as on Linux, but for a process's own directories.
-        Node::Dir
-            if !path.starts_with(b"/proc/") || !path.get(6).is_some_and(u8::is_ascii_digit) =>
-        {
-            StatInfo {
-                mode: S_IFDIR | 0o555,
-                nlink: 2,
-                uid: 0,
-                gid: 0,
-                ..base
-            }
-        }
+        Node::Dir if root_owned(path) => StatInfo {
+            mode: S_IFDIR | 0o555,
+            nlink: 2,
+            uid: 0,
+            gid: 0,
+            ..base
+        },
         Node::Dir => StatInfo {
             mode: S_IFDIR | 0o555,
             nlink: 2,
@@ -434,6 +430,12 @@ pub(super) fn stat(p: &Process, path: &[u8], node: &Node) -> Result<StatInfo, Er
         },
         Node::Open(f) => stat_of_file(&lock(f))?,
     })
+}
+
+/// Whether a synthetic name is root's, as on Linux: all but those inside
+/// a process's directory (`/proc/<pid>/...`), which are the process's.
+fn root_owned(path: &[u8]) -> bool {
+    !path.starts_with(b"/proc/") || !path.get(6).is_some_and(u8::is_ascii_digit)
 }
 
 fn generated_stat(base: StatInfo, g: Generated) -> StatInfo {
@@ -485,8 +487,7 @@ pub(super) fn stat_open(fd: &OwnedFd, path: &[u8], dir: bool) -> Option<StatInfo
         }
     } else {
         Generated {
-            root_owned: !path.starts_with(b"/proc/")
-                || path.get(6).is_some_and(|b| !b.is_ascii_digit()),
+            root_owned: root_owned(path),
             ..PROC_FILE
         }
     };
