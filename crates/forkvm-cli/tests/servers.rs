@@ -721,10 +721,58 @@ fn a_silent_server_is_502_and_a_spinning_one_504() {
     assert!(out.contains("the server waits without answering"), "{out}");
 }
 
+/// redis-server as it starts by default, bound to both `0.0.0.0` and `[::]` on one
+/// port, served without `--listen`: the host listens on 127.0.0.1 and ::1 (one
+/// listener for both was "Address already in use"), and with `--ephemeral false` the
+/// database lives on from one connection to the next instead of being reset.
+#[test]
+fn redis_on_both_families_keeps_its_data_with_ephemeral_false() {
+    let redis = "/usr/bin/redis-server";
+    if !installed(redis) || !installed("/usr/bin/redis-cli") {
+        return;
+    }
+    let port = free_port();
+    let mut cmd = Command::new(forkvm_bin());
+    cmd.args(["serve", "--reset", "per-connection", "--ephemeral", "false"])
+        .args(["--concurrency", "1", "--request-timeout", "20", redis])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]);
+    let fs = Server::start(cmd, port, "forkvm");
+    assert_eq!(
+        redis_cli_on("127.0.0.1", port, "SET a 1\n"),
+        "OK\n",
+        "{}",
+        fs.output()
+    );
+    assert_eq!(
+        redis_cli_on("::1", port, "INCR a\n"),
+        "2\n",
+        "{}",
+        fs.output()
+    );
+    assert_eq!(
+        redis_cli(port, "INCR a\nDBSIZE\n"),
+        "3\n1\n",
+        "{}",
+        fs.output()
+    );
+}
+
 /// `redis-cli -p PORT` with `commands` on stdin (one connection): its output.
 fn redis_cli(port: u16, commands: &str) -> String {
+    redis_cli_on("127.0.0.1", port, commands)
+}
+
+/// The same, to the server on `host`.
+fn redis_cli_on(host: &str, port: u16, commands: &str) -> String {
     let mut child = Command::new("/usr/bin/redis-cli")
-        .args(["-p", &port.to_string()])
+        .args(["-h", host, "-p", &port.to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -41,7 +41,8 @@ pub struct ServeArgs {
     ephemeral: bool,
     /// When a server program's VM is reset: `per-request` (HTTP, parsed by
     /// forkvm) or `per-connection` (any protocol: the client's connection is
-    /// the guest's, reset when it closes).
+    /// the guest's, reset when it closes; with `--ephemeral false` the VM is
+    /// kept from one connection to the next unless it crashed).
     #[arg(long, value_enum, default_value = "per-request")]
     reset: ResetMode,
     /// Time limit of one request's handler, in seconds (exceeded: 504).
@@ -320,17 +321,14 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
                 bound.map_or("?".into(), |a| a.to_string())
             );
             if listen.is_none() {
-                listen = bound.map(|mut a| {
-                    if a.ip().is_unspecified() {
-                        a.set_ip(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+                listen = bound.map(on_loopback);
+                for a in machine.listening_addrs().into_iter().skip(1) {
+                    let a = on_loopback(a);
+                    // One port bound on 0.0.0.0 and on [::] (redis, nginx's
+                    // `listen [::]:80`) is two host listeners, one per family.
+                    if Some(a) != listen && !also_listen.contains(&a) {
+                        also_listen.push(a);
                     }
-                    a
-                });
-                for mut a in machine.listening_addrs().into_iter().skip(1) {
-                    if a.ip().is_unspecified() {
-                        a.set_ip(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
-                    }
-                    also_listen.push(a);
                 }
             }
         }
@@ -403,6 +401,18 @@ pub fn main(args: ServeArgs) -> anyhow::Result<()> {
     result
 }
 
+/// Where the host listens for a socket the program bound: its own address,
+/// or the loopback address of its family for a wildcard one.
+fn on_loopback(mut a: SocketAddr) -> SocketAddr {
+    if a.ip().is_unspecified() {
+        a.set_ip(match a {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    a
+}
+
 /// The host port a connection came in on (a request extension).
 #[derive(Clone, Copy)]
 struct LocalPort(Option<u16>);
@@ -435,9 +445,15 @@ async fn run(
     // Connections to the program's other listening sockets arrive through this channel.
     let (extra_tx, mut extra) = tokio::sync::mpsc::channel(64);
     for addr in also_listen {
-        let l = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
+        let l = match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => l,
+            // A host without IPv6 loopback still serves the program's IPv4 sockets.
+            Err(e) if addr.is_ipv6() && e.kind() == std::io::ErrorKind::AddrNotAvailable => {
+                tracing::warn!("not serving {name} on {addr}: {e}");
+                continue;
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot listen on {addr}")),
+        };
         tracing::info!("also serving {name} on {scheme}{}", l.local_addr()?);
         let tx = extra_tx.clone();
         tokio::spawn(async move { while tx.send(l.accept().await).await.is_ok() {} });

@@ -247,12 +247,37 @@ impl Workers {
         };
         let t = Instant::now();
         let busy = (&*self.attendant, worker.slot);
-        match super::server::pump(&mut worker.fork, stream, self.settings.timeout, busy).await {
-            Ok(n) => tracing::info!(
-                "connection served: {n} bytes out, {:.3}ms",
-                t.elapsed().as_secs_f64() * 1000.0
-            ),
-            Err(e) => tracing::warn!("connection ended: {e}"),
+        let failed = match super::server::pump(
+            &mut worker.fork,
+            stream,
+            self.settings.timeout,
+            busy,
+        )
+        .await
+        {
+            Ok(n) => {
+                tracing::info!(
+                    "connection served: {n} bytes out, {:.3}ms",
+                    t.elapsed().as_secs_f64() * 1000.0
+                );
+                false
+            }
+            Err(e) => {
+                tracing::warn!("connection ended: {e}");
+                true
+            }
+        };
+        // `--ephemeral false`: the program keeps its state from one
+        // connection to the next (a key-value store), unless the connection
+        // ended in a crash, an exit or a timeout.
+        let debugged = super::debug::needs_reset(&mut worker.fork);
+        if !self.settings.ephemeral && !failed && !worker.fork.is_poisoned() && !debugged {
+            worker.last_reset = Duration::ZERO;
+            if let Ok(mut idle) = self.idle.lock() {
+                idle.push(worker);
+            }
+            drop(permit);
+            return Ok(());
         }
         let t = Instant::now();
         let ok = self.attendant.blocking(worker.slot, || worker.fork.reset());

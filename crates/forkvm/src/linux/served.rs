@@ -4,7 +4,7 @@
 //! the guest reads, what the guest writes the host takes).
 
 use super::fdtable::{lock, FileKind};
-use super::inet::{find_listener, Inet};
+use super::inet::{find_listener, Inet, AF_INET, AF_INET6};
 use super::unix_socket::Socket;
 use super::{Errno, Process};
 use crate::memory::GuestMemory;
@@ -208,9 +208,12 @@ pub fn connect_to_listener_on(
 ) -> Result<HostConn, Errno> {
     let listeners = listening_addrs(p);
     let port = port.filter(|want| listeners.iter().any(|a| a.port() == *want));
-    let Some((l, family, local)) = find_listener(p, |i| {
-        port.is_none_or(|want| i.local.map(|a| a.port()) == Some(want))
-    }) else {
+    let on_port = |i: &Inet| port.is_none_or(|want| i.local.map(|a| a.port()) == Some(want));
+    // A port bound for both families (0.0.0.0 and [::]): the peer's own.
+    let peer_family = if peer.is_ipv4() { AF_INET } else { AF_INET6 };
+    let Some((l, family, local)) = find_listener(p, |i| on_port(i) && i.family == peer_family)
+        .or_else(|| find_listener(p, on_port))
+    else {
         return Err(Errno::ECONNREFUSED);
     };
     let mut listener = lock(&l);
