@@ -53,7 +53,84 @@ S = {"a": 0, "d": 1, "d/b": 2, ".": 3, "..": 4, "../outside/sentinel": 5,
      "/etc/passwd": 15, "/": 16, "a/../../outside": 18, "user.x": 19,
      "root": 20, "root/a": 21, "outside/sentinel": 23}
 
+SCRATCH = 0x20_0000  # abi::USER_BASE: the scratch area's guest address
+S.update({"/proc/sys/kernel/random/uuid": 24, "/proc/sys/net/core/somaxconn": 25,
+          "/proc/net/if_inet6": 26, "/proc/sys": 27, "/proc/version": 28})
+
+
+def store(off, data):
+    """A step that writes `data` into the scratch area at `off` (0xf7)."""
+    return bytes([0xF7]) + struct.pack("<HH", off, len(data)) + data
+
+
+def nlmsg(ty, flags, payload, seq=1):
+    return struct.pack("<IHHII", 16 + len(payload), ty, flags, seq, 0) + payload
+
+
+def msghdr(iov_at, iovlen, name_at=0, namelen=0):
+    """A struct msghdr at some offset, pointing at iovecs at `iov_at` (scratch offsets)."""
+    name = SCRATCH + name_at if name_at else 0
+    return struct.pack("<QIIQQQQI4x", name, namelen, 0, SCRATCH + iov_at, iovlen, 0, 0, 0)
+
+
+def iovec(at, n):
+    return struct.pack("<QQ", SCRATCH + at, n)
+
+
+def sockaddr_in(port, ip=(127, 0, 0, 1)):
+    return struct.pack("<H", 2) + struct.pack(">H", port) + bytes(ip) + bytes(8)
+
+
+NLM_DUMP = 0x1 | 0x300
+dump_link = nlmsg(18, NLM_DUMP, bytes(16))
+dump_addr = nlmsg(22, NLM_DUMP, bytes(8))
+get_lo = nlmsg(18, 1 | 4, struct.pack("<BxHiII", 0, 0, 1, 0, 0))
+# A request whose length runs past the datagram, and one too short.
+lying = struct.pack("<IHHII", 4000, 22, NLM_DUMP, 2, 0) + bytes(8)
+short = struct.pack("<IHHII", 8, 18, 1, 3, 0)
+
 seqs = {
+    "netlink": [call(41, small(16), small(3), small(0)),
+                store(0x1000, dump_link + dump_addr),
+                call(44, LAST, scratch(0x1000), u16(len(dump_link + dump_addr)), small(0), small(0), small(0)),
+                call(45, small(0), scratch(0x2000), u16(0x4000), small(0x40), small(0), small(0)),
+                call(45, small(0), scratch(0x2000), u16(0x4000), small(0x42), small(0), small(0)),
+                store(0x1200, get_lo + lying + short),
+                store(0x1400, iovec(0x1200, len(get_lo + lying + short)) + iovec(0x1000, 32)),
+                store(0x1500, msghdr(0x1400, 2)),
+                call(46, small(0), scratch(0x1500), small(0)),
+                call(47, small(0), scratch(0x1500), small(0x40)),
+                call(51, small(0), scratch(0x1600), scratch(0x1700)),
+                call(3, small(0))],
+    "netdev": [call(41, small(2), small(2), small(0)),
+               store(0x3000, b"lo" + bytes(38)),
+               call(16, LAST, u16(0x8933), scratch(0x3000)),
+               call(16, small(0), u16(0x8915), scratch(0x3000)),
+               call(16, small(0), u16(0x8913), scratch(0x3000)),
+               call(16, small(0), u16(0x8914), scratch(0x3000)),
+               store(0x3100, struct.pack("<iiQ", 80, 0, SCRATCH + 0x3200)),
+               call(16, small(0), u16(0x8912), scratch(0x3100)),
+               store(0x3000, struct.pack("<16si", b"", 1) + bytes(20)),
+               call(16, small(0), u16(0x8910), scratch(0x3000))],
+    "udp": [call(41, small(2), small(2), small(0)),
+            store(0x4000, sockaddr_in(5353)),
+            call(49, LAST, scratch(0x4000), small(16)),
+            call(42, small(0), scratch(0x4000), small(16)),
+            call(1, small(0), scratch(0x4100), small(40)),
+            call(51, small(0), scratch(0x4200), scratch(0x4300)),
+            call(0, small(0), scratch(0x4400), u16(2000)),
+            store(0x4000, bytes(16)),
+            call(42, small(0), scratch(0x4000), small(16)),
+            call(1, small(0), scratch(0x4100), small(40))],
+    "sysctl": [call(2, string(S["/proc/sys/kernel/random/uuid"]), small(0)),
+               call(0, LAST, scratch(0), u16(100)),
+               call(2, string(S["/proc/sys/net/core/somaxconn"]), small(2)),
+               call(1, LAST, scratch(0), small(4)),
+               call(2, string(S["/proc/net/if_inet6"]), small(0)),
+               call(17, LAST, scratch(0x100), u16(300), small(1)),
+               call(257, wide(AT_FDCWD), string(S["/proc/sys"]), wide(0o200000)),
+               call(217, LAST, scratch(0x800), u16(4096)),
+               call(4, string(S["/proc/version"]), scratch(0x1000))],
     "file_rw": [call(2, string(S["a"]), u16(O_CREAT_RDWR), u16(0o644)),
                 call(1, LAST, scratch(0), small(64)),
                 call(8, small(0), small(0), small(0)),

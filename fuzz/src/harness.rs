@@ -242,6 +242,17 @@ impl Sandbox {
         ] {
             strings.push(p.as_os_str().as_encoded_bytes().to_vec());
         }
+        // Synthetic files of the guest's own (after the sandbox's paths,
+        // whose indices the seeds use).
+        for s in [
+            "/proc/sys/kernel/random/uuid",
+            "/proc/sys/net/core/somaxconn",
+            "/proc/net/if_inet6",
+            "/proc/sys",
+            "/proc/version",
+        ] {
+            strings.push(s.as_bytes().to_vec());
+        }
         for s in &mut strings {
             s.push(0);
         }
@@ -364,16 +375,39 @@ pub struct Call {
     pub args: [Arg; 6],
 }
 
+/// One decoded step: a call, or bytes stored into the scratch area first
+/// (so an input can build a msghdr, an iovec, a sockaddr or a netlink
+/// request for the calls after it to point at).
+#[derive(Debug, Clone)]
+pub enum Step {
+    Call(Call),
+    Store { offset: u64, bytes: Vec<u8> },
+}
+
+/// Selector byte of a [`Step::Store`]: u16 offset into the scratch area,
+/// then a u16-length-prefixed byte string.
+pub const STORE: u8 = 0xf7;
+
 /// Decodes the calls of an input: a selector byte picks a syscall (mostly
 /// implemented ones), then each argument has a kind byte: small integer,
 /// pointer into the scratch area, path string, wild 64-bit value, an earlier
 /// call's result, a size, or a small negative number.
-pub fn decode_calls(data: &[u8], string_at: &[u64]) -> Vec<Call> {
+pub fn decode_calls(data: &[u8], string_at: &[u64]) -> Vec<Step> {
     let nrs = numbers();
     let mut input = Input::new(data);
     let mut calls = Vec::new();
     while !input.is_empty() && calls.len() < MAX_CALLS {
         let sel = input.u8();
+        if sel == STORE {
+            let offset = u64::from(input.u16()) % SCRATCH_LEN;
+            let bytes = input.bytes();
+            let room = (SCRATCH_LEN - offset) as usize;
+            calls.push(Step::Store {
+                offset,
+                bytes: bytes[..bytes.len().min(room)].to_vec(),
+            });
+            continue;
+        }
         let nr = if sel < 0xf8 {
             nrs[usize::from(sel) % nrs.len()]
         } else {
@@ -413,7 +447,7 @@ pub fn decode_calls(data: &[u8], string_at: &[u64]) -> Vec<Call> {
             202 => args[3] = z,                           // futex
             _ => {}
         }
-        calls.push(Call { nr, args });
+        calls.push(Step::Call(Call { nr, args }));
     }
     calls
 }
@@ -427,6 +461,13 @@ fn tracing() -> bool {
 /// Runs the decoded calls of `data` through `linux::dispatch` against a
 /// fresh process whose policy allows reading and writing `sandbox.root`.
 pub fn syscalls(data: &[u8], sandbox: &Sandbox) {
+    syscall_results(data, sandbox);
+}
+
+/// The same, returning each call's number and result (so a test can check
+/// that a seed reaches the code it was written for).
+pub fn syscall_results(data: &[u8], sandbox: &Sandbox) -> Vec<(u64, i64)> {
+    let mut results = Vec::new();
     static ALARM: std::sync::Once = std::sync::Once::new();
     ALARM.call_once(install_alarm);
     sandbox.clean();
@@ -439,7 +480,7 @@ pub fn syscalls(data: &[u8], sandbox: &Sandbox) {
     let root = sandbox.root.to_string_lossy().into_owned();
     let mut p = Process::new(policy, mm, root, "/prog".into());
     let Ok(mut mem) = GuestMemory::new(SYS_MEMORY) else {
-        return;
+        return results;
     };
     mem.track_mappings();
     let rw = Rights {
@@ -469,7 +510,15 @@ pub fn syscalls(data: &[u8], sandbox: &Sandbox) {
         linux::dispatch(&mut p, &mut mem, 3, &[fd, 0, 0, 0, 0, 0]);
     }
     let mut last = 3u64;
-    for c in decode_calls(data, &string_at) {
+    for step in decode_calls(data, &string_at) {
+        let c = match step {
+            Step::Call(c) => c,
+            Step::Store { offset, bytes } => {
+                // Inside the scratch mapping by construction (decode_calls).
+                let _ = mem.write(SCRATCH + offset, &bytes);
+                continue;
+            }
+        };
         // An earlier result (an fd, mostly) where the decoder asked for one.
         let args = c.args.map(|a| match a {
             Arg::Val(v) => v,
@@ -478,6 +527,7 @@ pub fn syscalls(data: &[u8], sandbox: &Sandbox) {
         alarm_ms(50);
         last = linux::dispatch(&mut p, &mut mem, c.nr, &args);
         alarm_ms(0);
+        results.push((c.nr, last as i64));
         if tracing() {
             let name = linux::names::name(c.nr).unwrap_or("?");
             eprintln!("{name}({:#x?}) = {}", args, last as i64);
@@ -488,6 +538,7 @@ pub fn syscalls(data: &[u8], sandbox: &Sandbox) {
     }
     drop(p);
     sandbox.check_confined();
+    results
 }
 
 // ---------------------------------------------------------------------------
