@@ -36,6 +36,13 @@ static const char *ename(int e) {
     }
 }
 
+/* getpeername's result: 0 or -1 with errno. */
+static long peer_of(int fd) {
+    struct sockaddr_in a;
+    socklen_t n = sizeof a;
+    return getpeername(fd, (struct sockaddr *)&a, &n);
+}
+
 static void show(const char *what, long r) {
     if (r < 0)
         printf("%s: %s\n", what, ename(errno));
@@ -111,8 +118,10 @@ int main(void) {
     printf("epoll: %d %s%s%s\n", k, got.events & EPOLLIN ? "IN " : "", got.events & EPOLLRDHUP ? "RDHUP " : "",
            got.events & EPOLLHUP ? "HUP" : "");
     show("read", read(c, b, sizeof b));
+    show("getpeername", peer_of(c));
     show("first send", send(c, "x", 1, 0));
     poll_until("after the first send", c, POLLERR);
+    show("getpeername", peer_of(c));
     k = epoll_wait(ep, &got, 1, 0);
     printf("epoll: %d %s%s%s%s\n", k, got.events & EPOLLIN ? "IN " : "", got.events & EPOLLRDHUP ? "RDHUP " : "",
            got.events & EPOLLHUP ? "HUP " : "", got.events & EPOLLERR ? "ERR" : "");
@@ -159,6 +168,7 @@ int main(void) {
     poll(&p, 1, 10000);
     close(s);
     poll_until("after the close", c, POLLERR);
+    show("getpeername", peer_of(c));
     show("read", read(c, b, sizeof b));
     poll_until("after the read", c, POLLHUP);
     show("read", read(c, b, sizeof b));
@@ -193,7 +203,26 @@ int main(void) {
     printf("SO_LINGER: %d %d\n", got_lg.l_onoff, got_lg.l_linger);
     close(s);
     poll_until("after the abortive close", c, POLLERR);
+    show("getpeername", peer_of(c));
     show("read", read(c, b, sizeof b));
+    close(c);
+
+    /* A reset ends the connection (getpeername: ENOTCONN, as python's ssl
+     * module checks before a handshake) but what came before it stays
+     * readable, ahead of the error. */
+    printf("-- the peer sends, then closes with SO_LINGER on and 0 seconds\n");
+    pair(&c, &s);
+    send(s, "bye", 3, 0);
+    poll_until("data", c, POLLIN);
+    show("getpeername", peer_of(c));
+    setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(s);
+    poll_until("after the abortive close", c, POLLERR);
+    show("getpeername", peer_of(c));
+    show("read", read(c, b, sizeof b));
+    show("read", read(c, b, sizeof b));
+    show("read", read(c, b, sizeof b));
+    show("getpeername", peer_of(c));
     close(c);
     printf("SIGPIPE: %d\n", (int)sigpipes);
     return 0;

@@ -604,8 +604,10 @@ pub(super) fn getsockname(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> S
 /// getpeername(2): the client of an accepted connection.
 pub(super) fn getpeername(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let bytes = with_inet(p, a[0], |s, _| {
+        // Closed by a reset: no peer any more, though its data stays readable.
+        let reset = s.tcp_reset();
         let i = inet_of(s)?;
-        let peer = i.peer.ok_or(Errno::ENOTCONN)?;
+        let peer = i.peer.filter(|_| !reset).ok_or(Errno::ENOTCONN)?;
         Ok(encode_addr(peer, i.family))
     })?;
     write_addr(mem, a[1], a[2], &bytes)?;

@@ -88,6 +88,10 @@ pub struct Pair {
     /// TCP: whether each side received the peer's FIN (its reads end there,
     /// before a pending error).
     pub fin: [bool; 2],
+    /// TCP: whether each side's connection was reset (it received a RST, or
+    /// answered a send after the peer's close with one): Linux's TCP_CLOSE,
+    /// where getpeername is ENOTCONN though unread data stays readable.
+    pub reset: [bool; 2],
     /// Messages queued and taken so far, either way: each is an edge for
     /// EPOLLET even when the readiness an epoll_wait last saw looks
     /// unchanged (drained and refilled between two looks).
@@ -182,6 +186,7 @@ impl Socket {
             ty,
             tcp: false,
             fin: [false, false],
+            reset: [false, false],
             moves: 0,
         }));
         let mut a = Socket::new(ty);
@@ -218,6 +223,13 @@ impl Socket {
     /// Whether this is a connection-oriented type (stream or seqpacket).
     pub fn connection(&self) -> bool {
         self.ty != SOCK_DGRAM
+    }
+
+    /// A virtual TCP connection that was reset (see [`Pair::reset`]).
+    pub fn tcp_reset(&self) -> bool {
+        self.conn
+            .as_ref()
+            .is_some_and(|(pair, side)| lock(pair).reset[*side])
     }
 
     /// Whether the socket is connected (a peer exists, even if closed since).
@@ -264,6 +276,7 @@ impl Socket {
                         ty: old.ty,
                         tcp: old.tcp,
                         fin: old.fin,
+                        reset: old.reset,
                         moves: old.moves,
                     }));
                     pairs.push((key, c.clone()));
@@ -702,6 +715,7 @@ fn tcp_send(
     if g.closed[peer] {
         g.shut[s] = RCV_SHUTDOWN | SEND_SHUTDOWN;
         g.error[s] = EPIPE;
+        g.reset[s] = true;
         return Ok(data.len().min(cap));
     }
     let room = cap.saturating_sub(g.bytes[peer] + MSG_OVERHEAD);
@@ -753,6 +767,7 @@ impl Drop for Socket {
                 g.shut[other] = RCV_SHUTDOWN | SEND_SHUTDOWN;
                 if !dropped.is_empty() || (g.tcp && abort) {
                     g.error[other] = ECONNRESET;
+                    g.reset[other] = g.tcp;
                 }
             }
             g.bytes[side] = 0;
