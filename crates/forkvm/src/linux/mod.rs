@@ -204,6 +204,8 @@ pub struct Process {
     pub time_reads: u32,
     /// POSIX timers (timer_create).
     pub posix_timers: time::posix::Timers,
+    /// CPU time of each guest thread (counted at thread switches).
+    pub thread_cpu: time::posix::ThreadCpu,
     /// The private /tmp and /dev/shm (see `fs::PrivateTmp`).
     pub tmp: fs::PrivateTmp,
     /// Outbound connections the process may make (`--allow-connect`).
@@ -278,6 +280,7 @@ impl Process {
             waiter: Default::default(),
             time_reads: 0,
             posix_timers: time::posix::Timers::default(),
+            thread_cpu: time::posix::ThreadCpu::default(),
             tmp: fs::PrivateTmp::new(),
             outbound: host_socket::Outbound::default(),
             family: None,
@@ -335,6 +338,7 @@ impl Process {
             waiter: Default::default(),
             time_reads: 0,
             posix_timers: time::posix::Timers::default(),
+            thread_cpu: time::posix::ThreadCpu::default(),
             tmp: self.tmp.fork_copy(&self.policy)?,
             outbound: self.outbound.clone(),
             family: None,

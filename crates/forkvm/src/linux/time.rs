@@ -100,6 +100,16 @@ fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Timespec, Errno> {
 
 /// Implements clock_gettime(2).
 fn sys_clock_gettime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    if let Some(who @ 1..) = cpu_clock_of(p, a[0])? {
+        // A thread's CPU time: what it spent while it ran.
+        let d = cpu_clock_now(p, who);
+        let t = Timespec {
+            tv_sec: d.as_secs() as i64,
+            tv_nsec: d.subsec_nanos() as _,
+        };
+        write_timespec(mem, a[1], t)?;
+        return Ok(0);
+    }
     let t = guest_clock(clock_of(p, a[0])?);
     write_timespec(mem, a[1], t)?;
     Ok(0)
@@ -578,6 +588,9 @@ pub mod posix {
         pub overrun: u64,
         /// `sigev_value`, which its signal carries (the id without a sigevent).
         pub value: u64,
+        /// A CPU-time timer: whose CPU time it follows (0: the process's,
+        /// else that thread's), and the CPU time of its next expiry.
+        pub cpu: Option<(u64, Option<Duration>)>,
     }
 
     /// The process's timers, by id.
@@ -588,10 +601,79 @@ pub mod posix {
     }
 
     impl Timers {
-        /// The earliest armed expiry.
+        /// The earliest armed expiry of a wall-clock timer.
         pub fn next_due(&self) -> Option<Instant> {
             self.map.values().filter_map(|t| t.next).min()
         }
+    }
+
+    /// CPU time per guest thread. One vCPU thread runs all of a process's
+    /// threads, so each one's share is counted at the switches
+    /// (`Machine::adopt`): a thread that sleeps spends none.
+    #[derive(Debug, Clone, Default)]
+    pub struct ThreadCpu {
+        /// CPU time of each thread up to its last switch out, by tid.
+        spent: std::collections::HashMap<u64, Duration>,
+        /// The process's CPU time when the running thread came in.
+        mark: Duration,
+    }
+
+    impl ThreadCpu {
+        /// Thread `from` leaves the vCPU at process CPU time `now`; the next
+        /// one starts counting. Threads `live` does not name are forgotten
+        /// once there are many (tids are not reused for long).
+        pub fn switch(&mut self, from: u64, now: Duration, live: impl Fn(u64) -> bool) {
+            let d = now.saturating_sub(self.mark);
+            *self.spent.entry(from).or_default() += d;
+            self.mark = now;
+            if self.spent.len() > 256 {
+                self.spent.retain(|tid, _| live(*tid));
+            }
+        }
+
+        /// CPU time of thread `tid` at process CPU time `now`, `running`
+        /// being the thread on the vCPU.
+        pub fn of(&self, tid: u64, running: u64, now: Duration) -> Duration {
+            let spent = self.spent.get(&tid).copied().unwrap_or_default();
+            if tid == running {
+                spent + now.saturating_sub(self.mark)
+            } else {
+                spent
+            }
+        }
+    }
+}
+
+/// The CPU time a CPU clock shows now: the process's (`who` 0) or a thread's.
+fn cpu_clock_now(p: &Process, who: u64) -> std::time::Duration {
+    let now = cpu_time();
+    if who == 0 {
+        now
+    } else {
+        p.thread_cpu.of(who, p.tid, now)
+    }
+}
+
+/// The CPU clock `id` names, if it is one: 0 for the process's, else a
+/// thread's tid (CLOCK_THREAD_CPUTIME_ID is the caller's; a clock from
+/// clock_getcpuclockid or pthread_getcpuclockid names its owner, which
+/// must be this process or one of its threads: EINVAL otherwise).
+fn cpu_clock_of(p: &Process, id: u64) -> Result<Option<u64>, Errno> {
+    let cpu = id as u32 as i32;
+    match cpu {
+        2 => return Ok(Some(0)),
+        3 => return Ok(Some(p.tid)),
+        c if c >= 0 || c & 3 == 3 => return Ok(None),
+        _ => {}
+    }
+    let who = u64::from(!(cpu >> 3) as u32);
+    let thread = cpu & 4 != 0;
+    let ours = |tid: u64| tid == p.tid || p.threads.others.iter().any(|t| t.tid == tid);
+    match (thread, who) {
+        (true, 0) => Ok(Some(p.tid)),
+        (true, tid) if ours(tid) => Ok(Some(tid)),
+        (false, pid) if pid == 0 || pid == super::child::pid_of(p) => Ok(Some(0)),
+        _ => Err(Errno::EINVAL),
     }
 }
 
@@ -629,11 +711,23 @@ impl Process {
             .map(|&(at, _)| at)
             .chain(limit)
             .min();
-        let cpu = cpu.map(|at| {
-            let now = std::time::Instant::now();
-            after(now, at.saturating_sub(cpu_time()))
-        });
-        [wall, cpu].into_iter().flatten().min()
+        let now = std::time::Instant::now();
+        let cpu = cpu.map(|at| after(now, at.saturating_sub(cpu_time())));
+        // A CPU-time POSIX timer of the process or of the running thread
+        // (another thread's clock stands still until it runs, and is looked
+        // at again then).
+        let posix_cpu = self
+            .posix_timers
+            .map
+            .values()
+            .filter_map(|t| match t.cpu {
+                Some((who, Some(at))) if who == 0 || who == self.tid => {
+                    Some(after(now, at.saturating_sub(cpu_clock_now(self, who))))
+                }
+                _ => None,
+            })
+            .min();
+        [wall, cpu, posix_cpu].into_iter().flatten().min()
     }
 }
 
@@ -641,20 +735,50 @@ impl Process {
 /// missed meanwhile become the overrun count). Returns whether one fired.
 pub fn fire_posix_timers(p: &mut Process) -> bool {
     let now = std::time::Instant::now();
+    // CPU clocks now, of the process and of each thread a timer follows.
+    let cpu_now: Vec<(u64, std::time::Duration)> = p
+        .posix_timers
+        .map
+        .values()
+        .filter_map(|t| t.cpu.filter(|(_, at)| at.is_some()).map(|(who, _)| who))
+        .collect::<std::collections::BTreeSet<u64>>()
+        .into_iter()
+        .map(|who| (who, cpu_clock_now(p, who)))
+        .collect();
     let mut sends = Vec::new();
     for (&id, t) in p.posix_timers.map.iter_mut() {
-        let Some(next) = t.next else { continue };
-        if now < next {
-            continue;
-        }
-        let n = if t.interval.is_zero() {
-            t.next = None;
-            1
+        let n = if let Some((who, at)) = &mut t.cpu {
+            let Some(next) = *at else { continue };
+            let clock = cpu_now
+                .iter()
+                .find(|(w, _)| w == who)
+                .map_or(std::time::Duration::ZERO, |(_, c)| *c);
+            if clock < next {
+                continue;
+            }
+            if t.interval.is_zero() {
+                *at = None;
+                1
+            } else {
+                let n = ((clock - next).as_nanos() / t.interval.as_nanos()).saturating_add(1);
+                let n = u32::try_from(n).unwrap_or(u32::MAX);
+                *at = Some(next.saturating_add(t.interval.saturating_mul(n)));
+                u64::from(n)
+            }
         } else {
-            let n = ((now - next).as_nanos() / t.interval.as_nanos()).saturating_add(1);
-            let n = u32::try_from(n).unwrap_or(u32::MAX);
-            t.next = Some(after(next, t.interval.saturating_mul(n)));
-            u64::from(n)
+            let Some(next) = t.next else { continue };
+            if now < next {
+                continue;
+            }
+            if t.interval.is_zero() {
+                t.next = None;
+                1
+            } else {
+                let n = ((now - next).as_nanos() / t.interval.as_nanos()).saturating_add(1);
+                let n = u32::try_from(n).unwrap_or(u32::MAX);
+                t.next = Some(after(next, t.interval.saturating_mul(n)));
+                u64::from(n)
+            }
         };
         t.overrun = n - 1;
         if t.notify != posix::Notify::None {
@@ -686,9 +810,11 @@ pub fn fire_posix_timers(p: &mut Process) -> bool {
 /// Implements timer_create(2).
 fn sys_timer_create(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [clockid, sevp, idp, ..] = *a;
+    // REALTIME, MONOTONIC, BOOTTIME, and the CPU clocks of this process and
+    // its threads (counting CPU time: a thread's only while it runs).
+    let cpu = cpu_clock_of(p, clockid)?;
     let clockid = clockid as u32 as u64;
-    // REALTIME, MONOTONIC, PROCESS/THREAD_CPUTIME (as elapsed time), BOOTTIME.
-    if !matches!(clockid, 0 | 1 | 2 | 3 | 7) {
+    if cpu.is_none() && !matches!(clockid, 0 | 1 | 7) {
         return Err(if matches!(clockid, 8 | 9) {
             Errno::EPERM
         } else {
@@ -730,6 +856,7 @@ fn sys_timer_create(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
             interval: std::time::Duration::ZERO,
             overrun: 0,
             value,
+            cpu: cpu.map(|who| (who, None)),
         },
     );
     Ok(0)
@@ -752,11 +879,15 @@ fn write_itimerspec(
     mem: &mut GuestMemory,
     addr: u64,
     t: &posix::Timer,
+    p: &Process,
     now: std::time::Instant,
 ) -> Result<(), Errno> {
-    let left = t.next.map_or(std::time::Duration::ZERO, |n| {
-        n.saturating_duration_since(now)
-            .max(std::time::Duration::from_nanos(1))
+    let left = match t.cpu {
+        Some((who, at)) => at.map(|at| at.saturating_sub(cpu_clock_now(p, who))),
+        None => t.next.map(|n| n.saturating_duration_since(now)),
+    }
+    .map_or(std::time::Duration::ZERO, |d| {
+        d.max(std::time::Duration::from_nanos(1))
     });
     let mut b = [0u8; 32];
     for (i, d) in [t.interval, left].iter().enumerate() {
@@ -779,9 +910,31 @@ fn sys_timer_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRes
     let now = std::time::Instant::now();
     if old != 0 {
         let t = posix_timer(p, id)?.clone();
-        write_itimerspec(mem, old, &t, now)?;
+        write_itimerspec(mem, old, &t, p, now)?;
     }
+    let cpu = posix_timer(p, id)?
+        .cpu
+        .map(|(who, _)| (who, cpu_clock_now(p, who)));
     let t = posix_timer(p, id)?;
+    if let Some((who, clock_now)) = cpu {
+        // On CPU time: the expiry is a reading of the timer's own clock.
+        let first = if value.tv_sec == 0 && value.tv_nsec == 0 {
+            None
+        } else if flags & TIMER_ABSTIME != 0 {
+            Some(duration(value))
+        } else {
+            Some(clock_now.saturating_add(duration(value)))
+        };
+        t.cpu = Some((who, first));
+        t.next = None;
+        t.interval = if first.is_some() {
+            interval
+        } else {
+            std::time::Duration::ZERO
+        };
+        t.overrun = 0;
+        return Ok(0);
+    }
     let first = if value.tv_sec == 0 && value.tv_nsec == 0 {
         None
     } else if flags & TIMER_ABSTIME != 0 {
@@ -803,7 +956,7 @@ fn sys_timer_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRes
 /// Implements timer_gettime(2).
 fn sys_timer_gettime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let t = posix_timer(p, a[0])?.clone();
-    write_itimerspec(mem, a[1], &t, std::time::Instant::now())?;
+    write_itimerspec(mem, a[1], &t, p, std::time::Instant::now())?;
     Ok(0)
 }
 
@@ -821,7 +974,7 @@ fn sys_timer_delete(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult
 
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 222, name: "timer_create", handler: sys_timer_create, support: Support::Partial,
-        note: "SIGEV_SIGNAL, SIGEV_NONE, SIGEV_THREAD_ID; CPU-time clocks count elapsed time; siginfo carries no timer id" },
+        note: "SIGEV_SIGNAL, SIGEV_NONE, SIGEV_THREAD_ID; CPU clocks (process, thread, by pid/tid) count CPU time, a thread's only while it runs" },
     SyscallEntry { nr: 223, name: "timer_settime", handler: sys_timer_settime, support: Support::Partial,
         note: "signals are delivered at the thread's next syscall or preemption tick" },
     SyscallEntry { nr: 224, name: "timer_gettime", handler: sys_timer_gettime, support: Support::Full, note: "" },

@@ -45,6 +45,11 @@ impl Machine {
         // when another thread comes (a lone thread's yield or retry costs nothing).
         if t.tid != self.proc.tid {
             self.vcpu.set_xsave_area(&t.fpu)?;
+            let others = &self.proc.threads.others;
+            let live = |tid: u64| tid == t.tid || others.iter().any(|o| o.tid == tid);
+            self.proc
+                .thread_cpu
+                .switch(self.proc.tid, linux::time::cpu_time(), live);
         }
         self.proc.tid = t.tid;
         self.proc.waiting = t.waiting;

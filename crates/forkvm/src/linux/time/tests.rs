@@ -202,3 +202,31 @@ fn clock_nanosleep_refuses_the_clocks_linux_cannot_sleep_on() {
     assert_eq!(call(&mut p, &mut m, &[11, 0, buf, 0]), Ok(0));
     assert_eq!(call(&mut p, &mut m, &[11, TIMER_ABSTIME, buf, 0]), Ok(0));
 }
+
+#[test]
+fn each_thread_counts_only_the_cpu_time_it_ran() {
+    use super::posix::ThreadCpu;
+    use std::time::Duration;
+    let ms = Duration::from_millis;
+    let mut c = ThreadCpu::default();
+    // Thread 1 runs 0..10 ms, thread 2 10..40 ms, thread 1 again from 40 ms.
+    c.switch(1, ms(10), |_| true);
+    c.switch(2, ms(40), |_| true);
+    assert_eq!(
+        c.of(1, 1, ms(45)),
+        ms(15),
+        "the running thread: its share so far"
+    );
+    assert_eq!(
+        c.of(2, 1, ms(45)),
+        ms(30),
+        "a waiting thread's clock stands still"
+    );
+    assert_eq!(c.of(3, 1, ms(45)), ms(0), "a thread that never ran");
+    // Many short-lived threads: the dead ones are forgotten, the live kept.
+    for tid in 10..400 {
+        c.switch(tid, ms(50), |t| t == 2 || t == 1);
+    }
+    assert_eq!(c.of(2, 1, ms(50)), ms(30));
+    assert!(c.of(300, 1, ms(50)) <= ms(10));
+}
