@@ -474,6 +474,27 @@ fn interfaces_list_the_loopback_one() {
     }
 }
 
+/// node's child_process under the default --memory: libuv spawns with a plain
+/// fork, whose copy of node's memory was charged in full (two nodes did not fit
+/// 256 MiB: spawnSync failed with ENOMEM); a fork child now borrows it until
+/// its execve, as a vfork child does.
+#[test]
+fn node_spawns_children_under_the_default_memory_limit() {
+    if !installed("/usr/bin/node") {
+        return;
+    }
+    let script = "const cp = require('child_process'); \
+        console.log(cp.execFileSync('/usr/bin/echo', ['spawned']).toString().trim()); \
+        console.log(cp.spawnSync('/usr/bin/sh', ['-c', 'exit 3']).status); \
+        cp.exec('echo $((6 * 7))', (e, out) => console.log(e, out.trim()));";
+    check(
+        &Case::new("/usr/bin/node")
+            .args(["-e", script])
+            .flags(["--env", "PATH=/usr/bin:/bin", "--allow-read", "/usr/bin"])
+            .limit(std::time::Duration::from_secs(60)),
+    );
+}
+
 /// node's `http.get` of its own `http` server, as tests and in-process
 /// clients do.
 #[test]

@@ -124,7 +124,12 @@ impl Machine {
         if !self.mem.repay_loan() {
             return Err(MachineError::MemoryLimit(self.mem.commit_limit() >> 20));
         }
-        let borrow = req.vfork;
+        // Every child borrows its copy while the run's loans fit (else it is
+        // charged): a vfork child until its execve or exit, and a fork child
+        // too, since fork is mostly followed by execve (libuv's spawn, perl's
+        // and bash's) and on Linux costs no memory until pages are written;
+        // charged in full, node under the default limit could not spawn.
+        let borrow = true;
         // A VM a finished child left (its memory already empty), or a new one.
         // A vfork child sharing the caller's memory gets a view of a
         // snapshot of it, whose written pages the caller's take of its
