@@ -703,6 +703,16 @@ fn tcp_close_is_a_fin_not_a_hangup() {
     glibc_and_musl("tcp_close");
 }
 
+/// Pseudo-terminals: posix_openpt/grantpt/unlockpt/ptsname, ttyname and
+/// stat of /dev/pts/N, termios with canonical editing and echo, raw mode,
+/// window size, a child in its own session that reads the slave and gets
+/// SIGINT from ^C, EIO on the master once the slave is closed, EOF and EIO
+/// on the slave once the master is (`open("/dev/ptmx")` was refused).
+#[test]
+fn pseudo_terminals_behave_as_on_linux() {
+    glibc_and_musl("pty");
+}
+
 /// A TCP socket bound before connect keeps its port (the connection used a
 /// fresh one), and a dual-stack server binds `0.0.0.0:P` and an
 /// IPV6_V6ONLY `[::]:P` (EADDRINUSE).

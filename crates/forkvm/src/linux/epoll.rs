@@ -260,6 +260,7 @@ fn look(p: &Process, fd: i32, i: &Interest, now: Instant, depth: u32) -> Option<
             let token = match &f.kind {
                 FileKind::Event(EventObj::EventFd { count, .. }) => *count,
                 FileKind::Socket(s) => s.edge_token(),
+                FileKind::Pty(end) => end.edge_token(),
                 FileKind::Pipe(end) => {
                     let pipe = lock(&end.pipe);
                     match (end.read, end.write) {
@@ -306,7 +307,7 @@ fn look(p: &Process, fd: i32, i: &Interest, now: Instant, depth: u32) -> Option<
             // it (read end) or the reads that
             // made room (write end).
             let rearm = match &lock(&file).kind {
-                FileKind::Socket(_) => EPOLLIN | EPOLLOUT,
+                FileKind::Socket(_) | FileKind::Pty(_) => EPOLLIN | EPOLLOUT,
                 FileKind::Pipe(end) if end.read && end.write => EPOLLIN | EPOLLOUT,
                 FileKind::Pipe(end) if end.write => EPOLLOUT,
                 _ => EPOLLIN,

@@ -180,7 +180,7 @@ fn classify(p: &Process, fd: u64) -> FdClass {
             sigpipe: true,
             virtual_tcp: false,
         },
-        FileKind::Event(_) => FdClass::Waitable {
+        FileKind::Event(_) | FileKind::Pty(_) => FdClass::Waitable {
             sigpipe: false,
             virtual_tcp: false,
         },

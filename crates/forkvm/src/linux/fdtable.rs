@@ -110,6 +110,8 @@ pub enum FileKind {
     Event(super::event::EventObj),
     /// A UNIX-domain socket (socketpair or unnamed socket).
     Socket(super::unix_socket::Socket),
+    /// One end of a pseudo-terminal (`/dev/ptmx`, `/dev/pts/N`).
+    Pty(super::pty::PtyEnd),
 }
 
 /// An open file description: shared by every fd `dup`ed from the same open.
@@ -624,6 +626,7 @@ impl FdTable {
         let mut files: Vec<(*const Mutex<OpenFile>, FileRef)> = Vec::new();
         let mut pipes: Vec<(*const Mutex<Pipe>, Arc<Mutex<Pipe>>)> = Vec::new();
         let mut socks = super::unix_dgram::ForkCopies::default();
+        let mut ptys = Vec::new();
         let mut slots = Vec::with_capacity(self.slots.len());
         for slot in &self.slots {
             let Some(slot) = slot else {
@@ -634,7 +637,8 @@ impl FdTable {
             let file = match files.iter().find(|(k, _)| *k == key) {
                 Some((_, f)) => f.clone(),
                 None => {
-                    let f = copy_file(&lock(&slot.file), &mut pipes, &mut socks)?.into_ref();
+                    let f =
+                        copy_file(&lock(&slot.file), &mut pipes, &mut socks, &mut ptys)?.into_ref();
                     files.push((key, f.clone()));
                     f
                 }
@@ -660,6 +664,7 @@ fn copy_file(
     f: &OpenFile,
     pipes: &mut Vec<(*const Mutex<Pipe>, Arc<Mutex<Pipe>>)>,
     socks: &mut super::unix_dgram::ForkCopies,
+    ptys: &mut Vec<(*const Mutex<super::pty::Pty>, Arc<Mutex<super::pty::Pty>>)>,
 ) -> Result<OpenFile, Errno> {
     let kind = match &f.kind {
         FileKind::Stdin => FileKind::Stdin,
@@ -674,6 +679,7 @@ fn copy_file(
         ),
         FileKind::Event(e) => FileKind::Event(e.clone()),
         FileKind::Socket(s) => FileKind::Socket(s.fork_copy(socks)),
+        FileKind::Pty(end) => FileKind::Pty(end.fork_copy(ptys)),
         FileKind::File { fd, path } => FileKind::File {
             fd: dup(fd)?,
             path: path.clone(),

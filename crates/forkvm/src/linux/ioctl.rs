@@ -66,6 +66,9 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
             super::fasync::set_async(&file, on);
             Ok(0)
         }
+        _ if matches!(lock(&file).kind, FileKind::Pty(_)) => {
+            super::pty::ioctl(p, mem, &file, req, arg)
+        }
         FIONREAD => {
             let f = lock(&file);
             let n = match &f.kind {
@@ -113,5 +116,5 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 16, name: "ioctl", handler: sys_ioctl, support: Support::Partial,
-        note: "FIONBIO, FIOASYNC (no SIGIO is sent), FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ query the host terminal; terminal changes are refused (EPERM); FICLONE/FICLONERANGE are EOPNOTSUPP after Linux's checks (no shared extents); on sockets, the SIOCGIF* queries of the VM's one interface, lo (changes EPERM; see netdev.rs); others ENOTTY" },
+        note: "FIONBIO, FIOASYNC (no SIGIO is sent), FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ on the host's stdio query the host terminal, changes to it are refused (EPERM); on a pty (see pty.rs) TCGETS/TCSETS/TCSETSW/TCSETSF, TIOCGWINSZ/TIOCSWINSZ (shared by both ends; SIGWINCH to the foreground group), FIONREAD/TIOCINQ, TIOCOUTQ (0), TCFLSH, TCXONC and TCSBRK (accepted), TIOCGPTN, TIOCSPTLCK/TIOCGPTLCK, TIOCGPTPEER, TIOCSCTTY/TIOCNOTTY/TIOCGPGRP/TIOCSPGRP/TIOCGSID on the run's process groups; FICLONE/FICLONERANGE are EOPNOTSUPP after Linux's checks (no shared extents); on sockets, the SIOCGIF* queries of the VM's one interface, lo (changes EPERM; see netdev.rs); others ENOTTY" },
 ];

@@ -32,6 +32,7 @@ pub mod poll;
 pub mod prctl;
 pub mod process;
 pub mod procfs;
+pub mod pty;
 mod served;
 pub mod shared_futex;
 pub mod signal;

@@ -82,6 +82,7 @@ fn readiness(f: &OpenFile) -> i16 {
     match &f.kind {
         FileKind::Event(_) => 0,
         FileKind::Socket(s) => s.poll(),
+        FileKind::Pty(end) => end.poll(),
         FileKind::Pipe(end) => {
             let p = lock(&end.pipe);
             let mut r = 0;

@@ -513,6 +513,7 @@ pub fn fd_link(p: &Process, f: &OpenFile) -> Vec<u8> {
             None => format!("pipe:[{}]", lock(&end.pipe).id),
         },
         FileKind::Socket(s) => format!("socket:[{}]", super::net::socket_stat(s).ino),
+        FileKind::Pty(end) => end.link(),
         FileKind::Null => "/dev/null".into(),
         FileKind::Zero => "/dev/zero".into(),
         FileKind::Urandom => "/dev/urandom".into(),

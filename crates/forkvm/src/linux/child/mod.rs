@@ -159,6 +159,8 @@ pub struct Tree {
     wake: wake::Wake,
     /// The run's waits on futexes in shared memory.
     pub futexes: super::shared_futex::Registry,
+    /// The run's pseudo-terminals (one devpts instance).
+    pub ptys: super::pty::Registry,
 }
 
 /// A process's place in its run's tree.
@@ -302,6 +304,7 @@ impl Tree {
             shm: Arc::default(),
             wake: wake::Wake::default(),
             futexes: Default::default(),
+            ptys: Default::default(),
         };
         Family {
             tree: Arc::new(tree),
@@ -477,6 +480,7 @@ impl Family {
             && self.wait_started.is_none()
             && !self.signals.waiting()
             && !self.tree.ended.load(Ordering::SeqCst)
+            && !self.tree.ptys.used()
             && t.procs.get(&self.pid).is_some_and(|e| {
                 e.pgid == self.tree.first.pgid
                     && e.sid == self.tree.first.sid
@@ -878,6 +882,18 @@ pub(super) fn kill(p: &mut Process, pid: i64, sig: u64) -> SysResult {
         super::signal::send_self(p, sig)?;
     }
     Ok(0)
+}
+
+/// Whether process group `pgid` has a live member in session `sid` (a
+/// terminal's foreground group must, TIOCSPGRP).
+pub(super) fn group_in_session(p: &Process, pgid: u64, sid: u64) -> bool {
+    match p.family.as_ref() {
+        None => pgid == pid_of(p),
+        Some(f) => lock(&f.tree.inner)
+            .procs
+            .values()
+            .any(|e| e.status.is_none() && e.pgid == pgid && e.sid == sid),
+    }
 }
 
 /// Sends the signal `info` describes (sigqueue) to process `pid`, another

@@ -90,7 +90,9 @@ pub fn call_kind(nr: u64) -> CallKind {
     };
     match nr {
         SYS_read | SYS_write | SYS_readv | SYS_writev | SYS_preadv | SYS_pwritev | SYS_sendto
-        | SYS_recvfrom | SYS_sendmsg | SYS_recvmsg | SYS_sendmmsg | SYS_recvmmsg => CallKind::OnFd,
+        | SYS_recvfrom | SYS_sendmsg | SYS_recvmsg | SYS_sendmmsg | SYS_recvmmsg | SYS_ioctl => {
+            CallKind::OnFd
+        }
         SYS_sendfile
         | SYS_splice
         | SYS_tee
@@ -161,6 +163,7 @@ pub(in crate::linux) fn wake_others_after(p: &Process, nr: u64, args: &Args) {
                 crate::linux::fdtable::FileKind::Pipe(_)
                     | crate::linux::fdtable::FileKind::Socket(_)
                     | crate::linux::fdtable::FileKind::Event(_)
+                    | crate::linux::fdtable::FileKind::Pty(_)
             )
         }),
     };

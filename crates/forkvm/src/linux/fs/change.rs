@@ -7,6 +7,8 @@ pub(super) fn dev_kind(d: Dev) -> FileKind {
         Dev::Null => FileKind::Null,
         Dev::Zero => FileKind::Zero,
         Dev::Urandom | Dev::Random => FileKind::Urandom,
+        // Opened by `do_open` itself (a new object each time).
+        Dev::Ptmx | Dev::Pts(_) => FileKind::Null,
     }
 }
 
@@ -57,6 +59,15 @@ pub(super) fn do_open(
                 return Err(Errno::EEXIST);
             }
             let status = if path_only { O_PATH } else { status };
+            match d {
+                Dev::Ptmx if !path_only => {
+                    return crate::linux::pty::open_master(p, status, cloexec)
+                }
+                Dev::Pts(n) if !path_only => {
+                    return crate::linux::pty::open_slave(p, n, flags, cloexec)
+                }
+                _ => {}
+            }
             return Ok(p.fds.insert(OpenFile::new(dev_kind(d), status), cloexec)? as u64);
         }
         Ok(Target::Fd(f)) => {

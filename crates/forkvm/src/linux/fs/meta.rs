@@ -72,6 +72,33 @@ pub(super) fn dev_stat(d: Dev) -> StatInfo {
         Dev::Zero => 5,
         Dev::Urandom => 9,
         Dev::Random => 8,
+        Dev::Ptmx => {
+            return StatInfo {
+                dev: makedev(0, 5),
+                ino: 90,
+                nlink: 1,
+                mode: S_IFCHR | 0o666,
+                gid: 5,
+                rdev: makedev(5, 2),
+                blksize: 4096,
+                ..StatInfo::default()
+            }
+        }
+        // devpts numbers a slave's inode N + 3 (its root 1, ptmx 2); the
+        // slave belongs to the guest, group tty.
+        Dev::Pts(n) => {
+            return StatInfo {
+                dev: makedev(0, 24),
+                ino: u64::from(n) + 3,
+                nlink: 1,
+                mode: S_IFCHR | 0o620,
+                uid: crate::linux::process::UID as u32,
+                gid: 5,
+                rdev: makedev(136, u64::from(n)),
+                blksize: 1024,
+                ..StatInfo::default()
+            }
+        }
     };
     StatInfo {
         dev: makedev(0, 5),
@@ -113,6 +140,10 @@ pub fn stat_of_file(f: &OpenFile) -> Result<StatInfo, Errno> {
             })
         }
         FileKind::Socket(s) => Ok(crate::linux::net::socket_stat(s)),
+        FileKind::Pty(end) => Ok(dev_stat(match end.master {
+            true => Dev::Ptmx,
+            false => Dev::Pts(end.index()),
+        })),
         FileKind::Null => Ok(dev_stat(Dev::Null)),
         FileKind::Zero => Ok(dev_stat(Dev::Zero)),
         FileKind::Urandom => Ok(dev_stat(Dev::Urandom)),
@@ -687,6 +718,7 @@ pub(super) fn statfs_of(p: &Process, t: &Target) -> Result<[u8; STATFS_SIZE], Er
                     node: Some(node), ..
                 }) => host(&node.fd, &node.path),
                 FileKind::Pipe(_) => Ok(encode_statfs(None, PIPEFS_MAGIC)),
+                FileKind::Pty(end) if !end.master => Ok(encode_statfs(None, DEVPTS_MAGIC)),
                 k => match host_std(k) {
                     Some(h) => Ok(encode_statfs(Some(&rustix::fs::fstatfs(h.as_fd())?), 0)),
                     None => Ok(encode_statfs(None, TMPFS_MAGIC)),

@@ -103,6 +103,7 @@ const S_IFLNK: u32 = 0o120000;
 const W_OK: u64 = 2;
 const PROC_SUPER_MAGIC: i64 = 0x9fa0;
 const PIPEFS_MAGIC: i64 = 0x5049_5045;
+const DEVPTS_MAGIC: i64 = 0x1cd1;
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 const ST_RDONLY: i64 = 1;
 

@@ -612,6 +612,10 @@ pub(super) enum Dev {
     Urandom,
     /// Read as /dev/urandom; stats as itself.
     Random,
+    /// /dev/ptmx: each open is a new pseudo-terminal master.
+    Ptmx,
+    /// /dev/pts/N: the slave of the run's pty N.
+    Pts(u32),
 }
 
 /// What a guest path names.

@@ -81,7 +81,7 @@ fn split_first(path: &[u8]) -> (&[u8], &[u8]) {
 /// What the canonical guest path `path` names in the synthetic namespace.
 pub(super) fn node(p: &Process, path: &[u8]) -> Option<Node> {
     if let Some(rest) = path.strip_prefix(b"/dev/") {
-        return dev_node(rest);
+        return dev_node(p, rest);
     }
     if path == b"/proc" {
         return Some(Node::Dir);
@@ -108,8 +108,17 @@ pub(super) fn node(p: &Process, path: &[u8]) -> Option<Node> {
     }))
 }
 
-fn dev_node(name: &[u8]) -> Option<Node> {
+fn dev_node(p: &Process, name: &[u8]) -> Option<Node> {
+    if let Some(n) = name.strip_prefix(b"pts/") {
+        let index: u32 = std::str::from_utf8(n).ok()?.parse().ok()?;
+        if index.to_string().as_bytes() != n || !crate::linux::pty::slave_exists(p, index) {
+            return None;
+        }
+        return Some(Node::Dev(Dev::Pts(index)));
+    }
     Some(match name {
+        b"ptmx" => Node::Dev(Dev::Ptmx),
+        b"pts" => Node::Dir,
         b"null" => Node::Dev(Dev::Null),
         b"zero" => Node::Dev(Dev::Zero),
         b"urandom" => Node::Dev(Dev::Urandom),
@@ -296,6 +305,12 @@ pub(super) fn list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
         }
         return out;
     }
+    if dir == b"/dev/pts" {
+        return crate::linux::pty::listing(p)
+            .into_iter()
+            .map(|n| (n.to_string().into_bytes(), DT_CHR))
+            .collect();
+    }
     if dir == b"/proc/net" {
         return vec![(b"if_inet6".to_vec(), DT_REG)];
     }
@@ -361,6 +376,7 @@ fn other_process_list(p: &Process, dir: &[u8]) -> Vec<(Vec<u8>, u8)> {
     out
 }
 
+pub(super) const DT_CHR: u8 = 2;
 pub(super) const DT_DIR: u8 = 4;
 pub(super) const DT_REG: u8 = 8;
 pub(super) const DT_LNK: u8 = 10;
@@ -453,7 +469,7 @@ fn generated_stat(base: StatInfo, g: Generated) -> StatInfo {
 /// the listing's position): shown as `stat` shows the path. None for
 /// anything else.
 pub(super) fn stat_open(fd: &OwnedFd, path: &[u8], dir: bool) -> Option<StatInfo> {
-    if !(path.starts_with(b"/proc") || path.starts_with(b"/etc")) {
+    if !(path.starts_with(b"/proc") || path.starts_with(b"/etc") || path == b"/dev/pts") {
         return None;
     }
     let st = rustix::fs::fstat(fd).ok()?;
@@ -562,7 +578,8 @@ pub(super) fn step(
             // So is /etc below a root that holds it (`--allow-read /`), but
             // not /proc: the host's would show its processes, its kernel's
             // command line and settings (as /tmp stays private, `tmp.rs`).
-            let proc = want == [b"proc".as_slice()];
+            // Nor /dev/pts: the run's ptys are its own.
+            let proc = want == [b"proc".as_slice()] || want == [b"dev".as_slice(), b"pts"];
             if let (Some(dir), Some(st), false) = (&parent.fd, &parent.stat, proc) {
                 if let Ok(fd) = open_child(dir, st, comp) {
                     if rustix::fs::fstat(&fd).is_ok_and(|s| s.st_mode & S_IFMT == S_IFDIR) {

@@ -88,7 +88,7 @@ pub(super) fn guest_buf(mem: &GuestMemory, addr: u64, len: u64) -> Result<&[u8],
 fn is_stream(f: &OpenFile) -> bool {
     matches!(
         f.kind,
-        FileKind::Stdin | FileKind::Pipe(_) | FileKind::Socket(_)
+        FileKind::Stdin | FileKind::Pipe(_) | FileKind::Socket(_) | FileKind::Pty(_)
     )
 }
 
@@ -132,6 +132,10 @@ pub(super) fn read_file(f: &mut OpenFile, buf: &mut [u8], at: Option<u64>) -> Re
         FileKind::Pipe(end) => match at {
             Some(_) => Err(Errno::ESPIPE),
             None => pipe_read(end, buf),
+        },
+        FileKind::Pty(end) => match at {
+            Some(_) => Err(Errno::ESPIPE),
+            None => end.read(buf, nonblocking),
         },
         FileKind::Null => Ok(0),
         FileKind::Zero => {
@@ -177,6 +181,10 @@ pub(super) fn write_file(f: &mut OpenFile, buf: &[u8], at: Option<u64>) -> Resul
         FileKind::Pipe(end) => match at {
             Some(_) => Err(Errno::ESPIPE),
             None => pipe_write(end, buf),
+        },
+        FileKind::Pty(end) => match at {
+            Some(_) => Err(Errno::ESPIPE),
+            None => end.write(buf),
         },
         FileKind::Null | FileKind::Zero | FileKind::Urandom => Ok(buf.len()),
         // Only files opened for writing under --allow-write get here (writable()).
@@ -411,7 +419,10 @@ pub fn interrupted_write(p: &mut Process) -> Option<u64> {
 }
 
 fn is_stream_out(f: &OpenFile) -> bool {
-    matches!(f.kind, FileKind::Pipe(_) | FileKind::Socket(_))
+    matches!(
+        f.kind,
+        FileKind::Pipe(_) | FileKind::Socket(_) | FileKind::Pty(_)
+    )
 }
 
 fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
@@ -434,6 +445,7 @@ fn do_write(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     let sigpipe = f.write_raises_sigpipe();
     let stream = at.is_none() && is_stream_out(&f);
     drop(f);
+    super::pty::send_signals(p, &file);
     if sigpipe && r == Err(Errno::EPIPE) && before == 0 {
         super::net::raise_sigpipe(p);
     }
@@ -520,7 +532,7 @@ fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
             f.offset = new as u64;
             Ok(new as u64)
         }
-        FileKind::Pipe(_) | FileKind::Socket(_) => Err(Errno::ESPIPE),
+        FileKind::Pipe(_) | FileKind::Socket(_) | FileKind::Pty(_) => Err(Errno::ESPIPE),
         FileKind::Null | FileKind::Zero | FileKind::Urandom => Ok(0),
         FileKind::PathOnly { .. } => Err(Errno::EBADF),
     }

@@ -171,6 +171,7 @@ fn do_writev(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) 
     }
     let sigpipe = f.write_raises_sigpipe();
     drop(f);
+    crate::linux::pty::send_signals(p, &file);
     let r = match failed {
         Some(e) if done == before => {
             if sigpipe && e == Errno::EPIPE && before == 0 {
