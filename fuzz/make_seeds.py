@@ -55,7 +55,8 @@ S = {"a": 0, "d": 1, "d/b": 2, ".": 3, "..": 4, "../outside/sentinel": 5,
 
 SCRATCH = 0x20_0000  # abi::USER_BASE: the scratch area's guest address
 S.update({"/proc/sys/kernel/random/uuid": 24, "/proc/sys/net/core/somaxconn": 25,
-          "/proc/net/if_inet6": 26, "/proc/sys": 27, "/proc/version": 28})
+          "/proc/net/if_inet6": 26, "/proc/sys": 27, "/proc/version": 28,
+          "/dev/ptmx": 29, "/dev/pts/0": 30, "/dev/pts": 31})
 
 
 def store(off, data):
@@ -122,6 +123,27 @@ seqs = {
             store(0x4000, bytes(16)),
             call(42, small(0), scratch(0x4000), small(16)),
             call(1, small(0), scratch(0x4100), small(40))],
+    # A pty: master, unlock, slave, raw and canonical modes, both directions.
+    "pty": [call(2, string(S["/dev/ptmx"]), u16(0o2)),
+            store(0x100, struct.pack("<i", 0)),
+            call(16, small(0), wide(0x40045431), scratch(0x100)),  # TIOCSPTLCK
+            call(16, small(0), wide(0x80045430), scratch(0x104)),  # TIOCGPTN
+            call(2, string(S["/dev/pts/0"]), u16(0o2)),
+            call(16, small(1), u16(0x5401), scratch(0x200)),  # TCGETS
+            call(1, small(0), scratch(0x300), small(40)),
+            store(0x300, b"ab\x7fc\r\x03x\x15y\x04"),
+            call(1, small(0), scratch(0x300), small(11)),
+            call(0, small(1), scratch(0x400), u16(200)),
+            call(1, small(1), scratch(0x300), small(11)),
+            call(0, small(0), scratch(0x400), u16(200)),
+            store(0x200, bytes(36)),
+            call(16, small(1), u16(0x5402), scratch(0x200)),  # TCSETS: raw
+            call(16, small(0), u16(0x5414), scratch(0x300)),  # TIOCSWINSZ
+            call(7, scratch(0x500), small(2), small(0)),
+            call(3, small(1)),
+            call(0, small(0), scratch(0x400), u16(200)),
+            call(257, wide(AT_FDCWD), string(S["/dev/pts"]), wide(0o200000)),
+            call(217, LAST, scratch(0x800), u16(4096))],
     "sysctl": [call(2, string(S["/proc/sys/kernel/random/uuid"]), small(0)),
                call(0, LAST, scratch(0), u16(100)),
                call(2, string(S["/proc/sys/net/core/somaxconn"]), small(2)),

@@ -250,6 +250,9 @@ impl Sandbox {
             "/proc/net/if_inet6",
             "/proc/sys",
             "/proc/version",
+            "/dev/ptmx",
+            "/dev/pts/0",
+            "/dev/pts",
         ] {
             strings.push(s.as_bytes().to_vec());
         }
@@ -479,6 +482,9 @@ pub fn syscall_results(data: &[u8], sandbox: &Sandbox) -> Vec<(u64, i64)> {
     let mm = AddressSpace::new(0x40_0000, SYS_MEMORY - (1 << 20));
     let root = sandbox.root.to_string_lossy().into_owned();
     let mut p = Process::new(policy, mm, root, "/prog".into());
+    // A run's first process, as `forkvm run` makes it (its process tree
+    // also holds the run's ptys).
+    p.family = Some(linux::child::Tree::root(Default::default()));
     let Ok(mut mem) = GuestMemory::new(SYS_MEMORY) else {
         return results;
     };

@@ -99,6 +99,18 @@ fn the_network_seeds_reach_their_code() {
     assert_eq!(udp[5], (0, 40), "read back");
     let sys = results("sysctl");
     assert_eq!(sys[1], (0, 37), "a uuid and a newline");
+    let pty = results("pty");
+    assert_eq!(
+        &pty[..4],
+        &[(2, 0), (16, 0), (16, 0), (2, 1)],
+        "master, unlocked, slave"
+    );
+    assert!(pty[7].1 > 0, "the slave reads an edited line: {pty:?}");
+    assert_eq!(
+        pty[14],
+        (0, -5),
+        "EIO on the master once the slave is closed"
+    );
 }
 
 #[test]
