@@ -582,6 +582,14 @@ fn epoll_sets_nest_and_report_fairly() {
 /// ITIMER_VIRTUAL and ITIMER_PROF fire on CPU time (they were EINVAL, so
 /// profilers got nothing), and clocks named by number work: CLOCK_TAI and
 /// the CPU clocks of clock_getcpuclockid and pthread_getcpuclockid.
+/// TCP urgent data (MSG_OOB): reads stop at the mark, the byte is out of the
+/// stream or inline (SO_OOBINLINE), POLLPRI and select's exceptional set
+/// show it (ftplib's abort and asyncore's handle_expt got EOPNOTSUPP).
+#[test]
+fn tcp_urgent_data_as_on_linux() {
+    glibc_and_musl("tcp_urgent");
+}
+
 #[test]
 fn cpu_time_timers_and_clocks_by_number() {
     glibc_and_musl("cpu_timers");

@@ -48,6 +48,7 @@ pub mod udp;
 pub mod unix_dgram;
 pub mod unix_names;
 pub mod unix_socket;
+pub mod urgent;
 pub mod xattr;
 
 use crate::memory::{AddressSpace, Fault, GuestMemory};

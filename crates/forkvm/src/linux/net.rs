@@ -450,7 +450,11 @@ fn send_common(
     control: (u64, u64),
 ) -> SysResult {
     let file = socket_ref(p, fd)?;
-    if flags & MSG_OOB != 0 {
+    let urgent = flags & MSG_OOB != 0;
+    if urgent
+        && !matches!(&lock(&file).kind, FileKind::Socket(s) if s.inet.is_some() && s.ty == SOCK_STREAM)
+    {
+        // TCP's urgent data only (see urgent.rs).
         return Err(Errno::EOPNOTSUPP);
     }
     if matches!(&lock(&file).kind, FileKind::Socket(s) if super::netlink::is_netlink(s)) {
@@ -542,6 +546,7 @@ fn send_common(
     } else {
         match &target {
             Some(to) => s.send_to(to, &data, fds),
+            None if urgent => s.send_urgent(&data),
             None => s.send(&data, fds),
         }
     };

@@ -28,16 +28,32 @@ enum Got {
 }
 
 fn recv_common(p: &mut Process, fd: u64, want: u64, flags: u64) -> Result<Got, Errno> {
-    if flags & MSG_OOB != 0 {
-        return Err(Errno::EINVAL);
-    }
     let file = socket_ref(p, fd)?;
+    if flags & MSG_OOB != 0 {
+        // TCP's urgent byte, which never waits (see urgent.rs).
+        let mut of = lock(&file);
+        let FileKind::Socket(s) = &mut of.kind else {
+            return Err(Errno::ENOTSOCK);
+        };
+        let byte = s.recv_urgent(flags & MSG_PEEK != 0)?;
+        let data = if want == 0 { Vec::new() } else { vec![byte] };
+        let full = data.len();
+        return Ok(Got::Data {
+            data,
+            full,
+            fds: Vec::new(),
+            from: None,
+        });
+    }
     let mut of = lock(&file);
     let nonblocking = of.nonblocking() || flags & MSG_DONTWAIT != 0;
     let FileKind::Socket(s) = &mut of.kind else {
         return Err(Errno::ENOTSOCK);
     };
     let timeout = s.rcvtimeo;
+    if flags & MSG_PEEK == 0 {
+        s.pass_urgent_mark();
+    }
     if want > 0 && s.read_would_block() {
         // Nothing yet: wait before sizing the read (see `io::empty_socket`).
         drop(of);

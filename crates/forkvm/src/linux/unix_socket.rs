@@ -37,7 +37,7 @@ pub const MIN_SNDBUF: u32 = 4608;
 /// Smallest receive buffer Linux allows (SOCK_MIN_RCVBUF).
 pub const MIN_RCVBUF: u32 = 2304;
 /// Bytes each queued message is charged beyond its data (roughly an skb).
-const MSG_OVERHEAD: usize = 576;
+pub(super) const MSG_OVERHEAD: usize = 576;
 /// Most descriptors one message may carry (SCM_MAX_FD).
 pub const MAX_FDS_PER_MSG: usize = 253;
 
@@ -50,6 +50,7 @@ pub const RCV_SHUTDOWN: u8 = 1;
 pub(super) const SEND_SHUTDOWN: u8 = 2;
 
 const POLLIN: i16 = 0x1;
+const POLLPRI: i16 = 0x2;
 const POLLOUT: i16 = 0x4;
 const POLLERR: i16 = 0x8;
 const POLLHUP: i16 = 0x10;
@@ -66,6 +67,8 @@ pub struct Msg {
     pub off: usize,
     /// Descriptions passed with SCM_RIGHTS (taken by the first read that reaches them).
     pub fds: Vec<FileRef>,
+    /// TCP: its last byte is the urgent mark (see `urgent.rs`).
+    pub urgent: bool,
 }
 
 /// What both ends of a connected pair share.
@@ -92,6 +95,8 @@ pub struct Pair {
     /// answered a send after the peer's close with one): Linux's TCP_CLOSE,
     /// where getpeername is ENOTCONN though unread data stays readable.
     pub reset: [bool; 2],
+    /// TCP: the urgent byte each side was sent (MSG_OOB), until taken or read past.
+    pub urgent: [Option<super::urgent::Urgent>; 2],
     /// Messages queued and taken so far, either way: each is an edge for
     /// EPOLLET even when the readiness an epoll_wait last saw looks
     /// unchanged (drained and refilled between two looks).
@@ -106,6 +111,7 @@ impl Pair {
             data: data.to_vec(),
             off: 0,
             fds,
+            urgent: false,
         });
         self.bytes[side] += data.len() + MSG_OVERHEAD;
         self.moves += 1;
@@ -187,6 +193,7 @@ impl Socket {
             tcp: false,
             fin: [false, false],
             reset: [false, false],
+            urgent: [None, None],
             moves: 0,
         }));
         let mut a = Socket::new(ty);
@@ -232,6 +239,58 @@ impl Socket {
             .is_some_and(|(pair, side)| lock(pair).reset[*side])
     }
 
+    /// SO_OOBINLINE: urgent data stays in the stream.
+    pub fn oob_inline(&self) -> bool {
+        const SO_OOBINLINE: i32 = 10;
+        self.flags.iter().any(|&(k, v)| k == SO_OOBINLINE && v != 0)
+    }
+
+    /// A send with MSG_OOB: as [`Self::send`], its last byte marked urgent
+    /// once all of `data` is queued. Virtual TCP only (EOPNOTSUPP elsewhere).
+    pub fn send_urgent(&mut self, data: &[u8]) -> Result<usize, Errno> {
+        let tcp = self.inet.is_some()
+            && self.host_stream().is_none()
+            && self.conn.as_ref().is_some_and(|(pair, _)| lock(pair).tcp);
+        if !tcp {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let n = self.send(data, Vec::new())?;
+        if n == data.len() && n > 0 {
+            if let Some((pair, side)) = &self.conn {
+                let mut g = lock(pair);
+                if !g.closed[1 - *side] {
+                    super::urgent::mark_last(&mut g, 1 - *side);
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// A read (not a peek) starting at a TCP urgent mark whose byte is out of
+    /// the stream consumes that byte first, whatever else it finds.
+    pub fn pass_urgent_mark(&mut self) {
+        if self.inet.is_none() || self.oob_inline() {
+            return;
+        }
+        if let Some((pair, side)) = &self.conn {
+            let mut g = lock(pair);
+            if g.tcp {
+                super::urgent::skip_at_head(&mut g, *side);
+            }
+        }
+    }
+
+    /// `recv(MSG_OOB)`: the urgent byte (see `urgent.rs`); EINVAL if none.
+    pub fn recv_urgent(&mut self, peek: bool) -> Result<u8, Errno> {
+        let inline = self.oob_inline();
+        match &self.conn {
+            Some((pair, side)) if self.inet.is_some() => {
+                super::urgent::take(&mut lock(pair), *side, inline, peek)
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
     /// Whether the socket is connected (a peer exists, even if closed since).
     pub fn connected(&self) -> bool {
         self.conn.is_some() || self.host_stream().is_some() || self.dest().is_some()
@@ -264,6 +323,7 @@ impl Socket {
                                 data: m.data.clone(),
                                 off: m.off,
                                 fds: Vec::new(),
+                                urgent: m.urgent,
                             })
                             .collect::<VecDeque<Msg>>()
                     };
@@ -277,6 +337,7 @@ impl Socket {
                         tcp: old.tcp,
                         fin: old.fin,
                         reset: old.reset,
+                        urgent: old.urgent,
                         moves: old.moves,
                     }));
                     pairs.push((key, c.clone()));
@@ -361,7 +422,7 @@ impl Socket {
             return from_inbox();
         }
         if self.ty == SOCK_STREAM {
-            q.iter().map(|m| m.data.len() - m.off).sum()
+            super::urgent::readable(&g, *side, self.oob_inline())
         } else {
             q.front().map_or(0, |m| m.data.len())
         }
@@ -457,8 +518,16 @@ impl Socket {
         let g = lock(pair);
         let s = *side;
         let mut r = shut_bits(g.shut[s]) | named_in;
-        if !g.queues[s].is_empty() {
+        let readable = match self.ty {
+            // An urgent byte out of the stream is not something to read.
+            SOCK_STREAM => super::urgent::readable(&g, s, self.oob_inline()) > 0,
+            _ => !g.queues[s].is_empty(),
+        };
+        if readable {
             r |= POLLIN | POLLRDNORM;
+        }
+        if super::urgent::pending(&g, s) {
+            r |= POLLPRI;
         }
         if g.error[s] != 0 {
             r |= POLLERR;
@@ -605,7 +674,12 @@ impl Socket {
             });
         };
         let s = *side;
+        let inline = self.oob_inline();
         let mut g = lock(pair);
+        if g.tcp && !peek && !inline {
+            // An urgent byte where the read starts is out of the stream.
+            super::urgent::skip_at_head(&mut g, s);
+        }
         if g.queues[s].is_empty() && self.ty == SOCK_DGRAM {
             if let Some(got) = named(buf) {
                 return Ok(got);
@@ -655,26 +729,50 @@ impl Socket {
                 break;
             }
             let has_fds = !m.fds.is_empty();
-            let avail = &m.data[m.off..];
+            // A read stops at the urgent mark: before its byte, or (read
+            // inline) at it only when nothing came before.
+            let mark = super::urgent::mark_of(m);
+            let (mut start, mut end) = (m.off, m.data.len());
+            if let Some(k) = mark {
+                if k > start {
+                    end = k;
+                } else if done > 0 {
+                    break;
+                } else if !inline {
+                    start = k + 1; // a peek past the out-of-band byte
+                }
+            }
+            let avail = &m.data[start..end];
             let n = avail.len().min(buf.len() - done);
             buf[done..done + n].copy_from_slice(&avail[..n]);
             done += n;
+            let stopped = end < m.data.len() && start + n == end;
             if peek {
                 if has_fds {
                     out.fds = m.fds.clone();
+                    break;
+                }
+                if stopped {
                     break;
                 }
                 i += 1;
                 continue;
             }
             out.fds.append(&mut m.fds);
-            m.off += n;
+            m.off = start + n;
+            let past_mark = mark.is_some_and(|k| m.off > k);
+            if past_mark {
+                m.urgent = false;
+            }
             if m.off == m.data.len() {
                 if let Some(m) = g.queues[s].pop_front() {
                     g.bytes[s] = g.bytes[s].saturating_sub(m.data.len() + MSG_OVERHEAD);
                 }
             }
-            if has_fds {
+            if past_mark {
+                super::urgent::passed(&mut g, s);
+            }
+            if has_fds || stopped {
                 break;
             }
         }

@@ -251,8 +251,16 @@ fn read_need(f: &OpenFile, len: u64, at: Option<u64>) -> (u64, bool) {
 /// thread: the read waits now rather than be sized by an emptiness that may
 /// be gone by the time it copies (a read took 1 byte of 4, a datagram was
 /// cut to its first byte).
-pub(super) fn empty_socket(f: &OpenFile, at: Option<u64>) -> bool {
-    matches!((&f.kind, at), (FileKind::Socket(s), None) if s.read_would_block())
+/// A read first passes an urgent byte at the head of a TCP stream (see
+/// `urgent.rs`): Linux's read consumes it even when nothing else is there.
+pub(super) fn empty_socket(f: &mut OpenFile, at: Option<u64>) -> bool {
+    match (&mut f.kind, at) {
+        (FileKind::Socket(s), None) => {
+            s.pass_urgent_mark();
+            s.read_would_block()
+        }
+        _ => false,
+    }
 }
 
 fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -> SysResult {
@@ -275,7 +283,7 @@ fn do_read(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) ->
             return or_wait(p, nonblocking, Err(Errno::EAGAIN));
         }
     }
-    if a[2] > 0 && empty_socket(&f, at) {
+    if a[2] > 0 && empty_socket(&mut f, at) {
         let nonblocking = f.nonblocking();
         drop(f);
         return or_wait(p, nonblocking, Err(Errno::EAGAIN));

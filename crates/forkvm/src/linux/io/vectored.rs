@@ -99,7 +99,7 @@ fn do_readv(p: &mut Process, mem: &mut GuestMemory, a: &Args, at: Option<u64>) -
     }
     let asked: u64 = iovs.iter().map(|v| v.1).sum();
     let nonblocking = f.nonblocking();
-    if asked > 0 && super::empty_socket(&f, at) {
+    if asked > 0 && super::empty_socket(&mut f, at) {
         drop(f);
         return or_wait(p, nonblocking, Err(Errno::EAGAIN));
     }

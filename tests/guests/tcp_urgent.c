@@ -1,0 +1,124 @@
+/* TCP urgent data (MSG_OOB) on loopback, as Linux keeps it: reads stop at
+ * the mark; without SO_OOBINLINE the urgent byte is out of the stream
+ * (recv(MSG_OOB) takes it once, ordinary reads skip it), with it the byte
+ * is read in place; POLLPRI and select's exceptional set show it until it
+ * is taken or read past. ftplib's abort and asyncore's handle_expt use it
+ * (forkvm said EOPNOTSUPP). Each step waits for the state it shows. */
+#define _GNU_SOURCE
+#include "common.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int listener;
+static struct sockaddr_in addr;
+
+static void pair(int *c, int *s) {
+    *c = socket(AF_INET, SOCK_STREAM, 0);
+    if (*c < 0 || connect(*c, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        printf("connect failed\n");
+        exit(1);
+    }
+    *s = accept(listener, NULL, NULL);
+    if (*s < 0) {
+        printf("accept failed\n");
+        exit(1);
+    }
+}
+
+/* Waits (up to 10 s) for `bits` on `fd`, then prints IN/PRI of what poll gave. */
+static void wait_for(const char *what, int fd, short bits) {
+    struct pollfd p = {.fd = fd, .events = POLLIN | POLLPRI};
+    for (int i = 0; i < 1000; i++) {
+        p.revents = 0;
+        poll(&p, 1, 10);
+        if ((p.revents & bits) == bits)
+            break;
+    }
+    printf("%s: poll %s%s\n", what, p.revents & POLLIN ? "IN " : "", p.revents & POLLPRI ? "PRI" : "");
+}
+
+static void got(const char *what, long r, const char *buf) {
+    if (r < 0)
+        printf("%s: %s\n", what, errno == EINVAL ? "EINVAL" : errno == EAGAIN ? "EAGAIN" : errno_name(errno));
+    else
+        printf("%s: %ld \"%.*s\"\n", what, r, (int)r, buf);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    listener = socket(AF_INET, SOCK_STREAM, 0);
+    addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof addr;
+    if (bind(listener, (struct sockaddr *)&addr, sizeof addr) || listen(listener, 8) ||
+        getsockname(listener, (struct sockaddr *)&addr, &n)) {
+        printf("listen failed\n");
+        return 1;
+    }
+    char b[64];
+    int c, s;
+
+    printf("-- out of band\n");
+    pair(&c, &s);
+    send(c, "abc", 3, 0);
+    printf("send OOB: %ld\n", (long)send(c, "XYZ", 3, MSG_OOB));
+    wait_for("after the urgent send", s, POLLIN | POLLPRI);
+    fd_set ex;
+    FD_ZERO(&ex);
+    FD_SET(s, &ex);
+    struct timeval tv = {0, 0};
+    printf("select exceptional: %d\n", select(s + 1, NULL, NULL, &ex, &tv));
+    got("recv MSG_OOB|MSG_PEEK", recv(s, b, sizeof b, MSG_OOB | MSG_PEEK), b);
+    got("read", read(s, b, sizeof b), b);
+    got("recv MSG_OOB", recv(s, b, sizeof b, MSG_OOB), b);
+    got("recv MSG_OOB again", recv(s, b, sizeof b, MSG_OOB), b);
+    wait_for("after taking it", s, 0);
+    send(c, "more", 4, 0);
+    wait_for("more", s, POLLIN);
+    got("read", read(s, b, sizeof b), b);
+    close(c);
+    close(s);
+
+    printf("-- read past the mark\n");
+    pair(&c, &s);
+    send(c, "12", 2, 0);
+    send(c, "3", 1, MSG_OOB);
+    send(c, "45", 2, 0);
+    wait_for("sent", s, POLLIN | POLLPRI);
+    got("read", read(s, b, sizeof b), b);
+    got("read", read(s, b, sizeof b), b);
+    got("recv MSG_OOB", recv(s, b, sizeof b, MSG_OOB), b);
+    wait_for("after reading past it", s, 0);
+    close(c);
+    close(s);
+
+    printf("-- SO_OOBINLINE\n");
+    pair(&c, &s);
+    int one = 1;
+    setsockopt(s, SOL_SOCKET, SO_OOBINLINE, &one, sizeof one);
+    send(c, "ab", 2, 0);
+    send(c, "c", 1, MSG_OOB);
+    send(c, "d", 1, 0);
+    wait_for("sent", s, POLLIN | POLLPRI);
+    got("recv MSG_OOB", recv(s, b, sizeof b, MSG_OOB), b);
+    got("read", read(s, b, sizeof b), b);
+    got("read", read(s, b, sizeof b), b);
+    close(c);
+    close(s);
+
+    printf("-- only the urgent byte\n");
+    pair(&c, &s);
+    send(c, "!", 1, MSG_OOB);
+    wait_for("sent", s, POLLPRI);
+    int fl = MSG_DONTWAIT;
+    got("recv (nothing in band)", recv(s, b, sizeof b, fl), b);
+    got("recv MSG_OOB", recv(s, b, sizeof b, MSG_OOB), b);
+    close(c);
+    close(s);
+    return 0;
+}
