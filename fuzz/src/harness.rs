@@ -483,8 +483,13 @@ pub fn syscall_results(data: &[u8], sandbox: &Sandbox) -> Vec<(u64, i64)> {
     let root = sandbox.root.to_string_lossy().into_owned();
     let mut p = Process::new(policy, mm, root, "/prog".into());
     // A run's first process, as `forkvm run` makes it (its process tree
-    // also holds the run's ptys).
-    p.family = Some(linux::child::Tree::root(Default::default()));
+    // also holds the run's ptys). The run's deadline is short: a process
+    // that stops itself (kill(0, SIGTTOU)) waits for SIGCONT until then.
+    let config = forkvm::machine::Config {
+        timeout: std::time::Duration::from_millis(100),
+        ..Default::default()
+    };
+    p.family = Some(linux::child::Tree::root(config));
     let Ok(mut mem) = GuestMemory::new(SYS_MEMORY) else {
         return results;
     };
