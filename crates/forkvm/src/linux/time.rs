@@ -36,11 +36,9 @@ fn clock(id: u64) -> Result<ClockId, Errno> {
 /// invalid): this process's, or one of its threads', is its CPU time (one
 /// vCPU thread runs them all); another's is EINVAL.
 fn clock_of(p: &Process, id: u64) -> Result<ClockId, Errno> {
-    let cpu = id as u32 as i32;
-    if cpu >= 0 || cpu & 3 == 3 {
+    let Some((_, who)) = named_cpu_clock(id) else {
         return clock(id);
-    }
-    let who = u64::from(!(cpu >> 3) as u32);
+    };
     let mine = who == 0
         || who == super::child::pid_of(p)
         || who == p.tid
@@ -49,6 +47,16 @@ fn clock_of(p: &Process, id: u64) -> Result<ClockId, Errno> {
         true => Ok(ClockId::ThreadCPUTime),
         false => Err(Errno::EINVAL),
     }
+}
+
+/// A CPU clock named by pid or tid (`~id << 3 | kind`, kind 3 invalid):
+/// whether it is a thread's (kind bit 4), and whose (0: the caller).
+fn named_cpu_clock(id: u64) -> Option<(bool, u64)> {
+    let cpu = id as u32 as i32;
+    if cpu >= 0 || cpu & 3 == 3 {
+        return None;
+    }
+    Some((cpu & 4 != 0, u64::from(!(cpu >> 3) as u32)))
 }
 
 /// The time syscalls the vDSO answers while its time base is current:
@@ -100,8 +108,8 @@ fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Timespec, Errno> {
 
 /// Implements clock_gettime(2).
 fn sys_clock_gettime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
-    if let Some(who @ 1..) = cpu_clock_of(p, a[0])? {
-        // A thread's CPU time: what it spent while it ran.
+    if let Some(who) = cpu_clock_of(p, a[0])? {
+        // The process's CPU time, or what a thread spent while it ran.
         let d = cpu_clock_now(p, who);
         let t = Timespec {
             tv_sec: d.as_secs() as i64,
@@ -575,15 +583,14 @@ fn cpu_clock_now(p: &Process, who: u64) -> std::time::Duration {
 /// clock_getcpuclockid or pthread_getcpuclockid names its owner, which
 /// must be this process or one of its threads: EINVAL otherwise).
 fn cpu_clock_of(p: &Process, id: u64) -> Result<Option<u64>, Errno> {
-    let cpu = id as u32 as i32;
-    match cpu {
+    let (thread, who) = match id as u32 as i32 {
         2 => return Ok(Some(0)),
         3 => return Ok(Some(p.tid)),
-        c if c >= 0 || c & 3 == 3 => return Ok(None),
-        _ => {}
-    }
-    let who = u64::from(!(cpu >> 3) as u32);
-    let thread = cpu & 4 != 0;
+        _ => match named_cpu_clock(id) {
+            Some(named) => named,
+            None => return Ok(None),
+        },
+    };
     let ours = |tid: u64| tid == p.tid || p.threads.others.iter().any(|t| t.tid == tid);
     match (thread, who) {
         (true, 0) => Ok(Some(p.tid)),
@@ -647,6 +654,15 @@ impl Process {
     }
 }
 
+/// How many times a timer due `late` ago has expired: once, plus every
+/// `interval` (zero: a one-shot) since.
+fn expiries(late: std::time::Duration, interval: std::time::Duration) -> u32 {
+    if interval.is_zero() {
+        return 1;
+    }
+    u32::try_from((late.as_nanos() / interval.as_nanos()).saturating_add(1)).unwrap_or(u32::MAX)
+}
+
 /// Fires the POSIX timers that are due: their signal is sent (expiries
 /// missed meanwhile become the overrun count). Returns whether one fired.
 pub fn fire_posix_timers(p: &mut Process) -> bool {
@@ -672,29 +688,18 @@ pub fn fire_posix_timers(p: &mut Process) -> bool {
             if clock < next {
                 continue;
             }
-            if t.interval.is_zero() {
-                *at = None;
-                1
-            } else {
-                let n = ((clock - next).as_nanos() / t.interval.as_nanos()).saturating_add(1);
-                let n = u32::try_from(n).unwrap_or(u32::MAX);
-                *at = Some(next.saturating_add(t.interval.saturating_mul(n)));
-                u64::from(n)
-            }
+            let n = expiries(clock - next, t.interval);
+            *at =
+                (!t.interval.is_zero()).then(|| next.saturating_add(t.interval.saturating_mul(n)));
+            u64::from(n)
         } else {
             let Some(next) = t.next else { continue };
             if now < next {
                 continue;
             }
-            if t.interval.is_zero() {
-                t.next = None;
-                1
-            } else {
-                let n = ((now - next).as_nanos() / t.interval.as_nanos()).saturating_add(1);
-                let n = u32::try_from(n).unwrap_or(u32::MAX);
-                t.next = Some(after(next, t.interval.saturating_mul(n)));
-                u64::from(n)
-            }
+            let n = expiries(now - next, t.interval);
+            t.next = (!t.interval.is_zero()).then(|| after(next, t.interval.saturating_mul(n)));
+            u64::from(n)
         };
         t.overrun = n - 1;
         if t.notify != posix::Notify::None {
@@ -832,35 +837,30 @@ fn sys_timer_settime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRes
         .cpu
         .map(|(who, _)| (who, cpu_clock_now(p, who)));
     let t = posix_timer(p, id)?;
-    if let Some((who, clock_now)) = cpu {
+    let disarm = value.tv_sec == 0 && value.tv_nsec == 0;
+    let absolute = flags & TIMER_ABSTIME != 0;
+    let armed = if let Some((who, clock_now)) = cpu {
         // On CPU time: the expiry is a reading of the timer's own clock.
-        let first = if value.tv_sec == 0 && value.tv_nsec == 0 {
-            None
-        } else if flags & TIMER_ABSTIME != 0 {
-            Some(duration(value))
-        } else {
-            Some(clock_now.saturating_add(duration(value)))
+        let first = match (disarm, absolute) {
+            (true, _) => None,
+            (false, true) => Some(duration(value)),
+            (false, false) => Some(clock_now.saturating_add(duration(value))),
         };
         t.cpu = Some((who, first));
         t.next = None;
-        t.interval = if first.is_some() {
-            interval
-        } else {
-            std::time::Duration::ZERO
-        };
-        t.overrun = 0;
-        return Ok(0);
-    }
-    let first = if value.tv_sec == 0 && value.tv_nsec == 0 {
-        None
-    } else if flags & TIMER_ABSTIME != 0 {
-        let cur = duration(rustix::time::clock_gettime(clock(t.clock)?));
-        Some(after(now, duration(value).saturating_sub(cur)))
+        first.is_some()
     } else {
-        Some(after(now, duration(value)))
+        t.next = match (disarm, absolute) {
+            (true, _) => None,
+            (false, true) => {
+                let cur = duration(rustix::time::clock_gettime(clock(t.clock)?));
+                Some(after(now, duration(value).saturating_sub(cur)))
+            }
+            (false, false) => Some(after(now, duration(value))),
+        };
+        t.next.is_some()
     };
-    t.next = first;
-    t.interval = if first.is_some() {
+    t.interval = if armed {
         interval
     } else {
         std::time::Duration::ZERO

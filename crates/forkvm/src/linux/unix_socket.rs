@@ -37,7 +37,7 @@ pub const MIN_SNDBUF: u32 = 4608;
 /// Smallest receive buffer Linux allows (SOCK_MIN_RCVBUF).
 pub const MIN_RCVBUF: u32 = 2304;
 /// Bytes each queued message is charged beyond its data (roughly an skb).
-pub(super) const MSG_OVERHEAD: usize = 576;
+const MSG_OVERHEAD: usize = 576;
 /// Most descriptors one message may carry (SCM_MAX_FD).
 pub const MAX_FDS_PER_MSG: usize = 253;
 
@@ -115,6 +115,19 @@ impl Pair {
         });
         self.bytes[side] += data.len() + MSG_OVERHEAD;
         self.moves += 1;
+    }
+
+    /// Drops side `side`'s first message once a stream read has taken all of
+    /// it, and gives its room back.
+    pub(super) fn pop_if_read(&mut self, side: usize) {
+        if self.queues[side]
+            .front()
+            .is_some_and(|m| m.off == m.data.len())
+        {
+            if let Some(m) = self.queues[side].pop_front() {
+                self.bytes[side] = self.bytes[side].saturating_sub(m.data.len() + MSG_OVERHEAD);
+            }
+        }
     }
 }
 
@@ -764,11 +777,7 @@ impl Socket {
             if past_mark {
                 m.urgent = false;
             }
-            if m.off == m.data.len() {
-                if let Some(m) = g.queues[s].pop_front() {
-                    g.bytes[s] = g.bytes[s].saturating_sub(m.data.len() + MSG_OVERHEAD);
-                }
-            }
+            g.pop_if_read(s);
             if past_mark {
                 super::urgent::passed(&mut g, s);
             }

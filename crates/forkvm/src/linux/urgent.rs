@@ -60,12 +60,7 @@ pub fn skip_at_head(g: &mut Pair, side: usize) -> bool {
     }
     m.off += 1;
     m.urgent = false;
-    if m.off == m.data.len() {
-        if let Some(m) = g.queues[side].pop_front() {
-            g.bytes[side] =
-                g.bytes[side].saturating_sub(m.data.len() + super::unix_socket::MSG_OVERHEAD);
-        }
-    }
+    g.pop_if_read(side);
     passed(g, side);
     true
 }
