@@ -6,7 +6,7 @@
 #   out/<name>.glibc   g++ -static -O2          (C++ programs, <name> ends in _cpp)
 #   out/<name>         Rust, static-pie          (tests/guests/rust, <name> ends in _rs)
 #
-# Idempotent: an output is rebuilt only when it is older than its source, common.h or this
+# Idempotent: an output is rebuilt only when it is older than its source, common.h, tcp_pair.h or this
 # script. Quiet when everything is up to date. Usage: tests/guests/build.sh [-f] (force).
 set -euo pipefail
 
@@ -63,7 +63,7 @@ compile() {
     mv -f "$out.tmp" "$out"
 }
 
-COMMON_DEPS=("$HERE/common.h" "$HERE/build.sh")
+COMMON_DEPS=("$HERE/common.h" "$HERE/tcp_pair.h" "$HERE/build.sh")
 
 for p in "${C_PROGRAMS[@]}"; do
     if needs_build "$OUT/$p.glibc" "$HERE/$p.c" "${COMMON_DEPS[@]}"; then

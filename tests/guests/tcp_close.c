@@ -9,6 +9,7 @@
  * the state it shows (poll with a timeout), never for a time. */
 #define _GNU_SOURCE
 #include "common.h"
+#include "tcp_pair.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -19,8 +20,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int listener;
-static struct sockaddr_in addr;
 static volatile sig_atomic_t sigpipes;
 
 static void on_sigpipe(int sig) {
@@ -51,18 +50,6 @@ static void show(const char *what, long r) {
 }
 
 /* A connected pair: *c the connecting end, *s the accepted one. */
-static void pair(int *c, int *s) {
-    *c = socket(AF_INET, SOCK_STREAM, 0);
-    if (*c < 0 || connect(*c, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        printf("connect failed\n");
-        exit(1);
-    }
-    *s = accept(listener, NULL, NULL);
-    if (*s < 0) {
-        printf("accept failed\n");
-        exit(1);
-    }
-}
 
 /* Waits (up to 10 s) until `fd` shows one of `until` among the bits poll
  * gives for POLLIN|POLLOUT|POLLRDHUP, then prints them. */
@@ -96,14 +83,7 @@ static int so_error(int fd) {
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     signal(SIGPIPE, on_sigpipe);
-    listener = socket(AF_INET, SOCK_STREAM, 0);
-    addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof addr;
-    if (bind(listener, (struct sockaddr *)&addr, sizeof addr) || listen(listener, 8) ||
-        getsockname(listener, (struct sockaddr *)&addr, &n)) {
-        printf("listen failed\n");
-        return 1;
-    }
+    listen_on_loopback();
     char b[16];
     int c, s;
 

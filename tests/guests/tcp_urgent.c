@@ -6,6 +6,7 @@
  * (forkvm said EOPNOTSUPP). Each step waits for the state it shows. */
 #define _GNU_SOURCE
 #include "common.h"
+#include "tcp_pair.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -14,22 +15,6 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-static int listener;
-static struct sockaddr_in addr;
-
-static void pair(int *c, int *s) {
-    *c = socket(AF_INET, SOCK_STREAM, 0);
-    if (*c < 0 || connect(*c, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        printf("connect failed\n");
-        exit(1);
-    }
-    *s = accept(listener, NULL, NULL);
-    if (*s < 0) {
-        printf("accept failed\n");
-        exit(1);
-    }
-}
 
 /* Waits (up to 10 s) for `bits` on `fd`, then prints IN/PRI of what poll gave. */
 static void wait_for(const char *what, int fd, short bits) {
@@ -52,14 +37,7 @@ static void got(const char *what, long r, const char *buf) {
 
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
-    listener = socket(AF_INET, SOCK_STREAM, 0);
-    addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t n = sizeof addr;
-    if (bind(listener, (struct sockaddr *)&addr, sizeof addr) || listen(listener, 8) ||
-        getsockname(listener, (struct sockaddr *)&addr, &n)) {
-        printf("listen failed\n");
-        return 1;
-    }
+    listen_on_loopback();
     char b[64];
     int c, s;
 
