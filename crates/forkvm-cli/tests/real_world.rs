@@ -579,9 +579,6 @@ fn epoll_sets_nest_and_report_fairly() {
     glibc_and_musl("epoll_sets");
 }
 
-/// ITIMER_VIRTUAL and ITIMER_PROF fire on CPU time (they were EINVAL, so
-/// profilers got nothing), and clocks named by number work: CLOCK_TAI and
-/// the CPU clocks of clock_getcpuclockid and pthread_getcpuclockid.
 /// TCP urgent data (MSG_OOB): reads stop at the mark, the byte is out of the
 /// stream or inline (SO_OOBINLINE), POLLPRI and select's exceptional set
 /// show it (ftplib's abort and asyncore's handle_expt got EOPNOTSUPP).
@@ -590,6 +587,18 @@ fn tcp_urgent_data_as_on_linux() {
     glibc_and_musl("tcp_urgent");
 }
 
+/// splice, tee and vmsplice move bytes between pipes, files, TCP sockets and
+/// guest memory, block and fail as on Linux (all three were EINVAL, so
+/// programs without a read/write fallback stopped, and Go's io.Copy between
+/// sockets always fell back).
+#[test]
+fn splice_tee_and_vmsplice_as_on_linux() {
+    glibc_and_musl_in_a_dir("splice");
+}
+
+/// ITIMER_VIRTUAL and ITIMER_PROF fire on CPU time (they were EINVAL, so
+/// profilers got nothing), and clocks named by number work: CLOCK_TAI and
+/// the CPU clocks of clock_getcpuclockid and pthread_getcpuclockid.
 #[test]
 fn cpu_time_timers_and_clocks_by_number() {
     glibc_and_musl("cpu_timers");

@@ -1,5 +1,5 @@
 //! Data-transfer syscalls: read/write and their vector and positional forms,
-//! lseek, pipe/pipe2, sendfile, fsync (and the sync calls), fadvise64 (readiness and poll/ppoll
+//! lseek, pipe/pipe2, sendfile, splice/tee/vmsplice, fsync (and the sync calls), fadvise64 (readiness and poll/ppoll
 //! are in [`super::poll`], ioctl in [`super::ioctl`]).
 //!
 //! Transfers go straight between guest memory and the host descriptor (or
@@ -8,6 +8,7 @@
 //! buffers are never sized by the guest beyond a fixed chunk.
 
 mod pipe;
+mod splice;
 mod sync;
 mod vectored;
 
@@ -17,6 +18,7 @@ use super::table::{Support, SyscallEntry};
 use super::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use pipe::{pipe_read, pipe_write, sys_pipe, sys_pipe2};
+use splice::{sys_splice, sys_tee, sys_vmsplice};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use sync::{sys_sync, sys_sync_file_range, sys_syncfs};
@@ -546,15 +548,6 @@ fn sys_lseek(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
     }
 }
 
-/// Implements splice(2), tee(2) and vmsplice(2): EINVAL, what Linux says
-/// for descriptors that cannot be spliced, after checking them. Programs
-/// then copy by read and write (Go's io.Copy gives up only on EINVAL; it
-/// failed outright on ENOSYS).
-fn sys_splice_family(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
-    p.fds.get(a[0] as i32)?;
-    Err(Errno::EINVAL)
-}
-
 /// Implements sendfile(2).
 fn sys_sendfile(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     let [out_fd, in_fd, off_ptr, count, ..] = *a;
@@ -688,12 +681,11 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
         note: "transfers of more than 64 KiB are split into several host writes" },
     SyscallEntry { nr: 22, name: "pipe", handler: sys_pipe, support: Support::Partial,
         note: "in-process 64 KiB buffer; blocking reads and writes wait for the other end" },
-    SyscallEntry { nr: 275, name: "splice", handler: sys_splice_family, support: Support::Partial,
-        note: "EINVAL for any descriptors (programs fall back to read and write)" },
-    SyscallEntry { nr: 276, name: "tee", handler: sys_splice_family, support: Support::Partial,
-        note: "as splice" },
-    SyscallEntry { nr: 278, name: "vmsplice", handler: sys_splice_family, support: Support::Partial,
-        note: "as splice" },
+    SyscallEntry { nr: 275, name: "splice", handler: sys_splice, support: Support::Partial,
+        note: "a copy on the host; the non-pipe side is a file, stream socket, terminal, standard stream or /dev/{null,zero,urandom}" },
+    SyscallEntry { nr: 276, name: "tee", handler: sys_tee, support: Support::Full, note: "" },
+    SyscallEntry { nr: 278, name: "vmsplice", handler: sys_vmsplice, support: Support::Partial,
+        note: "copies (SPLICE_F_GIFT gives no pages away)" },
     SyscallEntry { nr: 40, name: "sendfile", handler: sys_sendfile, support: Support::Partial,
         note: "input must be a regular file or /dev/{null,zero,urandom}" },
     SyscallEntry { nr: 74, name: "fsync", handler: sys_fsync, support: Support::Full, note: "" },

@@ -391,17 +391,57 @@ fn sendfile_between_devices() {
 }
 
 #[test]
-fn splice_is_einval_for_open_descriptors_and_ebadf_otherwise() {
+fn splice_needs_a_pipe_and_checks_every_guest_pointer() {
     let (mut p, mut m) = setup();
     let zero = open_dev(&mut p, FileKind::Zero, O_RDONLY);
     let null = open_dev(&mut p, FileKind::Null, O_WRONLY);
-    let args = [zero, 0, null, 0, 4096, 0];
+    let splice = super::splice::sys_splice;
+    let vmsplice = super::splice::sys_vmsplice;
     assert_eq!(
-        call(&mut p, &mut m, sys_splice_family, &args),
+        call(&mut p, &mut m, splice, &[zero, 0, null, 0, 4096, 0]),
         Err(Errno::EINVAL)
     );
     assert_eq!(
-        call(&mut p, &mut m, sys_splice_family, &[999, 0, null, 0, 1, 0]),
+        call(&mut p, &mut m, splice, &[999, 0, null, 0, 1, 0]),
         Err(Errno::EBADF)
+    );
+    let fds = USER_BASE;
+    assert_eq!(call(&mut p, &mut m, sys_pipe2, &[fds, 0]), Ok(0));
+    let (r, w) = (
+        u64::from(m.read_u32(fds).unwrap()),
+        u64::from(m.read_u32(fds + 4).unwrap()),
+    );
+    for bad in BAD.into_iter().filter(|&b| b != 0) {
+        assert_eq!(
+            call(&mut p, &mut m, splice, &[zero, bad, w, 0, 8, 0]),
+            Err(Errno::EFAULT)
+        );
+        assert_eq!(
+            call(&mut p, &mut m, vmsplice, &[w, bad, 1, 0]),
+            Err(Errno::EFAULT)
+        );
+    }
+    let off = USER_BASE + 0x100;
+    m.write_u64(off, 7).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, splice, &[zero, off, w, 0, u64::MAX, 0]),
+        Ok(PIPE_CAPACITY as u64)
+    );
+    assert_eq!(m.read_u64(off), Ok(7 + PIPE_CAPACITY as u64));
+    // An iovec whose buffer is not guest memory takes nothing out of the pipe.
+    let iov = USER_BASE + 0x200;
+    m.write_u64(iov, BAD[1]).unwrap();
+    m.write_u64(iov + 8, 16).unwrap();
+    assert_eq!(
+        call(&mut p, &mut m, vmsplice, &[r, iov, 1, 0]),
+        Err(Errno::EFAULT)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, vmsplice, &[r, iov, 1025, 0]),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        call(&mut p, &mut m, splice, &[r, 0, null, 0, u64::MAX, 0]),
+        Ok(PIPE_CAPACITY as u64)
     );
 }
