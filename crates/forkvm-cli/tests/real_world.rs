@@ -348,6 +348,14 @@ fn signal_to_another_thread_runs_its_handler_there() {
     glibc_and_musl("thread_signal");
 }
 
+/// A signal for the process that the running thread blocks goes to a
+/// thread that does not (it waited in the queue; Go's crash dump, which
+/// relays SIGQUIT from thread to thread, showed one thread of four).
+#[test]
+fn a_process_signal_reaches_a_thread_that_does_not_block_it() {
+    glibc_and_musl("signal_routing");
+}
+
 /// pthread_kill of a thread blocked in a read or a write ends the call as
 /// on Linux: EINTR, a restart under SA_RESTART, the count a write had sent.
 /// (The handler ran and the call went on waiting: python's

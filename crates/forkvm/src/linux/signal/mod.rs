@@ -284,6 +284,12 @@ pub(super) fn send_self(p: &mut Process, sig: u64) -> SysResult {
 /// ignored, or becomes the handler the run loop runs when the call returns.
 /// EAGAIN when it does not fit in the queue (see [`Pending::push`]).
 pub fn send(p: &mut Process, info: SigInfo) -> SysResult {
+    send_here(p, info, true)
+}
+
+/// [`send`] to the running thread; `process_wide`: when that thread
+/// blocks the signal, another thread that does not may take it.
+fn send_here(p: &mut Process, info: SigInfo, process_wide: bool) -> SysResult {
     let sig = u64::from(info.signo as u32);
     if sig == 0 {
         return Ok(0);
@@ -304,6 +310,20 @@ pub fn send(p: &mut Process, info: SigInfo) -> SysResult {
     // latches wake on a blocked, ignored SIGURG read from a signalfd), as
     // on Linux; a child's end is no signal for a parent ignoring SIGCHLD.
     if blocked && sig != SIGKILL && !discarded_at_once(&action, &info) {
+        // A signal for the process goes to a thread that does not block
+        // it, as Linux's complete_signal picks one (Go's crash dump relays
+        // SIGQUIT from thread to thread this way: each blocks it once its
+        // handler ran, and the next raise must reach one that has not).
+        let bit = 1u64 << idx;
+        let taker = p
+            .threads
+            .others
+            .iter()
+            .find(|t| t.sigmask & bit == 0 && t.pending_signal.is_none())
+            .map(|t| t.tid);
+        if let (true, Some(tid)) = (process_wide, taker) {
+            return send_to_thread(p, tid, info);
+        }
         p.sigqueue.push(info)?;
         return Ok(0);
     }
@@ -510,7 +530,7 @@ fn sys_tgkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 /// when it next runs (Go's preemption signal, SIGURG, goes this way).
 pub(super) fn send_to_thread(p: &mut Process, tid: u64, info: SigInfo) -> SysResult {
     if tid == p.tid {
-        return send(p, info);
+        return send_here(p, info, false);
     }
     let sig = u64::from(info.signo as u32);
     let idx = check_sig(sig)?;
