@@ -652,6 +652,28 @@ fn mapped_parts(p: &Process, addr: u64, end: u64) -> Result<(Vec<(u64, u64)>, bo
     Ok((parts, hole || at < hi))
 }
 
+/// Implements mincore(2): every mapped page reads as resident (guest memory
+/// is the host's to page; the guest cannot tell). An unaligned address is
+/// EINVAL, a range with unmapped pages ENOMEM, a vector the guest cannot
+/// write EFAULT, in Linux's order.
+fn sys_mincore(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
+    let [addr, len, vec, ..] = *a;
+    aligned(addr)?;
+    let end = addr
+        .checked_add(page_up(len)?)
+        .filter(|&e| e <= mem.size())
+        .ok_or(Errno::ENOMEM)?;
+    if end == addr {
+        return Ok(0);
+    }
+    if mapped_parts(p, addr, end)?.1 {
+        return Err(Errno::ENOMEM);
+    }
+    let pages = (end - addr) / PAGE_SIZE;
+    mem.slice_mut(vec, pages)?.fill(1);
+    Ok(0)
+}
+
 /// Implements madvise(2): DONTNEED drops the contents of every mapped page
 /// of the range (zero, or the file's for a private file mapping); other
 /// advice is accepted. A range with unmapped pages is ENOMEM, after the
@@ -749,6 +771,8 @@ pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 25, name: "mremap", handler: sys_mremap, support: Support::Partial,
         note: "MREMAP_FIXED is refused" },
     SyscallEntry { nr: 26, name: "msync", handler: sys_msync, support: Support::Full, note: "" },
+    SyscallEntry { nr: 27, name: "mincore", handler: sys_mincore, support: Support::Partial,
+        note: "every mapped page reads as resident" },
     SyscallEntry { nr: 28, name: "madvise", handler: sys_madvise, support: Support::Partial,
         note: "MADV_DONTNEED zeroes anonymous memory, reads a private file mapping's file again and leaves shared pages alone, across any number of mappings; a range with unmapped pages in the mmap area is ENOMEM after the advice is applied to the rest; MADV_WIPEONFORK zeroes the range in forked children (EINVAL on shared memory); MADV_FREE and other advice are accepted and ignored" },
     SyscallEntry { nr: 149, name: "mlock", handler: sys_nop, support: Support::Full, note: "" },
@@ -774,6 +798,40 @@ mod tests {
         assert_eq!(msync(&[at + 1, 6, 4]), Err(Errno::EINVAL));
         assert_eq!(msync(&[at, 4096, 5]), Err(Errno::EINVAL));
         assert_eq!(msync(&[at, 4096, 8]), Err(Errno::EINVAL));
+    }
+
+    /// Go's TestMincoreErrorSign wants EINVAL for an unaligned address (it
+    /// was ENOSYS); libunwind-style probes want ENOMEM for unmapped pages.
+    #[test]
+    fn mincore_answers_mapped_pages_and_refuses_the_rest() {
+        let (mut p, mut m, _) = test_process();
+        let [prot, flags] = RW_PRIVATE_ANON;
+        let at = test_call(
+            &mut p,
+            &mut m,
+            sys_mmap,
+            &[0, 0x3000, prot, flags, u64::MAX],
+        )
+        .expect("mmap");
+        let vec = test_call(
+            &mut p,
+            &mut m,
+            sys_mmap,
+            &[0, 0x1000, prot, flags, u64::MAX],
+        )
+        .expect("mmap");
+        assert_eq!(
+            test_call(&mut p, &mut m, sys_munmap, &[at + 0x1000, 0x1000]),
+            Ok(0)
+        );
+        let mut mincore = |a: &[u64]| test_call(&mut p, &mut m, sys_mincore, a);
+        assert_eq!(mincore(&[1, 1, vec]), Err(Errno::EINVAL));
+        assert_eq!(mincore(&[at, 0x1001, vec]), Err(Errno::ENOMEM));
+        assert_eq!(mincore(&[at, u64::MAX, vec]), Err(Errno::ENOMEM));
+        assert_eq!(mincore(&[at, 0, 0]), Ok(0));
+        assert_eq!(mincore(&[at, 1, 0]), Err(Errno::EFAULT));
+        assert_eq!(mincore(&[at + 0x2000, 0x1000, vec]), Ok(0));
+        assert_eq!(m.read(vec, 2).expect("read"), [1, 0]);
     }
 
     /// PHP's opcache reserves 128 MiB, unmaps it and maps MAP_HUGETLB|MAP_FIXED
