@@ -454,7 +454,9 @@ fn exec_runs_the_guests_own_files_in_its_private_tmp() {
     let script = format!(
         "printf '#!/usr/bin/busybox sh\\necho guest script\\nexit 47\\n' > {name}; chmod +x {name}; {name}; echo \"script: $?\"; \
          cp /usr/bin/busybox /tmp/echo; chmod +x /tmp/echo; /tmp/echo copied binary runs; \
-         ln -s echo /tmp/readlink; /tmp/readlink /proc/self/exe"
+         ln -s echo /tmp/readlink; /tmp/readlink /proc/self/exe; \
+         ln -s echo /tmp/grep; /tmp/grep -c forkvm-tmp /proc/self/maps; \
+         /tmp/grep -q ' /tmp/echo$' /proc/self/maps && echo maps names /tmp/echo"
     );
     let vm = busybox_sh(&script).run_forkvm();
     let _ = std::fs::remove_file(&name);
@@ -463,8 +465,9 @@ fn exec_runs_the_guests_own_files_in_its_private_tmp() {
         vm.stdout_str(),
         // /proc/self/exe names the program in the guest's namespace, not
         // where forkvm keeps the private /tmp on the host (Go's
-        // os.Executable, then os.Remove of it, failed).
-        "guest script\nscript: 47\ncopied binary runs\n/tmp/echo\n",
+        // os.Executable, then os.Remove of it, failed); so does
+        // /proc/self/maps (pprof's symbolizer opened the host's path).
+        "guest script\nscript: 47\ncopied binary runs\n/tmp/echo\n0\nmaps names /tmp/echo\n",
         "{}",
         vm.describe()
     );

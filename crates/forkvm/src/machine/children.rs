@@ -283,6 +283,7 @@ impl Machine {
         new.proc.family = old.family.take();
         new.proc.comm = crate::linux::comm_of(&name);
         new.proc.exe_path = String::from_utf8_lossy(&guest).into_owned();
+        new.proc.mm.labels.rename(program.as_bytes(), &guest);
         family.publish(&new.proc, &new.mem);
         new.proc.tid = family.pid;
         new.proc.sigmask = old.sigmask;

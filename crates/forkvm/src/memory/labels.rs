@@ -89,6 +89,39 @@ impl Labels {
         f
     }
 
+    /// Names every mapping of the file called `from` by `to` instead: an
+    /// exec'd program is loaded from where the host keeps it (the private
+    /// /tmp's directory), and the guest must see the path it exec'd.
+    pub fn rename(&mut self, from: &[u8], to: &[u8]) {
+        if from == to
+            || !self
+                .map
+                .values()
+                .any(|(_, l)| l.file.as_ref().is_some_and(|f| f.path == from))
+        {
+            return;
+        }
+        let mut renamed: Option<Arc<MappedFile>> = None;
+        for (_, label) in Arc::make_mut(&mut self.map).values_mut() {
+            let Some(f) = label.file.as_ref().filter(|f| f.path == from) else {
+                continue;
+            };
+            let new = renamed
+                .get_or_insert_with(|| {
+                    Arc::new(MappedFile {
+                        path: to.to_vec(),
+                        dev: f.dev,
+                        ino: f.ino,
+                    })
+                })
+                .clone();
+            label.file = Some(new);
+        }
+        if let Some(f) = renamed {
+            Arc::make_mut(&mut self.files).insert((f.dev, f.ino), Arc::downgrade(&f));
+        }
+    }
+
     /// Labels `start..end` with `label` (unlabelled if it is the default).
     pub fn set(&mut self, start: u64, end: u64, label: Label) {
         self.clear(start, end);
