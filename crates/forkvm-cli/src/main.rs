@@ -227,7 +227,9 @@ fn hints(refused: &[String], mmap_enomem: Option<u64>) {
             refused.join(", ")
         );
     }
-    if let Some(len) = mmap_enomem {
+    // A length beyond x86-64's user address space (a program probing
+    // mmap's errors, as Go's runtime tests do) is no advice to give.
+    if let Some(len) = mmap_enomem.filter(|&l| l <= 1 << 47) {
         eprintln!(
             "forkvm: hint: an mmap of {} MiB failed for lack of guest memory or address space; \
              try a larger --memory MIB or --address-space MIB",
