@@ -356,6 +356,13 @@ fn a_process_signal_reaches_a_thread_that_does_not_block_it() {
     glibc_and_musl("signal_routing");
 }
 
+/// A signal ends another thread's nanosleep or clock_nanosleep at once with
+/// EINTR and the time left (the sleep ran to its end first).
+#[test]
+fn a_signal_ends_another_threads_sleep() {
+    glibc_and_musl("thread_sleep_signal");
+}
+
 /// pthread_kill of a thread blocked in a read or a write ends the call as
 /// on Linux: EINTR, a restart under SA_RESTART, the count a write had sent.
 /// (The handler ran and the call went on waiting: python's

@@ -71,8 +71,14 @@ pub enum Wait {
         /// Timeout, if any.
         deadline: Option<Instant>,
     },
-    /// In nanosleep until then.
-    Sleep(Instant),
+    /// In nanosleep (or a relative clock_nanosleep) until then; a signal
+    /// ends it early with EINTR and the time left written at `rem` (0: none).
+    Sleep {
+        /// When it ends.
+        until: Instant,
+        /// The guest's `struct timespec *rem`.
+        rem: u64,
+    },
     /// About to make its syscall again (nothing was ready) at this time.
     Retry(Instant),
     /// Returned from vfork (or clone with CLONE_VFORK) with the child's
@@ -122,7 +128,8 @@ impl ThreadCtx {
         match self.wait {
             Wait::Runnable => true,
             Wait::Futex { deadline, .. } => deadline.is_some_and(|d| d <= now),
-            Wait::Sleep(until) => until <= now,
+            // A signal sent to it ends its sleep (see `take_next`).
+            Wait::Sleep { until, .. } => until <= now || self.pending_signal.is_some(),
             // A signal sent to it ends its wait (see `Machine::with_pending_signal`).
             Wait::Retry(until) => {
                 self.pending_signal.is_some()
@@ -225,7 +232,7 @@ impl Threads {
             .iter()
             .filter_map(|t| match t.wait {
                 Wait::Futex { deadline, .. } => deadline,
-                Wait::Sleep(until) | Wait::Retry(until) => Some(until),
+                Wait::Sleep { until, .. } | Wait::Retry(until) => Some(until),
                 Wait::Runnable | Wait::Vfork => None,
             })
             .min()
@@ -237,7 +244,13 @@ impl Threads {
         let mut t = self.others.remove(i)?;
         match t.wait {
             Wait::Futex { .. } => t.regs.rax = (-(Errno::ETIMEDOUT.0 as i64)) as u64,
-            Wait::Sleep(_) => t.regs.rax = 0,
+            // Cut short by a signal: EINTR, and the wait stays for
+            // `Machine::adopt` to write the time left.
+            Wait::Sleep { until, .. } if until > now => {
+                t.regs.rax = (-(Errno::EINTR.0 as i64)) as u64;
+                return Some(t);
+            }
+            Wait::Sleep { .. } => t.regs.rax = 0,
             Wait::Runnable | Wait::Retry(_) | Wait::Vfork => {}
         }
         t.wait = Wait::Runnable;

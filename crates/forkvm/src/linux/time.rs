@@ -215,11 +215,26 @@ pub fn after(now: std::time::Instant, d: std::time::Duration) -> std::time::Inst
     now.checked_add(d.min(CENTURY)).unwrap_or(now)
 }
 
-/// With other threads, a sleeping thread lets them run instead of sleeping the vCPU.
-fn block_thread(p: &mut Process, d: std::time::Duration) -> SysResult {
-    p.sched = Some(super::thread::Sched::Block(super::thread::Wait::Sleep(
-        after(std::time::Instant::now(), d),
-    )));
+/// Writes the time left until `until` at the guest's `rem` (a sleep a
+/// signal cut short, see [`block_thread`]).
+pub fn write_time_left(mem: &mut GuestMemory, rem: u64, until: std::time::Instant) {
+    let left = until.saturating_duration_since(std::time::Instant::now());
+    let t = Timespec {
+        tv_sec: left.as_secs() as i64,
+        tv_nsec: i64::from(left.subsec_nanos()),
+    };
+    // A `rem` the guest made unwritable meanwhile only loses it the answer.
+    let _ = write_timespec(mem, rem, t);
+}
+
+/// With other threads, a sleeping thread lets them run instead of sleeping
+/// the vCPU; a signal ends its sleep with EINTR and the time left at `rem`
+/// (a guest address, 0 for none).
+fn block_thread(p: &mut Process, d: std::time::Duration, rem: u64) -> SysResult {
+    p.sched = Some(super::thread::Sched::Block(super::thread::Wait::Sleep {
+        until: after(std::time::Instant::now(), d),
+        rem,
+    }));
     Ok(0)
 }
 
@@ -233,6 +248,7 @@ fn sleep_relative(
         return block_thread(
             p,
             std::time::Duration::new(req.tv_sec as u64, req.tv_nsec as u32),
+            rem_ptr,
         );
     }
     let r = sleep_for(p, SleepClock::Monotonic, req);
@@ -397,7 +413,13 @@ fn sys_clock_nanosleep(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
         } else {
             d
         };
-        return block_thread(p, d);
+        // An absolute sleep has no time left to tell.
+        let rem = if flags & TIMER_ABSTIME != 0 {
+            0
+        } else {
+            rem_ptr
+        };
+        return block_thread(p, d, rem);
     }
     if flags & TIMER_ABSTIME != 0 {
         // Until `req` on the clock itself: a clock set meanwhile is seen at

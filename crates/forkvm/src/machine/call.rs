@@ -483,7 +483,7 @@ impl Machine {
             .iter()
             .filter_map(|t| match t.wait {
                 Wait::Futex { deadline, .. } => deadline,
-                Wait::Sleep(until) => Some(until),
+                Wait::Sleep { until, .. } => Some(until),
                 // A retried call's own deadline (its `until` is only the next look).
                 Wait::Retry(_) | Wait::Runnable => t.waiting.flatten(),
                 // Its child may exec or end any moment: look again soon.

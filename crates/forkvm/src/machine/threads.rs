@@ -51,6 +51,12 @@ impl Machine {
                 .thread_cpu
                 .switch(self.proc.tid, linux::time::cpu_time(), live);
         }
+        if let Wait::Sleep { until, rem } = t.wait {
+            // A sleep a signal cut short (`Threads::take_next`): the time left.
+            if rem != 0 {
+                linux::time::write_time_left(&mut self.mem, rem, until);
+            }
+        }
         self.proc.tid = t.tid;
         self.proc.waiting = t.waiting;
         self.proc.wait_mask = t.wait_mask;
