@@ -256,7 +256,7 @@ fn look(p: &Process, fd: i32, i: &Interest, now: Instant, depth: u32) -> Option<
         }
         None => {
             let mut f = lock(&file);
-            let r = super::poll::readiness_of(&mut f, now, p.sigqueue.bits());
+            let r = super::poll::readiness_of(&mut f, now, p.sigqueue.bits_for(p.tid));
             let token = match &f.kind {
                 FileKind::Event(EventObj::EventFd { count, .. }) => *count,
                 FileKind::Socket(s) => s.edge_token(),

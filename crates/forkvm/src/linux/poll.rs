@@ -148,8 +148,11 @@ fn do_poll(
                         }
                         _ => {
                             // Event objects (eventfd, timerfd) too, not only pipes.
-                            let r =
-                                readiness_of(&mut f, std::time::Instant::now(), p.sigqueue.bits());
+                            let r = readiness_of(
+                                &mut f,
+                                std::time::Instant::now(),
+                                p.sigqueue.bits_for(p.tid),
+                            );
                             PollSrc::Now(if r == POLLNVAL { r } else { r & mask })
                         }
                     }
@@ -257,7 +260,7 @@ fn select(
         let file = p.fds.get(fd as i32)?;
         let r = match super::epoll::readiness_if_epoll(p, &file, now) {
             Some(r) => r,
-            None => readiness_of(&mut lock(&file), now, p.sigqueue.bits()),
+            None => readiness_of(&mut lock(&file), now, p.sigqueue.bits_for(p.tid)),
         };
         // Linux's POLLIN_SET, POLLOUT_SET and POLLEX_SET: an error counts
         // as readable and writable (a pipe whose reader is gone wakes a

@@ -284,8 +284,8 @@ pub fn synthesize(p: &Process, mem: &GuestMemory, path: &[u8]) -> Option<Vec<u8>
             let _ = write!(
                 s,
                 "SigPnd:\t{:016x}\nShdPnd:\t{:016x}\nSigBlk:\t{:016x}\nSigIgn:\t{ign:016x}\nSigCgt:\t{cgt:016x}\n",
-                0,
-                p.sigqueue.bits(),
+                p.sigqueue.sent_to(p.tid),
+                p.sigqueue.sent_to(0),
                 p.sigmask,
             );
         }

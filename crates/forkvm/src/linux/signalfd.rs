@@ -44,7 +44,7 @@ pub(super) fn read(
     if fit == 0 {
         return Err(Errno::EINVAL);
     }
-    let n = (p.sigqueue.count(mask) as u64).min(fit);
+    let n = (p.sigqueue.count(mask, p.tid) as u64).min(fit);
     if n == 0 {
         if nonblocking {
             return Err(Errno::EAGAIN);
@@ -57,7 +57,7 @@ pub(super) fn read(
     mem.slice_mut(buf, n * RECORD)?;
     let mut out = Vec::with_capacity((n * RECORD) as usize);
     for _ in 0..n {
-        let Some(info) = p.sigqueue.take(mask) else {
+        let Some(info) = p.sigqueue.take(mask, p.tid) else {
             break;
         };
         out.extend_from_slice(&info.to_signalfd());
@@ -172,7 +172,7 @@ mod tests {
         send(&mut p, SigInfo::user(10, 2)).unwrap();
         send(&mut p, SigInfo::user(12, 2)).unwrap(); // outside the mask
         assert_eq!(
-            readiness(mask, p.sigqueue.bits()),
+            readiness(mask, p.sigqueue.bits_for(p.tid)),
             super::super::poll::POLLIN
         );
         // A bad buffer takes nothing.

@@ -643,6 +643,9 @@ fn sys_exit_thread(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResul
             p.threads.wake(p.clear_child_tid, 1, FUTEX_BITSET_MATCH_ANY);
         }
     }
+    // Signals sent to this thread end with it.
+    let tid = p.tid;
+    p.sigqueue.forget_thread(tid);
     p.sched = Some(Sched::Exit);
     Ok(0)
 }

@@ -288,6 +288,7 @@ impl Machine {
         new.proc.tid = family.pid;
         new.proc.sigmask = old.sigmask;
         new.proc.sigqueue = std::mem::take(&mut old.sigqueue);
+        new.proc.sigqueue.exec_by(old.tid, family.pid);
         new.proc.itimer = old.itimer;
         new.proc.nice = old.nice;
         new.proc.prctl = old.prctl.after_exec();

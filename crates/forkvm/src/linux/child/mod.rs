@@ -704,7 +704,7 @@ fn take_sent(p: &mut Process) {
     }
     // Lowest number first; one handler at a time, the rest wait in the
     // process's queue for the handler's return (see `signal::send`).
-    while let Some(info) = taken.take(u64::MAX) {
+    while let Some(info) = taken.take(u64::MAX, 0) {
         let _ = super::signal::send(p, info);
         if p.exit_status.is_some() {
             return;

@@ -83,7 +83,7 @@ pub fn stop_if_asked(p: &mut Process) {
         }
         let mut taken = f.signals.take();
         let mut continued = false;
-        while let Some(info) = taken.take(u64::MAX) {
+        while let Some(info) = taken.take(u64::MAX, 0) {
             if info.signo == SIGKILL as i32 {
                 let _ = signal::send(p, info);
                 return;
@@ -98,7 +98,7 @@ pub fn stop_if_asked(p: &mut Process) {
     }
     tracing::debug!("process {} continued", f.pid);
     f.report(Change::Continued);
-    while let Some(info) = held.take(u64::MAX) {
+    while let Some(info) = held.take(u64::MAX, 0) {
         let _ = signal::send(p, info);
         if p.exit_status.is_some() {
             return;

@@ -54,6 +54,10 @@ pub struct SigInfo {
     pub timer: i32,
     /// See `timer`.
     pub overrun: i32,
+    /// The thread it was sent to (tgkill, pthread_kill, SIGEV_THREAD_ID):
+    /// only that thread takes it while it waits. 0: sent to the process.
+    /// Not part of `siginfo_t`.
+    pub thread: u64,
 }
 
 /// What the union of `siginfo_t` holds (Linux's `enum siginfo_layout`).

@@ -96,7 +96,8 @@ fn sys_rt_sigaction(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResu
 /// Takes the lowest-numbered signal of `set` that waits (blocked, or
 /// behind another handler), if any; of a real-time one, the first sent.
 pub(super) fn take_waiting(p: &mut Process, set: u64) -> Option<SigInfo> {
-    p.sigqueue.take(set)
+    let tid = p.tid;
+    p.sigqueue.take(set, tid)
 }
 
 /// Delivers the waiting signals of `set` until one has a handler to run
@@ -171,7 +172,7 @@ fn sys_rt_sigpending(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysRes
     if a[1] != SIGSET_SIZE {
         return Err(Errno::EINVAL);
     }
-    mem.write_u64(a[0], p.sigqueue.bits() & p.sigmask)?;
+    mem.write_u64(a[0], p.sigqueue.bits_for(p.tid) & p.sigmask)?;
     Ok(0)
 }
 
@@ -283,13 +284,10 @@ pub(super) fn send_self(p: &mut Process, sig: u64) -> SysResult {
 /// a time), ends the process by its default action, is dropped when
 /// ignored, or becomes the handler the run loop runs when the call returns.
 /// EAGAIN when it does not fit in the queue (see [`Pending::push`]).
+/// A signal sent to one thread (`info.thread`, see [`send_to_thread`])
+/// waits for that thread; one sent to the process may go to another
+/// thread when the running one blocks it.
 pub fn send(p: &mut Process, info: SigInfo) -> SysResult {
-    send_here(p, info, true)
-}
-
-/// [`send`] to the running thread; `process_wide`: when that thread
-/// blocks the signal, another thread that does not may take it.
-fn send_here(p: &mut Process, info: SigInfo, process_wide: bool) -> SysResult {
     let sig = u64::from(info.signo as u32);
     if sig == 0 {
         return Ok(0);
@@ -321,7 +319,7 @@ fn send_here(p: &mut Process, info: SigInfo, process_wide: bool) -> SysResult {
             .iter()
             .find(|t| t.sigmask & bit == 0 && t.pending_signal.is_none())
             .map(|t| t.tid);
-        if let (true, Some(tid)) = (process_wide, taker) {
+        if let (0, Some(tid)) = (info.thread, taker) {
             return send_to_thread(p, tid, info);
         }
         p.sigqueue.push(info)?;
@@ -482,7 +480,7 @@ fn sys_rt_sigtimedwait(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysR
         None
     };
     fire_timer(p);
-    if info != 0 && p.sigqueue.bits() & set != 0 {
+    if info != 0 && p.sigqueue.bits_for(p.tid) & set != 0 {
         // Checked before the signal is taken, so a bad pointer loses none.
         mem.slice_mut(info, SIGINFO_SIZE)?;
     }
@@ -528,9 +526,10 @@ fn sys_tgkill(p: &mut Process, _: &mut GuestMemory, a: &Args) -> SysResult {
 
 /// Sends `sig` to thread `tid` of the process: the running one now, another
 /// when it next runs (Go's preemption signal, SIGURG, goes this way).
-pub(super) fn send_to_thread(p: &mut Process, tid: u64, info: SigInfo) -> SysResult {
+pub(super) fn send_to_thread(p: &mut Process, tid: u64, mut info: SigInfo) -> SysResult {
+    info.thread = tid;
     if tid == p.tid {
-        return send_here(p, info, false);
+        return send(p, info);
     }
     let sig = u64::from(info.signo as u32);
     let idx = check_sig(sig)?;
@@ -743,7 +742,7 @@ mod tests {
             test_call(&mut p, &mut m, sys_rt_sigqueueinfo, &[me, 34, buf]),
             Ok(0)
         );
-        assert_eq!(p.sigqueue.take(u64::MAX).map(|i| i.value), Some(5));
+        assert_eq!(p.sigqueue.take(u64::MAX, 0).map(|i| i.value), Some(5));
         // SI_USER (0) and SI_TKILL claimed to another process: EPERM.
         for code in [0, SI_TKILL, SI_KERNEL] {
             m.write(buf + 8, &code.to_le_bytes()).unwrap();
@@ -767,7 +766,7 @@ mod tests {
             Ok(0)
         );
         assert_eq!(
-            p.sigqueue.take(u64::MAX).map(|i| (i.code, i.value)),
+            p.sigqueue.take(u64::MAX, tid).map(|i| (i.code, i.value)),
             Some((SI_KERNEL, 5))
         );
         // The queue is bounded: EAGAIN, not host memory.

@@ -54,7 +54,13 @@ impl Pending {
             _ => {}
         }
         let bit = 1u64 << (info.signo - 1);
-        if self.bits & bit != 0 {
+        // One instance per receiver: the process, or one of its threads.
+        let dup = self.bits & bit != 0
+            && self
+                .list
+                .iter()
+                .any(|s| s.signo == info.signo && s.thread == info.thread);
+        if dup {
             if info.signo < SIGRTMIN {
                 // One instance of a standard signal. A SIGCHLD keeps the
                 // news of a child's end over that of a stop or continue,
@@ -62,7 +68,10 @@ impl Pending {
                 // lost with it, and a shell's `wait` hung).
                 let stop_news = |code| matches!(code, CLD_STOPPED | CLD_CONTINUED);
                 if info.signo == SIGCHLD && !stop_news(info.code) {
-                    let older = self.list.iter_mut().find(|s| s.signo == SIGCHLD);
+                    let older = self
+                        .list
+                        .iter_mut()
+                        .find(|s| s.signo == SIGCHLD && s.thread == info.thread);
                     if let Some(older) = older.filter(|s| stop_news(s.code)) {
                         *older = info;
                     }
@@ -90,14 +99,42 @@ impl Pending {
         }
     }
 
-    /// Takes the first sent of the lowest-numbered signal of `set`.
-    pub fn take(&mut self, set: u64) -> Option<SigInfo> {
-        let ready = self.bits & set;
-        if ready == 0 {
+    /// The signals thread `tid` may take: those sent to it or to the process.
+    pub fn bits_for(&self, tid: u64) -> u64 {
+        self.sent_to(0) | self.sent_to(tid)
+    }
+
+    /// The signals sent to `thread` (0: to the process).
+    pub fn sent_to(&self, thread: u64) -> u64 {
+        if self.bits == 0 {
+            return 0;
+        }
+        self.list
+            .iter()
+            .filter(|s| s.thread == thread)
+            .fold(0, |b, s| b | 1 << ((s.signo - 1) & 63))
+    }
+
+    /// Takes, for thread `tid`, the first sent of the lowest-numbered
+    /// signal of `set` sent to it, else of those sent to the process (as
+    /// Linux's dequeue_signal looks at the thread's own queue first).
+    pub fn take(&mut self, set: u64, tid: u64) -> Option<SigInfo> {
+        if self.bits & set == 0 {
             return None;
         }
-        let signo = ready.trailing_zeros() as i32 + 1;
-        let i = self.list.iter().position(|s| s.signo == signo)?;
+        let lowest = |thread: u64| {
+            self.list
+                .iter()
+                .filter(|s| s.thread == thread && set & (1 << ((s.signo - 1) & 63)) != 0)
+                .map(|s| s.signo)
+                .min()
+                .map(|signo| (signo, thread))
+        };
+        let (signo, thread) = lowest(tid).filter(|_| tid != 0).or_else(|| lowest(0))?;
+        let i = self
+            .list
+            .iter()
+            .position(|s| s.signo == signo && s.thread == thread)?;
         let info = self.list.remove(i)?;
         if !self.list.iter().any(|s| s.signo == signo) {
             self.bits &= !(1 << (signo - 1));
@@ -121,15 +158,40 @@ impl Pending {
         true
     }
 
-    /// How many of the pending signals are in `set`.
-    pub fn count(&self, set: u64) -> usize {
+    /// How many of the pending signals of `set` thread `tid` may take.
+    pub fn count(&self, set: u64, tid: u64) -> usize {
         if self.bits & set == 0 {
             return 0;
         }
         self.list
             .iter()
             .filter(|s| set & (1 << ((s.signo - 1) & 63)) != 0)
+            .filter(|s| s.thread == 0 || s.thread == tid)
             .count()
+    }
+
+    /// Drops the signals sent to thread `tid`, which ended.
+    pub fn forget_thread(&mut self, tid: u64) {
+        if self.list.iter().any(|s| s.thread == tid) {
+            self.list.retain(|s| s.thread != tid);
+            self.bits = self
+                .list
+                .iter()
+                .fold(0, |b, s| b | 1 << ((s.signo - 1) & 63));
+        }
+    }
+
+    /// After an exec by thread `old`, which goes on as thread `new`: its
+    /// own signals follow it, the other threads' are gone with them.
+    pub fn exec_by(&mut self, old: u64, new: u64) {
+        self.list.retain(|s| s.thread == 0 || s.thread == old);
+        for s in self.list.iter_mut().filter(|s| s.thread == old) {
+            s.thread = new;
+        }
+        self.bits = self
+            .list
+            .iter()
+            .fold(0, |b, s| b | 1 << ((s.signo - 1) & 63));
     }
 }
 
@@ -175,6 +237,40 @@ impl Inbox {
 mod tests {
     use super::*;
 
+    /// A signal sent to one thread is that thread's to take; the process's
+    /// are anyone's, after the thread's own.
+    #[test]
+    fn a_thread_takes_its_own_signals_then_the_process_s() {
+        let sent = |signo, thread| SigInfo {
+            signo,
+            thread,
+            ..SigInfo::default()
+        };
+        let mut q = Pending::default();
+        q.push(sent(10, 7)).unwrap();
+        q.push(sent(10, 0)).unwrap();
+        q.push(sent(12, 8)).unwrap();
+        q.push(sent(10, 7)).unwrap();
+        assert_eq!(
+            q.count(u64::MAX, 7),
+            2,
+            "one SIGUSR1 each for thread 7 and the process"
+        );
+        assert_eq!(q.bits_for(9), 1 << 9);
+        assert_eq!(q.sent_to(8), 1 << 11);
+        assert_eq!(q.take(1 << 11, 7), None, "thread 8's SIGUSR2");
+        assert_eq!(q.take(u64::MAX, 7).map(|s| s.thread), Some(7));
+        assert_eq!(q.take(u64::MAX, 7).map(|s| s.thread), Some(0));
+        assert_eq!(q.take(u64::MAX, 7), None);
+        q.push(sent(14, 8)).unwrap();
+        q.forget_thread(8);
+        assert_eq!(q.bits(), 0);
+        q.push(sent(10, 5)).unwrap();
+        q.push(sent(12, 6)).unwrap();
+        q.exec_by(5, 1);
+        assert_eq!((q.sent_to(1), q.bits()), (1 << 9, 1 << 9));
+    }
+
     #[test]
     fn a_childs_end_is_not_merged_away_behind_news_of_a_stop() {
         let chld = |code| SigInfo {
@@ -185,11 +281,11 @@ mod tests {
         let mut q = Pending::default();
         q.push(chld(CLD_CONTINUED)).unwrap();
         q.push(chld(CLD_KILLED)).unwrap();
-        assert_eq!(q.take(u64::MAX).map(|s| s.code), Some(CLD_KILLED));
+        assert_eq!(q.take(u64::MAX, 0).map(|s| s.code), Some(CLD_KILLED));
         assert!(q.is_empty());
         q.push(chld(CLD_EXITED)).unwrap();
         q.push(chld(CLD_STOPPED)).unwrap();
-        assert_eq!(q.take(u64::MAX).map(|s| s.code), Some(CLD_EXITED));
+        assert_eq!(q.take(u64::MAX, 0).map(|s| s.code), Some(CLD_EXITED));
     }
 
     #[test]
@@ -201,13 +297,13 @@ mod tests {
         let mut q = Pending::default();
         q.push(sig(19)).unwrap(); // SIGSTOP
         q.push(sig(18)).unwrap(); // SIGCONT
-        assert_eq!(q.take(u64::MAX).map(|s| s.signo), Some(18));
+        assert_eq!(q.take(u64::MAX, 0).map(|s| s.signo), Some(18));
         assert!(q.is_empty(), "the stop sent before SIGCONT is gone");
         q.push(sig(18)).unwrap();
         q.push(sig(15)).unwrap();
         q.push(sig(20)).unwrap(); // SIGTSTP
-        assert_eq!(q.take(u64::MAX).map(|s| s.signo), Some(15));
-        assert_eq!(q.take(u64::MAX).map(|s| s.signo), Some(20));
+        assert_eq!(q.take(u64::MAX, 0).map(|s| s.signo), Some(15));
+        assert_eq!(q.take(u64::MAX, 0).map(|s| s.signo), Some(20));
         assert!(q.is_empty(), "the SIGCONT sent before the stop is gone");
     }
 
@@ -224,9 +320,9 @@ mod tests {
         q.push(SigInfo::user(10, 3)).unwrap();
         q.push(rt(34, 2)).unwrap();
         q.push(rt(35, 3)).unwrap();
-        assert_eq!(q.count(u64::MAX), 4, "the second SIGUSR1 merged");
+        assert_eq!(q.count(u64::MAX, 0), 4, "the second SIGUSR1 merged");
         assert_eq!(q.bits(), (1 << 9) | (1 << 33) | (1 << 34));
-        let order: Vec<_> = std::iter::from_fn(|| q.take(u64::MAX))
+        let order: Vec<_> = std::iter::from_fn(|| q.take(u64::MAX, 0))
             .map(|i| (i.signo, i.pid, i.value))
             .collect();
         assert_eq!(order, [(10, 2, 0), (34, 2, 2), (35, 2, 1), (35, 2, 3)]);
@@ -238,16 +334,16 @@ mod tests {
         }
         assert_eq!(q.push(rt(40, 0)), Err(Errno::EAGAIN));
         assert_eq!(q.push(SigInfo::user(40, 2)), Ok(()));
-        assert_eq!(q.count(1 << 39), MAX_QUEUED);
+        assert_eq!(q.count(1 << 39, 0), MAX_QUEUED);
         q.push(rt(41, 0)).unwrap();
         q.push(SigInfo::user(12, 2)).unwrap();
-        assert_eq!(q.count(u64::MAX), MAX_QUEUED + 2);
+        assert_eq!(q.count(u64::MAX, 0), MAX_QUEUED + 2);
         assert_eq!(q.push(SigInfo::user(65, 2)), Err(Errno::EINVAL));
         assert_eq!(q.push(SigInfo::user(0, 2)), Err(Errno::EINVAL));
         // A timer's signal still queued gathers the expiries as overrun.
         assert!(!q.add_overrun(3, 1));
         q.push(SigInfo::timer(42, 3, 0, 9)).unwrap();
         assert!(q.add_overrun(3, 2) && q.add_overrun(3, 1));
-        assert_eq!(q.take(1 << 41).map(|i| i.overrun), Some(3));
+        assert_eq!(q.take(1 << 41, 0).map(|i| i.overrun), Some(3));
     }
 }
