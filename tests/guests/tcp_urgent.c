@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/select.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +27,15 @@ static void wait_for(const char *what, int fd, short bits) {
             break;
     }
     printf("%s: poll %s%s\n", what, p.revents & POLLIN ? "IN " : "", p.revents & POLLPRI ? "PRI" : "");
+}
+
+/* SIOCATMARK: whether the next byte to read is the urgent mark. */
+static void atmark(const char *what, int fd) {
+    int at = -1;
+    if (ioctl(fd, SIOCATMARK, &at) != 0)
+        printf("%s: SIOCATMARK %s\n", what, errno_name(errno));
+    else
+        printf("%s: SIOCATMARK %d\n", what, at);
 }
 
 static void got(const char *what, long r, const char *buf) {
@@ -46,6 +56,7 @@ int main(void) {
     send(c, "abc", 3, 0);
     printf("send OOB: %ld\n", (long)send(c, "XYZ", 3, MSG_OOB));
     wait_for("after the urgent send", s, POLLIN | POLLPRI);
+    atmark("before the mark", s);
     fd_set ex;
     FD_ZERO(&ex);
     FD_SET(s, &ex);
@@ -53,12 +64,15 @@ int main(void) {
     printf("select exceptional: %d\n", select(s + 1, NULL, NULL, &ex, &tv));
     got("recv MSG_OOB|MSG_PEEK", recv(s, b, sizeof b, MSG_OOB | MSG_PEEK), b);
     got("read", read(s, b, sizeof b), b);
+    atmark("read up to the mark", s);
     got("recv MSG_OOB", recv(s, b, sizeof b, MSG_OOB), b);
+    atmark("urgent byte taken", s);
     got("recv MSG_OOB again", recv(s, b, sizeof b, MSG_OOB), b);
     wait_for("after taking it", s, 0);
     send(c, "more", 4, 0);
     wait_for("more", s, POLLIN);
     got("read", read(s, b, sizeof b), b);
+    atmark("read past it", s);
     close(c);
     close(s);
 
@@ -85,6 +99,7 @@ int main(void) {
     wait_for("sent", s, POLLIN | POLLPRI);
     got("recv MSG_OOB", recv(s, b, sizeof b, MSG_OOB), b);
     got("read", read(s, b, sizeof b), b);
+    atmark("inline, read up to the mark", s);
     got("read", read(s, b, sizeof b), b);
     close(c);
     close(s);
@@ -93,6 +108,20 @@ int main(void) {
     pair(&c, &s);
     send(c, "!", 1, MSG_OOB);
     wait_for("sent", s, POLLPRI);
+    atmark("only the urgent byte", s);
+    atmark("the listener", listener);
+    int u = socket(AF_INET, SOCK_DGRAM, 0), sv[2];
+    atmark("a UDP socket", u);
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    atmark("an AF_UNIX stream", sv[0]);
+    close(u);
+    close(sv[0]);
+    close(sv[1]);
+    atmark("standard input", 0);
+    socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
+    atmark("an AF_UNIX datagram socket", sv[0]);
+    close(sv[0]);
+    close(sv[1]);
     int fl = MSG_DONTWAIT;
     got("recv (nothing in band)", recv(s, b, sizeof b, fl), b);
     got("recv MSG_OOB", recv(s, b, sizeof b, MSG_OOB), b);

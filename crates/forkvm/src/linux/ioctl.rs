@@ -18,6 +18,8 @@ pub(super) const TCSETSF: u32 = 0x5404;
 pub(super) const TIOCGWINSZ: u32 = 0x5413;
 pub(super) const TIOCSWINSZ: u32 = 0x5414;
 pub(super) const FIONREAD: u32 = 0x541b;
+/// Whether a socket's next byte is the urgent mark.
+const SIOCATMARK: u32 = 0x8905;
 pub(super) const FIONBIO: u32 = 0x5421;
 pub(super) const FIONCLEX: u32 = 0x5450;
 pub(super) const FIOCLEX: u32 = 0x5451;
@@ -104,6 +106,14 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
             Ok(0)
         }
         FICLONE | FICLONERANGE => ioctl_clone(p, mem, &file, req, arg),
+        SIOCATMARK => {
+            let at = match &lock(&file).kind {
+                FileKind::Socket(s) => s.at_mark(),
+                _ => Err(Errno::ENOTTY),
+            }?;
+            mem.write_u32(arg, u32::from(at))?;
+            Ok(0)
+        }
         r if super::netdev::is_interface_request(r)
             && matches!(lock(&file).kind, FileKind::Socket(_)) =>
         {
@@ -116,5 +126,5 @@ pub(super) fn sys_ioctl(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> Sys
 #[rustfmt::skip]
 pub(super) const SYSCALLS: &[SyscallEntry] = &[
     SyscallEntry { nr: 16, name: "ioctl", handler: sys_ioctl, support: Support::Partial,
-        note: "FIONBIO, FIOASYNC (no SIGIO is sent), FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ on the host's stdio query the host terminal, changes to it are refused (EPERM); on a pty (see pty.rs) TCGETS/TCSETS/TCSETSW/TCSETSF, TIOCGWINSZ/TIOCSWINSZ (shared by both ends; SIGWINCH to the foreground group), FIONREAD/TIOCINQ, TIOCOUTQ (0), TCFLSH, TCXONC and TCSBRK (accepted), TIOCGPTN, TIOCSPTLCK/TIOCGPTLCK, TIOCGPTPEER, TIOCSCTTY/TIOCNOTTY/TIOCGPGRP/TIOCSPGRP/TIOCGSID on the run's process groups; FICLONE/FICLONERANGE are EOPNOTSUPP after Linux's checks (no shared extents); on sockets, the SIOCGIF* queries of the VM's one interface, lo (changes EPERM; see netdev.rs); others ENOTTY" },
+        note: "FIONBIO, FIOASYNC (no SIGIO is sent), FIONREAD, FIOCLEX/FIONCLEX; TCGETS/TIOCGWINSZ on the host's stdio query the host terminal, changes to it are refused (EPERM); on a pty (see pty.rs) TCGETS/TCSETS/TCSETSW/TCSETSF, TIOCGWINSZ/TIOCSWINSZ (shared by both ends; SIGWINCH to the foreground group), FIONREAD/TIOCINQ, TIOCOUTQ (0), TCFLSH, TCXONC and TCSBRK (accepted), TIOCGPTN, TIOCSPTLCK/TIOCGPTLCK, TIOCGPTPEER, TIOCSCTTY/TIOCNOTTY/TIOCGPGRP/TIOCSPGRP/TIOCGSID on the run's process groups; FICLONE/FICLONERANGE are EOPNOTSUPP after Linux's checks (no shared extents); on sockets, SIOCATMARK (TCP's urgent mark) and the SIOCGIF* queries of the VM's one interface, lo (changes EPERM; see netdev.rs); others ENOTTY" },
 ];

@@ -304,6 +304,24 @@ impl Socket {
         }
     }
 
+    /// SIOCATMARK: whether the next byte read is a TCP connection's urgent
+    /// mark (0 on other stream sockets); EOPNOTSUPP on other AF_UNIX
+    /// sockets, ENOTTY on UDP and netlink ones, as Linux answers.
+    pub fn at_mark(&self) -> Result<bool, Errno> {
+        if self.ty != 1 {
+            let unix = self.inet.is_none() && !super::netlink::is_netlink(self);
+            return Err(if unix {
+                Errno::EOPNOTSUPP
+            } else {
+                Errno::ENOTTY
+            });
+        }
+        Ok(match &self.conn {
+            Some((pair, side)) if self.inet.is_some() => super::urgent::at_mark(&lock(pair), *side),
+            _ => false,
+        })
+    }
+
     /// Whether the socket is connected (a peer exists, even if closed since).
     pub fn connected(&self) -> bool {
         self.conn.is_some() || self.host_stream().is_some() || self.dest().is_some()

@@ -5,7 +5,8 @@
 //! it is taken or a read passes the mark, poll reports POLLPRI (select's
 //! exceptional condition). ftplib's `abort` sends ABOR this way and
 //! asyncore's `handle_expt` waits for it; both failed with EOPNOTSUPP.
-//! Not done: SIGURG to the socket's owner, SIOCATMARK.
+//! SIOCATMARK says whether the next byte to read is the mark.
+//! Not done: SIGURG to the socket's owner.
 
 use super::unix_socket::{Msg, Pair};
 use super::Errno;
@@ -89,6 +90,13 @@ pub fn take(g: &mut Pair, side: usize, inline: bool, peek: bool) -> Result<u8, E
         }
         _ => Err(Errno::EINVAL),
     }
+}
+
+/// SIOCATMARK: whether the next byte side `side` reads is its live mark.
+pub fn at_mark(g: &Pair, side: usize) -> bool {
+    g.queues[side]
+        .front()
+        .is_some_and(|m| mark_of(m) == Some(m.off))
 }
 
 /// Whether side `side` has urgent data to report (POLLPRI).
