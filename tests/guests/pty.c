@@ -67,6 +67,7 @@ static const char *err(int e) {
     case EAGAIN: return "EAGAIN";
     case ENOTTY: return "ENOTTY";
     case EPERM: return "EPERM";
+    case ENXIO: return "ENXIO";
     default: return "other";
     }
 }
@@ -189,7 +190,11 @@ int main(void) {
     if (pid == 0) {
         close(ready[0]);
         setsid();
+        /* A new session has no controlling terminal: /dev/tty is ENXIO. */
+        int none = open("/dev/tty", O_RDWR);
+        int none_err = none < 0 ? errno : 0;
         int rc = ioctl(s, TIOCSCTTY, 0);
+        int tty = open("/dev/tty", O_RDWR);
         pid_t fg = -1, sid = -1;
         ioctl(s, TIOCGPGRP, &fg);
         ioctl(s, TIOCGSID, &sid);
@@ -200,13 +205,16 @@ int main(void) {
         sigaction(SIGINT, &sa, NULL);
         printf("child: TIOCSCTTY %d, foreground is itself %d, session is itself %d\n", rc,
                fg == getpid(), sid == getpid());
+        printf("child: /dev/tty before %d %s, after %s\n", none, err(none_err),
+               tty >= 0 ? "opened" : err(errno));
         fflush(stdout);
         write(ready[1], "r", 1);
         char line[64];
         int k = read(s, line, sizeof line);
         printf("child: got SIGINT %d, then read", (int)got_int);
         show("", line, k > 0 ? k : 0);
-        write(s, "bye\n", 4);
+        /* Through /dev/tty: the same terminal. */
+        write(tty >= 0 ? tty : s, "bye\n", 4);
         _exit(0);
     }
     close(ready[1]);

@@ -738,8 +738,10 @@ fn tcp_close_is_a_fin_not_a_hangup() {
 /// Pseudo-terminals: posix_openpt/grantpt/unlockpt/ptsname, ttyname and
 /// stat of /dev/pts/N, termios with canonical editing and echo, raw mode,
 /// window size, a child in its own session that reads the slave and gets
-/// SIGINT from ^C, EIO on the master once the slave is closed, EOF and EIO
-/// on the slave once the master is (`open("/dev/ptmx")` was refused).
+/// SIGINT from ^C and writes through /dev/tty, its controlling terminal
+/// (ENXIO before it has one; it was EACCES), EIO on the master once the
+/// slave is closed, EOF and EIO on the slave once the master is
+/// (`open("/dev/ptmx")` was refused).
 #[test]
 fn pseudo_terminals_behave_as_on_linux() {
     glibc_and_musl("pty");

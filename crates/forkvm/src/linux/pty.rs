@@ -94,6 +94,18 @@ impl Registry {
         open.then_some(pty)
     }
 
+    /// The pty whose master is open that is session `sid`'s controlling terminal.
+    fn controlling(&self, sid: u64) -> Option<Arc<Mutex<Pty>>> {
+        self.inner()
+            .live
+            .values()
+            .filter_map(std::sync::Weak::upgrade)
+            .find(|p| {
+                let g = lock_pty(p);
+                g.masters > 0 && g.session == Some(sid)
+            })
+    }
+
     /// The numbers of the ptys whose master is open (`/dev/pts`).
     pub fn indices(&self) -> Vec<u32> {
         let r = self.inner();
@@ -268,6 +280,17 @@ pub fn open_slave(p: &mut Process, index: u32, flags: u32, cloexec: bool) -> Sys
     let reg = registry(p).ok_or(Errno::ENOENT)?;
     let pty = reg.find(index).ok_or(Errno::ENOENT)?;
     open_slave_of(p, &pty, flags, cloexec)
+}
+
+/// Opens `/dev/tty`: the caller's controlling terminal if it is one of the
+/// run's ptys (opened as its slave), else ENXIO, as on Linux for a process
+/// without one. The host's terminal is never the guest's.
+pub fn open_tty(p: &mut Process, flags: u32, cloexec: bool) -> SysResult {
+    let (_, _, sid) = ids(p);
+    let pty = registry(p)
+        .and_then(|r| r.controlling(sid))
+        .ok_or(Errno::ENXIO)?;
+    open_slave_of(p, &pty, flags | O_NOCTTY, cloexec)
 }
 
 fn open_slave_of(p: &mut Process, pty: &Arc<Mutex<Pty>>, flags: u32, cloexec: bool) -> SysResult {

@@ -8,7 +8,7 @@ pub(super) fn dev_kind(d: Dev) -> FileKind {
         Dev::Zero => FileKind::Zero,
         Dev::Urandom | Dev::Random => FileKind::Urandom,
         // Opened by `do_open` itself (a new object each time).
-        Dev::Ptmx | Dev::Pts(_) => FileKind::Null,
+        Dev::Ptmx | Dev::Pts(_) | Dev::Tty => FileKind::Null,
     }
 }
 
@@ -66,6 +66,7 @@ pub(super) fn do_open(
                 Dev::Pts(n) if !path_only => {
                     return crate::linux::pty::open_slave(p, n, flags, cloexec)
                 }
+                Dev::Tty if !path_only => return crate::linux::pty::open_tty(p, flags, cloexec),
                 _ => {}
             }
             return Ok(p.fds.insert(OpenFile::new(dev_kind(d), status), cloexec)? as u64);

@@ -616,6 +616,8 @@ pub(super) enum Dev {
     Ptmx,
     /// /dev/pts/N: the slave of the run's pty N.
     Pts(u32),
+    /// /dev/tty: the caller's controlling terminal (a pty of the run).
+    Tty,
 }
 
 /// What a guest path names.

@@ -118,6 +118,7 @@ fn dev_node(p: &Process, name: &[u8]) -> Option<Node> {
     }
     Some(match name {
         b"ptmx" => Node::Dev(Dev::Ptmx),
+        b"tty" => Node::Dev(Dev::Tty),
         b"pts" => Node::Dir,
         b"null" => Node::Dev(Dev::Null),
         b"zero" => Node::Dev(Dev::Zero),
