@@ -88,6 +88,14 @@ pub fn after_host_answer(
     Ok(())
 }
 
+/// A duration as a `struct timespec`.
+fn timespec_of(d: std::time::Duration) -> Timespec {
+    Timespec {
+        tv_sec: d.as_secs() as i64,
+        tv_nsec: i64::from(d.subsec_nanos()),
+    }
+}
+
 fn write_timespec(mem: &mut GuestMemory, addr: u64, t: Timespec) -> Result<(), Errno> {
     mem.write_u64(addr, t.tv_sec as u64)?;
     mem.write_u64(addr + 8, t.tv_nsec as u64)?;
@@ -110,12 +118,7 @@ fn read_timespec(mem: &GuestMemory, addr: u64) -> Result<Timespec, Errno> {
 fn sys_clock_gettime(p: &mut Process, mem: &mut GuestMemory, a: &Args) -> SysResult {
     if let Some(who) = cpu_clock_of(p, a[0])? {
         // The process's CPU time, or what a thread spent while it ran.
-        let d = cpu_clock_now(p, who);
-        let t = Timespec {
-            tv_sec: d.as_secs() as i64,
-            tv_nsec: d.subsec_nanos() as _,
-        };
-        write_timespec(mem, a[1], t)?;
+        write_timespec(mem, a[1], timespec_of(cpu_clock_now(p, who)))?;
         return Ok(0);
     }
     let t = guest_clock(clock_of(p, a[0])?);
@@ -219,12 +222,8 @@ pub fn after(now: std::time::Instant, d: std::time::Duration) -> std::time::Inst
 /// signal cut short, see [`block_thread`]).
 pub fn write_time_left(mem: &mut GuestMemory, rem: u64, until: std::time::Instant) {
     let left = until.saturating_duration_since(std::time::Instant::now());
-    let t = Timespec {
-        tv_sec: left.as_secs() as i64,
-        tv_nsec: i64::from(left.subsec_nanos()),
-    };
     // A `rem` the guest made unwritable meanwhile only loses it the answer.
-    let _ = write_timespec(mem, rem, t);
+    let _ = write_timespec(mem, rem, timespec_of(left));
 }
 
 /// With other threads, a sleeping thread lets them run instead of sleeping
@@ -285,29 +284,25 @@ fn sleep_watching_asleep(
 ) -> NanosleepRelativeResult {
     // Decided once: a child that exits during the sleep still signals.
     let watch = super::child::others_alive(p);
-    let span = |d: std::time::Duration| Timespec {
-        tv_sec: d.as_secs() as i64,
-        tv_nsec: d.subsec_nanos() as _,
-    };
     loop {
         let to_go = left();
         if to_go.is_zero() {
             return NanosleepRelativeResult::Ok;
         }
         if watch && super::child::signals_waiting(p) && sleep_ends(p) {
-            return NanosleepRelativeResult::Interrupted(span(left()));
+            return NanosleepRelativeResult::Interrupted(timespec_of(left()));
         }
         let slice = if watch {
             to_go.min(SIGNAL_CHECK)
         } else {
             to_go
         };
-        match rustix::thread::clock_nanosleep_relative(clock, &span(slice)) {
+        match rustix::thread::clock_nanosleep_relative(clock, &timespec_of(slice)) {
             NanosleepRelativeResult::Interrupted(_) if kick_matters(p) => {
                 if is_child(p) && !sleep_ends(p) {
                     continue;
                 }
-                return NanosleepRelativeResult::Interrupted(span(left()));
+                return NanosleepRelativeResult::Interrupted(timespec_of(left()));
             }
             NanosleepRelativeResult::Err(e) => return NanosleepRelativeResult::Err(e),
             _ => {}

@@ -308,7 +308,7 @@ impl Socket {
     /// mark (0 on other stream sockets); EOPNOTSUPP on other AF_UNIX
     /// sockets, ENOTTY on UDP and netlink ones, as Linux answers.
     pub fn at_mark(&self) -> Result<bool, Errno> {
-        if self.ty != 1 {
+        if self.ty != SOCK_STREAM {
             let unix = self.inet.is_none() && !super::netlink::is_netlink(self);
             return Err(if unix {
                 Errno::EOPNOTSUPP

@@ -19,6 +19,7 @@ use super::{
     empty_socket, gather, iovecs, or_wait, position, read_file, scatter, write_file, MAX_RW,
 };
 use crate::linux::fdtable::{lock, oflags::O_APPEND, FileKind, FileRef, OpenFile, Pipe};
+use crate::linux::unix_socket::SOCK_STREAM;
 use crate::linux::{Args, Errno, Process, SysResult};
 use crate::memory::GuestMemory;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,7 +27,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 const SPLICE_F_NONBLOCK: u64 = 2;
 /// SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT.
 const SPLICE_F_ALL: u64 = 0xf;
-const SOCK_STREAM: u32 = 1;
 
 /// The side of a transfer that has to change before anything can move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -287,16 +287,7 @@ impl Pty {
         if buf.is_empty() {
             return Ok(0);
         }
-        let mut done = 0;
-        for &c in buf {
-            let mut tmp = [0u8; 2];
-            let bytes = self.opost(c, &mut tmp);
-            if self.out.len() + bytes.len() > QUEUE_CAP {
-                break;
-            }
-            self.out.extend(bytes.iter());
-            done += 1;
-        }
+        let done = self.queue_output(buf);
         if done == 0 {
             return Err(Errno::EAGAIN);
         }
@@ -307,6 +298,22 @@ impl Pty {
     /// Whether the slave can write now.
     pub fn slave_writable(&self) -> bool {
         self.masters == 0 || self.out.len() + 2 <= QUEUE_CAP
+    }
+
+    /// Queues `bytes` for the master as output processing makes them, as
+    /// many as fit whole; returns how many of `bytes` went.
+    fn queue_output(&mut self, bytes: &[u8]) -> usize {
+        let mut done = 0;
+        for &c in bytes {
+            let mut tmp = [0u8; 2];
+            let out = self.opost(c, &mut tmp);
+            if self.out.len() + out.len() > QUEUE_CAP {
+                break;
+            }
+            self.out.extend(out.iter());
+            done += 1;
+        }
+        done
     }
 
     /// One output byte as OPOST makes it.
@@ -583,14 +590,7 @@ impl Pty {
     /// Echo output, processed as output (ONLCR); dropped when the master's
     /// queue is full.
     fn echo(&mut self, bytes: &[u8]) {
-        for &c in bytes {
-            let mut tmp = [0u8; 2];
-            let out = self.opost(c, &mut tmp);
-            if self.out.len() + out.len() > QUEUE_CAP {
-                return;
-            }
-            self.out.extend(out.iter());
-        }
+        self.queue_output(bytes);
         self.slave_moves = self.slave_moves.wrapping_add(1);
     }
 }

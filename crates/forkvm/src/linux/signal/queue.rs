@@ -18,6 +18,11 @@ const SIGCHLD: i32 = 17;
 /// SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU.
 const STOP_SIGNALS: u64 = 0xf << 18;
 
+/// The bit of `s`'s signal in a set (bit n-1 for signal n).
+fn bit(s: &SigInfo) -> u64 {
+    1 << ((s.signo - 1) & 63)
+}
+
 /// Signals pending for a process, each with what it carries: a standard
 /// signal at most once (another is merged into it), a real-time one once
 /// per send, in the order sent.
@@ -94,7 +99,7 @@ impl Pending {
     /// Drops every pending signal of `set`.
     pub fn discard(&mut self, set: u64) {
         if self.bits & set != 0 {
-            self.list.retain(|s| set & (1 << ((s.signo - 1) & 63)) == 0);
+            self.list.retain(|s| set & (bit(s)) == 0);
             self.bits &= !set;
         }
     }
@@ -109,10 +114,15 @@ impl Pending {
         if self.bits == 0 {
             return 0;
         }
+        self.bits_of(|s| s.thread == thread)
+    }
+
+    /// The signals of the queued ones `which` selects.
+    fn bits_of(&self, which: impl Fn(&SigInfo) -> bool) -> u64 {
         self.list
             .iter()
-            .filter(|s| s.thread == thread)
-            .fold(0, |b, s| b | 1 << ((s.signo - 1) & 63))
+            .filter(|s| which(s))
+            .fold(0, |b, s| b | bit(s))
     }
 
     /// Takes, for thread `tid`, the first sent of the lowest-numbered
@@ -125,7 +135,7 @@ impl Pending {
         let lowest = |thread: u64| {
             self.list
                 .iter()
-                .filter(|s| s.thread == thread && set & (1 << ((s.signo - 1) & 63)) != 0)
+                .filter(|s| s.thread == thread && set & (bit(s)) != 0)
                 .map(|s| s.signo)
                 .min()
                 .map(|signo| (signo, thread))
@@ -165,7 +175,7 @@ impl Pending {
         }
         self.list
             .iter()
-            .filter(|s| set & (1 << ((s.signo - 1) & 63)) != 0)
+            .filter(|s| set & (bit(s)) != 0)
             .filter(|s| s.thread == 0 || s.thread == tid)
             .count()
     }
@@ -174,10 +184,7 @@ impl Pending {
     pub fn forget_thread(&mut self, tid: u64) {
         if self.list.iter().any(|s| s.thread == tid) {
             self.list.retain(|s| s.thread != tid);
-            self.bits = self
-                .list
-                .iter()
-                .fold(0, |b, s| b | 1 << ((s.signo - 1) & 63));
+            self.bits = self.bits_of(|_| true);
         }
     }
 
@@ -188,10 +195,7 @@ impl Pending {
         for s in self.list.iter_mut().filter(|s| s.thread == old) {
             s.thread = new;
         }
-        self.bits = self
-            .list
-            .iter()
-            .fold(0, |b, s| b | 1 << ((s.signo - 1) & 63));
+        self.bits = self.bits_of(|_| true);
     }
 }
 
